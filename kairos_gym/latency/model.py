@@ -1,0 +1,413 @@
+"""The step-latency model: how long one forward step of a batch takes on one GPU node.
+
+A step holds decode tokens (one per decoding request, each attending over its KV cache) and prefill
+chunks (``chunk_tokens`` new tokens attending over ``prefix_tokens`` already cached plus themselves).
+Its time is a per-operator roofline, summed over operator classes:
+
+* dense GEMMs (attention projections, dense MLPs, router, LM head):
+  ``t = (t_c^p + t_m^p)^(1/p) + t_kernel`` with ``t_c = FLOPs / (peak * e_c)`` and
+  ``t_m = bytes / (bandwidth * e_m)`` (weights + activations);
+* MoE experts: the same form with MoE efficiencies; the weight bytes grow with the expected number of
+  distinct experts a batch of T tokens touches, ``E * (1 - (1 - k/E)^T)`` plus the shared experts;
+* prefill attention over token pairs ``c * (prefix + (c+1)/2)`` and decode attention over the cached
+  contexts (FLOPs and KV bytes), each with its own efficiency;
+* elementwise kernels (norms, activation, residual, rotary), memory-bound;
+* tensor parallelism: FLOPs and weight bytes sharded by ``tp`` plus two ring all-reduces per layer;
+* a fixed per-step CPU overhead and a per-layer kernel-launch overhead.
+
+Every quantity is in seconds, tokens, FLOPs and bytes. The same formulas serve every preset; only the
+efficiencies of operator classes are calibrated (``kairos_gym/data/calibration.yaml``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kairos_gym.errors import ConfigError
+from kairos_gym.latency.calibration import Calibration, default_calibration
+from kairos_gym.latency.presets import GpuSpec, ModelSpec, check_tp, get_gpu, get_model
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Cost of one step: wall time (s), useful FLOPs (per GPU), and the time its compute occupies at the
+    kernels' achievable efficiency (s). ``compute_s / time_s`` is the step's SM-utilization proxy."""
+
+    time_s: float
+    flops: float
+    compute_s: float
+
+
+@dataclass(frozen=True)
+class _Gemm:
+    count: int  # kernels of this shape per step (e.g. one per layer)
+    flops_per_token: float  # per GPU
+    weight_bytes: float  # per GPU
+    act_bytes_per_token: float  # per GPU
+
+
+def _nonneg_int(where: str, field: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ConfigError(where, field, value, "an integer >= 0 (tokens)")
+    return int(value)
+
+
+class StepLatencyModel:
+    """Step latency of one node (a GPU, or ``tp`` GPUs in tensor parallel) for a model preset.
+
+    Build with :meth:`from_preset`. The hot-path entry point :meth:`step_time_agg` works on batch
+    aggregates and accepts floats or numpy arrays (vectorised pricing of many candidate steps).
+    """
+
+    def __init__(self, model: ModelSpec, gpu: GpuSpec, tp: int = 1, calibration: Calibration | None = None):
+        check_tp(model, tp)
+        self.model = model
+        self.gpu = gpu
+        self.tp = tp
+        self.cal = calibration or default_calibration()
+        self._build()
+
+    @classmethod
+    def from_preset(
+        cls,
+        model: str = "deepseek-v2-lite",
+        gpu: str = "a100-80gb",
+        tp: int = 1,
+        calibration: dict[str, float] | None = None,
+    ) -> StepLatencyModel:
+        """Model for a named model and GPU preset at tensor-parallel degree ``tp``.
+
+        ``calibration`` optionally overrides calibration parameters by name.
+        """
+        return cls(get_model(model), get_gpu(gpu), tp, default_calibration().with_overrides(calibration))
+
+    # ------------------------------------------------------------------ construction
+    def _build(self) -> None:
+        m, g, tp, c = self.model, self.gpu, self.tp, self.cal
+        d = m.dtype_bytes
+        L = m.layers
+        h = m.hidden
+        n_dense_mlp = L if m.moe is None else m.moe.first_dense_layers
+        gemms: list[_Gemm] = []
+        # Attention projections: column-parallel in, row-parallel out: each GPU holds 1/tp of every matrix.
+        for k_in, n_out in m.attention_projection_shapes():
+            gemms.append(_Gemm(L, 2.0 * k_in * n_out / tp, k_in * n_out * d / tp, (k_in + n_out) * d / tp))
+        if n_dense_mlp:
+            inter = m.intermediate
+            # gated: up+gate fused (h x 2I) and down (I x h); plain: up (h x I) and down (I x h)
+            up_n = 2 * inter if m.mlp == "gated" else inter
+            gemms.append(_Gemm(n_dense_mlp, 2.0 * h * up_n / tp, h * up_n * d / tp, (h + up_n) * d / tp))
+            gemms.append(_Gemm(n_dense_mlp, 2.0 * inter * h / tp, inter * h * d / tp, (inter + h) * d / tp))
+        self._gemms = tuple(gemms)
+        self._n_gemm_kernels = sum(x.count for x in gemms)
+        # Aggregate dense GEMM coefficients per distinct shape for the fast path.
+        self._g_count = np.array([x.count for x in gemms], dtype=float)
+        self._g_f = np.array([x.flops_per_token for x in gemms])
+        self._g_w = np.array([x.weight_bytes for x in gemms])
+        self._g_a = np.array([x.act_bytes_per_token for x in gemms])
+        # Plain Python floats for the scalar hot path (numpy scalars are ~10x slower per operation).
+        self._g_tuples = tuple(
+            (float(x.count), float(x.flops_per_token), float(x.weight_bytes), float(x.act_bytes_per_token))
+            for x in gemms
+        )
+        # LM head: one row per sequence that samples (decode requests and prefill chunks).
+        self._lm_f = 2.0 * h * m.vocab / tp
+        self._lm_w = h * m.vocab * d / tp
+        self._peak_c_dense = g.peak_flops * c.dense_compute_eff
+        self._peak_m_dense = g.hbm_bandwidth * c.dense_memory_eff
+        self._p = c.dense_overlap_p
+        # MoE
+        if m.moe is not None:
+            e = m.moe
+            n_moe = L - e.first_dense_layers
+            expert_params = m.mlp_matrices * h * e.expert_intermediate
+            self._moe_layers = n_moe
+            self._moe_E = float(e.routed_experts)
+            self._moe_miss = 1.0 - e.experts_per_token / e.routed_experts
+            self._moe_shared = float(e.shared_experts)
+            self._moe_f_tok = 2.0 * (e.experts_per_token + e.shared_experts) * expert_params / tp * n_moe
+            self._moe_w_expert = expert_params * d / tp * n_moe
+            # router GEMM (h x E), replicated
+            self._router_f = 2.0 * h * e.routed_experts * n_moe
+            self._moe_act_tok = (e.experts_per_token + e.shared_experts) * 4 * h * d / tp * n_moe
+            act_inter = (e.experts_per_token + e.shared_experts) * e.expert_intermediate
+        else:
+            self._moe_layers = 0
+            act_inter = m.intermediate
+        self._peak_c_moe = g.peak_flops * c.moe_compute_eff
+        self._peak_m_moe = g.hbm_bandwidth * c.moe_memory_eff
+        self._p_moe = c.moe_overlap_p
+        # Attention
+        if m.mla is not None:
+            a = m.mla
+            # prefill (decompressed MLA): QK over nope+rope dims, PV over v dims, per head
+            self._attn_pf_pair = 2.0 * m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim) * L / tp
+            # decode (absorbed MLA): scores over latent+rope, output over latent, per head
+            self._attn_dec_pair = 2.0 * m.heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim) * L / tp
+            self._kv_gpu = float(m.kv_bytes_per_token)  # the latent cache is replicated on every TP rank
+            e_pf = c.attention_prefill_eff_mla
+            qk_width = m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.qk_rope_head_dim
+        else:
+            hd = m.head_dim
+            self._attn_pf_pair = 4.0 * m.heads * hd * L / tp
+            self._attn_dec_pair = 4.0 * m.heads * hd * L / tp
+            kv_per_gpu = max(1, m.kv_heads // tp)
+            self._kv_gpu = float(2 * L * kv_per_gpu * hd * d)
+            e_pf = c.attention_prefill_eff_mha
+            qk_width = (m.heads + m.kv_heads) * hd
+        self._peak_c_attn_pf = g.peak_flops * e_pf
+        self._peak_c_attn_dec = g.peak_flops * c.attention_decode_compute_eff
+        self._peak_m_attn = g.hbm_bandwidth * c.attention_decode_memory_eff
+        # Elementwise: 2 norms (read+write h), activation (read 2I, write I), residual add (3h), rotary (q,k).
+        ew_bytes_layer = d * (2 * 2 * h + 3 * act_inter / tp + 3 * h + 2 * qk_width / tp)
+        self._ew_tok = ew_bytes_layer * L / (g.hbm_bandwidth * c.elementwise_memory_eff)
+        self._ew_fixed = 5 * L * c.elementwise_kernel_s
+        # Tensor-parallel all-reduce: 2 per layer of T x h activations, ring algorithm over NVLink.
+        if tp > 1:
+            self._ar_fixed = 2 * L * c.allreduce_latency_s
+            self._ar_tok = 2 * L * (2.0 * (tp - 1) / tp) * h * d / (g.nvlink_bandwidth * c.allreduce_bus_eff)
+        else:
+            self._ar_fixed = 0.0
+            self._ar_tok = 0.0
+        self._fixed = (
+            c.step_cpu_overhead_s
+            + L * c.layer_launch_overhead_s
+            + self._n_gemm_kernels * c.gemm_kernel_s
+            + self._ew_fixed
+            + self._ar_fixed
+            + (self._moe_layers * 3 * c.gemm_kernel_s)
+        )
+
+        # Fast-path constants: FLOPs or bytes already divided by the achievable rate (s per unit).
+        pc, pmd = self._peak_c_dense, self._peak_m_dense
+        self._inv_p = 1.0 / self._p
+        self._fast_gemms = tuple((cnt, f / pc, w / pmd, a / pmd) for cnt, f, w, a in self._g_tuples)
+        self._lm_fc = self._lm_f / pc
+        self._lm_wm = self._lm_w / pmd
+        self._inv_p_moe = 1.0 / self._p_moe
+        if self._moe_layers:
+            self._moe_fc = (self._moe_f_tok + self._router_f) / self._peak_c_moe
+            self._moe_wm = self._moe_w_expert / self._peak_m_moe
+            self._moe_am = self._moe_act_tok / self._peak_m_moe
+        self._apf_c = self._attn_pf_pair / self._peak_c_attn_pf
+        self._adec_c = self._attn_dec_pair / self._peak_c_attn_dec
+        self._kv_m = self._kv_gpu / self._peak_m_attn
+        self._ew_ar_tok = self._ew_tok + self._ar_tok
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV-cache bytes per token of the whole model (what a P->D transfer moves per token)."""
+        return self.model.kv_bytes_per_token
+
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> float:
+        """KV-cache bytes per token held on each GPU of the node (MLA latents are replicated under TP)."""
+        return self._kv_gpu
+
+    def kv_capacity_tokens(self, activation_reserve_frac: float = 0.1) -> int:
+        """Tokens of KV cache that fit on each GPU: memory - weights/tp - reserve (fraction of memory)."""
+        free = self.gpu.memory_bytes * (1.0 - activation_reserve_frac) - self.model.weight_bytes() / self.tp
+        if free <= 0:
+            raise ConfigError(
+                "latency", "model/gpu/tp", f"{self.model.key}/{self.gpu.key}/tp{self.tp}",
+                "a combination whose weights fit in GPU memory (raise tp or pick a larger GPU)",
+            )
+        return int(free // self._kv_gpu)
+
+    # ------------------------------------------------------------------ core (aggregates)
+    def step_cost_agg(self, n_tokens, n_seqs, dec_pairs, pf_pairs, kv_read_tokens):
+        """Cost of a step from batch aggregates; floats or broadcastable numpy arrays.
+
+        n_tokens: tokens processed (decode requests + prefill chunk tokens); n_seqs: sequences that
+        sample a token (decode requests + prefill chunks); dec_pairs: sum over decode requests of
+        (context + 1); pf_pairs: sum over chunks of c * (prefix + (c + 1) / 2); kv_read_tokens: KV
+        tokens read by prefill attention (sum of prefix + chunk).
+        Returns ``(time_s, flops, compute_s)``.
+        """
+        T = n_tokens
+        p = self._p
+        inv_p = 1.0 / p
+        t = self._fixed
+        flops = 0.0
+        comp = 0.0
+        for cnt, f, w, a in self._g_tuples:
+            fl = T * f
+            tc = fl / self._peak_c_dense
+            tm = (w + T * a) / self._peak_m_dense
+            t = t + cnt * (tc**p + tm**p) ** inv_p
+            flops = flops + cnt * fl
+            comp = comp + cnt * tc
+        # LM head over the sampling sequences
+        fl = n_seqs * self._lm_f
+        tc = fl / self._peak_c_dense
+        tm = self._lm_w / self._peak_m_dense
+        t = t + (tc**p + tm**p) ** inv_p
+        flops = flops + fl
+        comp = comp + tc
+        if self._moe_layers:
+            experts = self._moe_E * (1.0 - self._moe_miss**T) + self._moe_shared
+            fl = T * self._moe_f_tok + T * self._router_f
+            tc = fl / self._peak_c_moe
+            tm = (experts * self._moe_w_expert + T * self._moe_act_tok) / self._peak_m_moe
+            pm = self._p_moe
+            t = t + (tc**pm + tm**pm) ** (1.0 / pm)
+            flops = flops + fl
+            comp = comp + tc
+        # prefill attention
+        fl = pf_pairs * self._attn_pf_pair
+        tc = fl / self._peak_c_attn_pf
+        tm = kv_read_tokens * self._kv_gpu / self._peak_m_attn
+        t = t + (tc**p + tm**p) ** inv_p
+        flops = flops + fl
+        comp = comp + tc
+        # decode attention
+        fl = dec_pairs * self._attn_dec_pair
+        tc = fl / self._peak_c_attn_dec
+        tm = dec_pairs * self._kv_gpu / self._peak_m_attn
+        t = t + (tc**p + tm**p) ** inv_p
+        flops = flops + fl
+        comp = comp + tc
+        t = t + T * (self._ew_tok + self._ar_tok)
+        return t, flops, comp
+
+    def step_time_fast(self, n_tokens: float, n_seqs: float, dec_pairs: float, pf_pairs: float,
+                       kv_read_tokens: float) -> float:
+        """Scalar-only, time-only twin of :meth:`step_cost_agg` for the decision hot path (seconds).
+
+        Same formula, Python floats only (no numpy), reciprocals precomputed. Tested equal to
+        :meth:`step_cost_agg`.
+        """
+        T = n_tokens
+        p = self._p
+        ip = self._inv_p
+        t = self._fixed + T * self._ew_ar_tok
+        for cnt, fc, w, am in self._fast_gemms:
+            t += cnt * ((T * fc) ** p + (w + T * am) ** p) ** ip
+        t += ((n_seqs * self._lm_fc) ** p + self._lm_wm**p) ** ip
+        if self._moe_layers:
+            pm = self._p_moe
+            tc = T * self._moe_fc
+            tm = (self._moe_E * (1.0 - self._moe_miss**T) + self._moe_shared) * self._moe_wm + T * self._moe_am
+            t += (tc**pm + tm**pm) ** self._inv_p_moe
+        if pf_pairs > 0.0:
+            t += ((pf_pairs * self._apf_c) ** p + (kv_read_tokens * self._kv_m) ** p) ** ip
+        if dec_pairs > 0.0:
+            t += ((dec_pairs * self._adec_c) ** p + (dec_pairs * self._kv_m) ** p) ** ip
+        return t
+
+    # ------------------------------------------------------------------ public API
+    def step_cost(
+        self,
+        decode_context_lens: Sequence[int] | np.ndarray = (),
+        prefill_chunks: Iterable[tuple[int, int]] = (),
+    ) -> StepCost:
+        """Cost of one step with one decode token per entry of ``decode_context_lens`` (tokens already in
+        that request's KV cache) and each ``(chunk_tokens, prefix_tokens)`` prefill chunk."""
+        ctx = np.asarray(decode_context_lens)
+        if ctx.size and (ctx.dtype.kind not in "iu" or int(ctx.min()) < 0):
+            bad = ctx[ctx < 0][0] if ctx.dtype.kind in "iuf" and (ctx < 0).any() else ctx.flat[0]
+            raise ConfigError("step_time", "decode_context_lens", bad, "integers >= 0 (tokens)")
+        n_dec = int(ctx.size)
+        dec_pairs = float(ctx.sum()) + n_dec if n_dec else 0.0
+        n_tok = float(n_dec)
+        n_seqs = float(n_dec)
+        pf_pairs = 0.0
+        kv_read = 0.0
+        for chunk in prefill_chunks:
+            try:
+                c_raw, k_raw = chunk
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    "step_time", "prefill_chunks", chunk, "(chunk_tokens, prefix_tokens) pairs"
+                ) from None
+            c = _nonneg_int("step_time", "chunk_tokens", c_raw)
+            k = _nonneg_int("step_time", "prefix_tokens", k_raw)
+            if c == 0:
+                continue
+            n_tok += c
+            n_seqs += 1
+            pf_pairs += c * (k + (c + 1) / 2.0)
+            kv_read += k + c
+        if n_tok == 0:
+            return StepCost(0.0, 0.0, 0.0)
+        t, f, comp = self.step_cost_agg(n_tok, n_seqs, dec_pairs, pf_pairs, kv_read)
+        return StepCost(float(t), float(f), float(comp))
+
+    def step_time(
+        self,
+        decode_context_lens: Sequence[int] | np.ndarray = (),
+        prefill_chunks: Iterable[tuple[int, int]] = (),
+    ) -> float:
+        """Seconds for one forward step (see :meth:`step_cost`). An empty step takes 0 s."""
+        return self.step_cost(decode_context_lens, prefill_chunks).time_s
+
+    def step_flops(
+        self,
+        decode_context_lens: Sequence[int] | np.ndarray = (),
+        prefill_chunks: Iterable[tuple[int, int]] = (),
+    ) -> float:
+        """Useful FLOPs of one step on each GPU of the node (for MFU)."""
+        return self.step_cost(decode_context_lens, prefill_chunks).flops
+
+    def price_chunks(
+        self,
+        decode_context_lens: Sequence[int] | np.ndarray,
+        chunk_tokens: Sequence[int] | np.ndarray,
+        prefix_tokens: Sequence[int] | np.ndarray | int = 0,
+    ) -> np.ndarray:
+        """Vectorised: step time (s) of the same decode batch plus each candidate chunk
+        ``(chunk_tokens[i], prefix_tokens[i])``. A chunk of 0 tokens prices the decode-only step."""
+        ctx = np.asarray(decode_context_lens, dtype=np.int64)
+        n_dec = float(ctx.size)
+        return self.price_chunks_agg(n_dec, float(ctx.sum()) + n_dec, chunk_tokens, prefix_tokens)
+
+    def price_chunks_agg(self, n_decode: float, dec_pairs: float, chunk_tokens, prefix_tokens=0) -> np.ndarray:
+        """As :meth:`price_chunks` from decode aggregates: ``n_decode`` requests whose contexts + 1 sum
+        to ``dec_pairs``. Used by schedulers that keep running aggregates per node."""
+        c = np.asarray(chunk_tokens, dtype=float)
+        k = np.asarray(prefix_tokens, dtype=float)
+        if (c < 0).any() or (k < 0).any():
+            raise ConfigError("price_chunks", "chunk_tokens/prefix_tokens", (c.min(), k.min()), "values >= 0")
+        has = (c > 0).astype(float)
+        n_tok = n_decode + c
+        t, _, _ = self.step_cost_agg(n_tok, n_decode + has, dec_pairs, c * (k + (c + 1) / 2.0), (k + c) * has)
+        t = np.asarray(t, dtype=float) * (n_tok > 0)
+        return t
+
+    def linear_layer_time(self, n_tokens):
+        """Seconds of one transformer layer's non-attention operators (projection GEMMs, dense MLP,
+        norms, activation, residual add, rotary) for ``n_tokens`` tokens (float or array): the
+        quantity Vidur's ``mlp.csv`` measures. Dense (non-MoE) layers only."""
+        c = self.cal
+        T = np.asarray(n_tokens, dtype=float)
+        p = self._p
+        per_layer = self._g_count == self.model.layers
+        t = np.zeros_like(T)
+        for f, w, a in zip(self._g_f[per_layer], self._g_w[per_layer], self._g_a[per_layer], strict=True):
+            tc = T * f / self._peak_c_dense
+            tm = (w + T * a) / self._peak_m_dense
+            t = t + (tc**p + tm**p) ** (1.0 / p) + c.gemm_kernel_s
+        ew = T * self._ew_tok / self.model.layers + 5 * c.elementwise_kernel_s
+        return t + ew
+
+    def prefill_time(self, prompt_tokens: int, prefix_tokens: int = 0) -> float:
+        """Seconds to prefill one prompt alone in one step (no decode batch)."""
+        return self.step_time((), [(prompt_tokens, prefix_tokens)])
+
+    def describe(self) -> dict[str, Any]:
+        """Key facts of this model instance (for tables and docs)."""
+        total, active = self.model.parameter_count()
+        return {
+            "model": self.model.key,
+            "gpu": self.gpu.key,
+            "tp": self.tp,
+            "params_total": total,
+            "params_active": active,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "kv_capacity_tokens_per_gpu": self.kv_capacity_tokens(),
+        }
