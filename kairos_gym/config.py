@@ -1,0 +1,336 @@
+"""Scenario configuration: frozen dataclasses loaded and validated from YAML (``configs/scenarios``).
+
+A scenario is everything a run needs besides the policy and the seed: the cluster (nodes, model, GPU,
+TP, batching), the P->D link, the SLOs, the deflection menu and the workload. See
+``docs/scenarios.md`` for every field with its default. Bad input raises :class:`ConfigError` naming
+the file/section, the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from kairos_gym.errors import ConfigError, check_keys
+from kairos_gym.latency.calibration import default_calibration
+from kairos_gym.latency.presets import gpu_presets, model_presets
+from kairos_gym.workload import WorkloadConfig
+from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Text
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SCENARIO_DIRS = (REPO_ROOT / "configs" / "scenarios", Path(__file__).resolve().parent / "data" / "scenarios")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed set of strings."""
+
+    options: tuple[str, ...]
+
+    def allowed(self) -> str:
+        return "one of " + ", ".join(self.options)
+
+    def check(self, where: str, name: str, value: Any) -> str:
+        if not isinstance(value, str) or value not in self.options:
+            raise ConfigError(where, name, value, self.allowed())
+        return value
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A boolean (true/false)."""
+
+    def allowed(self) -> str:
+        return "true or false"
+
+    def check(self, where: str, name: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ConfigError(where, name, value, self.allowed())
+        return value
+
+
+FLAG = Flag()
+FRACTION = Number(low=0.0)  # further bounded in cross checks
+
+
+class _Plain:
+    """Base for config sections without a ``kind``: one rule per scalar field."""
+
+    RULES: ClassVar[dict[str, Any]]
+    WHERE: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        for name, rule in self.RULES.items():
+            object.__setattr__(self, name, rule.check(self.WHERE, name, getattr(self, name)))
+        self.cross_check(self.WHERE)
+
+    def cross_check(self, where: str) -> None:
+        """Checks involving several fields."""
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str) -> Any:
+        if d is None:
+            d = {}
+        if not isinstance(d, Mapping):
+            raise ConfigError(where, "(section)", d, "a mapping of key: value lines")
+        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        check_keys(where, dict(d), names)
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name not in d:
+                continue
+            raw = d[f.name]
+            rule = cls.RULES.get(f.name)
+            kwargs[f.name] = rule.check(where, f.name, raw) if rule is not None else cls.parse_extra(where, f.name, raw)
+        obj = cls.__new__(cls)
+        defaults = {f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())  # type: ignore[misc]
+                    for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        defaults.update(kwargs)
+        for k, v in defaults.items():
+            object.__setattr__(obj, k, v)
+        obj.cross_check(where)
+        return obj
+
+    @classmethod
+    def parse_extra(cls, where: str, name: str, raw: Any) -> Any:
+        raise ConfigError(where, name, raw, "no such field")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, Mapping) else v)
+        return out
+
+
+@dataclass(frozen=True)
+class ClusterConfig(_Plain):
+    """The serving cluster.
+
+    Attributes:
+        prefill_nodes, decode_nodes: node counts (default 2P2D).
+        model, gpu, tp: step-latency presets (each node is ``tp`` GPUs of ``gpu`` serving ``model``).
+        prefill_token_budget: tokens per prefill step; prompts longer than what is left of the budget
+            are chunked (vLLM chunked prefill).
+        max_deflections_per_node: deflected prefills in flight per decode node (default 1).
+        kv_reserve_frac: share of GPU memory kept for activations, not KV cache.
+        decode_max_batch: most requests decoding at once on a node (vLLM ``max_num_seqs``).
+        ttft_includes_transfer: True (vLLM P/D proxy): on the prefill path the first token is
+            produced by the decode node after the KV arrives; False: by the prefill node.
+        calibration: overrides of step-latency calibration parameters by name.
+    """
+
+    WHERE: ClassVar[str] = "cluster"
+    RULES: ClassVar[dict[str, Any]] = {
+        "prefill_nodes": POSITIVE_INT, "decode_nodes": POSITIVE_INT, "model": TEXT, "gpu": TEXT,
+        "tp": POSITIVE_INT, "prefill_token_budget": POSITIVE_INT, "max_deflections_per_node": Number(
+            integer=True, low=0), "kv_reserve_frac": FRACTION, "decode_max_batch": POSITIVE_INT,
+        "ttft_includes_transfer": FLAG,
+    }
+    prefill_nodes: int = 2
+    decode_nodes: int = 2
+    model: str = "deepseek-v2-lite"
+    gpu: str = "a100-80gb"
+    tp: int = 1
+    prefill_token_budget: int = 2048
+    max_deflections_per_node: int = 1
+    kv_reserve_frac: float = 0.1
+    decode_max_batch: int = 256
+    ttft_includes_transfer: bool = True
+    calibration: Mapping[str, float] = field(default_factory=dict)
+
+    def cross_check(self, where: str) -> None:
+        if self.model not in model_presets():
+            raise ConfigError(where, "model", self.model, f"one of {sorted(model_presets())}")
+        if self.gpu not in gpu_presets():
+            raise ConfigError(where, "gpu", self.gpu, f"one of {sorted(gpu_presets())}")
+        if not self.kv_reserve_frac < 1.0:
+            raise ConfigError(where, "kv_reserve_frac", self.kv_reserve_frac, "a fraction in [0, 1)")
+        if self.max_deflections_per_node > 1:
+            raise ConfigError(where, "max_deflections_per_node", self.max_deflections_per_node,
+                              "0 or 1 (one deflected prefill in flight per decode node, DOMAIN.md s2)")
+        default_calibration().with_overrides(dict(self.calibration), where=f"{where}.calibration")
+
+    @classmethod
+    def parse_extra(cls, where: str, name: str, raw: Any) -> Any:
+        if name == "calibration":
+            if not isinstance(raw, Mapping):
+                raise ConfigError(where, name, raw, "a mapping of calibration parameter: value")
+            return dict(raw)
+        return super().parse_extra(where, name, raw)
+
+
+@dataclass(frozen=True)
+class TransferSection(_Plain):
+    """P->D KV transfer: ``setup_s + bytes / bandwidth``, fair-shared per prefill node's NIC.
+
+    Defaults: 200 Gb/s InfiniBand at 70% (17.5 GB/s) and 5 ms setup. Set ``enabled: false`` to make
+    transfers instantaneous (an idealised interconnect).
+    """
+
+    WHERE: ClassVar[str] = "transfer"
+    RULES: ClassVar[dict[str, Any]] = {"bandwidth_bytes_per_s": POSITIVE, "setup_s": NON_NEGATIVE, "enabled": FLAG}
+    bandwidth_bytes_per_s: float = 17.5e9
+    setup_s: float = 0.005
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class SLOConfig(_Plain):
+    """Service-level objectives (seconds).
+
+    Defaults: TTFT 1.0 s (about 10x an unloaded prefill + transfer of a 2k-token prompt, the Mooncake
+    convention) and TBT 0.1 s (about 10x an unloaded decode step, between Sarathi-Serve's strict 5x and
+    relaxed 25x). A request attains its SLO when TTFT <= ttft_s and its largest token gap <= tbt_s.
+    """
+
+    WHERE: ClassVar[str] = "slo"
+    RULES: ClassVar[dict[str, Any]] = {"ttft_s": POSITIVE, "tbt_s": POSITIVE}
+    ttft_s: float = 1.0
+    tbt_s: float = 0.1
+
+
+@dataclass(frozen=True)
+class DeflectionConfig(_Plain):
+    """Deflection options offered to policies.
+
+    Attributes:
+        chunk_menu: chunk sizes (tokens, powers of two: off-tile sizes cost extra on GPUs).
+        beta: LargestSafe keeps every step within beta x the TBT SLO.
+        largest_safe_action: also offer, per decode node, an action that chunks by LargestSafe.
+    """
+
+    WHERE: ClassVar[str] = "deflection"
+    RULES: ClassVar[dict[str, Any]] = {"beta": POSITIVE, "largest_safe_action": FLAG}
+    chunk_menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+    beta: float = 1.0
+    largest_safe_action: bool = False
+
+    def cross_check(self, where: str) -> None:
+        self.parse_extra(where, "chunk_menu", list(self.chunk_menu))
+
+    @classmethod
+    def parse_extra(cls, where: str, name: str, raw: Any) -> Any:
+        if name == "chunk_menu":
+            allowed = "a non-empty list of distinct powers of two from 16 to 16384 (tokens)"
+            if not isinstance(raw, (list, tuple)) or not raw:
+                raise ConfigError(where, name, raw, allowed)
+            for v in raw:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 16 or v > 16384 or v & (v - 1):
+                    raise ConfigError(where, name, raw, allowed)
+            if len(set(raw)) != len(raw):
+                raise ConfigError(where, name, raw, allowed)
+            return tuple(sorted(raw))
+        return super().parse_extra(where, name, raw)
+
+
+SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload")
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    """A whole scenario. Build with :func:`load_scenario` or :meth:`from_dict`."""
+
+    name: str = "custom"
+    description: str = ""
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    transfer: TransferSection = field(default_factory=TransferSection)
+    slo: SLOConfig = field(default_factory=SLOConfig)
+    deflection: DeflectionConfig = field(default_factory=DeflectionConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "scenario") -> ScenarioConfig:
+        """Strictly validated construction from a parsed dict."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(where, "(document)", d, "a mapping with keys " + ", ".join(SCENARIO_KEYS))
+        check_keys(where, dict(d), SCENARIO_KEYS)
+        name = d.get("name", "custom")
+        Text().check(where, "name", name)
+        desc = d.get("description", "")
+        if not isinstance(desc, str):
+            raise ConfigError(where, "description", desc, "a string")
+        return cls(
+            name=name,
+            description=desc,
+            cluster=ClusterConfig.from_dict(d.get("cluster"), f"{where}: cluster"),
+            transfer=TransferSection.from_dict(d.get("transfer"), f"{where}: transfer"),
+            slo=SLOConfig.from_dict(d.get("slo"), f"{where}: slo"),
+            deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
+            workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict that :meth:`from_dict` turns back into an equal scenario."""
+        return {
+            "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
+            "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
+            "workload": self.workload.to_dict(),
+        }
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> ScenarioConfig:
+        """A copy with sections deep-merged from ``overrides`` (e.g. ``{"slo": {"tbt_s": 0.05}}``)."""
+        return ScenarioConfig.from_dict(_deep_merge(self.to_dict(), overrides), f"scenario {self.name!r} + overrides")
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and k != "workload":
+            out[k] = _deep_merge(dict(out[k]), v)
+        elif isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and k == "workload":
+            w = dict(out[k])
+            for wk, wv in v.items():
+                # a new arrival/lengths kind replaces the whole subsection
+                if isinstance(wv, Mapping) and isinstance(w.get(wk), Mapping) and wv.get("kind", w[wk].get("kind")) \
+                        == w[wk].get("kind"):
+                    w[wk] = {**w[wk], **wv}
+                else:
+                    w[wk] = wv
+            out[k] = w
+        else:
+            out[k] = v
+    return out
+
+
+def scenario_names() -> list[str]:
+    """Names of the shipped scenarios (``configs/scenarios/*.yaml``)."""
+    names: set[str] = set()
+    for d in SCENARIO_DIRS:
+        if d.is_dir():
+            names.update(p.stem for p in d.glob("*.yaml"))
+    return sorted(names)
+
+
+def load_scenario(spec: str | Path | Mapping[str, Any] | ScenarioConfig = "bursty") -> ScenarioConfig:
+    """A scenario from a shipped name, a YAML path, a dict or a ScenarioConfig."""
+    if isinstance(spec, ScenarioConfig):
+        return spec
+    if isinstance(spec, Mapping):
+        return ScenarioConfig.from_dict(spec, "scenario (dict)")
+    if not isinstance(spec, (str, Path)):
+        raise ConfigError("scenario", "scenario", spec, "a scenario name, a YAML path or a dict")
+    text = str(spec)
+    path = Path(text)
+    if not (text.endswith((".yaml", ".yml")) or path.exists()):
+        for d in SCENARIO_DIRS:
+            cand = d / f"{text}.yaml"
+            if cand.is_file():
+                path = cand
+                break
+        else:
+            raise ConfigError("scenario", "scenario", text, f"a shipped scenario name ({', '.join(scenario_names())}) "
+                              "or a path to a YAML file")
+    if not path.is_file():
+        raise ConfigError("scenario", "scenario", text, "an existing YAML file or a shipped scenario name "
+                          f"({', '.join(scenario_names())})")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), "(YAML)", str(e).splitlines()[0], "valid YAML") from None
+    return ScenarioConfig.from_dict(data if data is not None else {}, str(path))

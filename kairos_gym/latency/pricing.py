@@ -1,0 +1,159 @@
+"""Fast pricing of deflection options on a decode node (the Kairos chunk sweep, the env's features).
+
+The step-latency model separates into additive terms (see :mod:`kairos_gym.latency.model`):
+
+``step(T, S, P, A, R) = F(T, S) + K * P + G(A, R)``
+
+with ``T`` tokens, ``S`` sampling sequences, ``P`` decode pairs (sum of context + 1), prefill pairs
+``A`` and prefill KV reads ``R``. ``F`` is memoised on integer ``(T, S)``, the decode-attention term
+is exactly linear in ``P``, and the prefill-attention term ``G`` of a chunk is memoised on
+``(chunk, prefix)``. Pricing a whole chunk schedule then costs a few dictionary look-ups per chunk.
+All times in seconds, sizes in tokens.
+"""
+
+from __future__ import annotations
+
+from kairos_gym.latency.model import StepLatencyModel
+
+
+class ChunkPricer:
+    """Prices steps of a decode node that carry one deflected prefill chunk.
+
+    The decode batch is described by ``n_decode`` requests and ``dec_pairs`` (sum of their context + 1);
+    during a multi-chunk schedule every decode request gains one token per step, so ``dec_pairs``
+    grows by ``n_decode`` per step.
+    """
+
+    __slots__ = ("_attn", "_cost", "_f", "_kdec", "_kdec_cost", "_menu", "model")
+
+    def __init__(self, model: StepLatencyModel, menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)) -> None:
+        self.model = model
+        self._menu = frozenset(menu)
+        self._f: dict[tuple[int, int], float] = {}
+        self._cost: dict[tuple[int, int], tuple[float, float, float]] = {}
+        self._attn: dict[tuple[int, int], float] = {}
+        # K: seconds per decode pair (the decode-attention term is homogeneous of degree 1 in P).
+        self._kdec = model.step_time_fast(0.0, 0.0, 1.0, 0.0, 0.0) - model.step_time_fast(0.0, 0.0, 0.0, 0.0, 0.0)
+        z = model.step_cost_agg(0.0, 0.0, 0.0, 0.0, 0.0)
+        one = model.step_cost_agg(0.0, 0.0, 1.0, 0.0, 0.0)
+        self._kdec_cost = (one[0] - z[0], one[1] - z[1], one[2] - z[2])
+
+    def base_cost(self, n_tokens: int, n_seqs: int) -> tuple[float, float, float]:
+        """F(T, S) as (seconds, FLOPs, compute seconds), memoised (for utilization accounting)."""
+        key = (n_tokens, n_seqs)
+        v = self._cost.get(key)
+        if v is None:
+            t, f, c = self.model.step_cost_agg(float(n_tokens), float(n_seqs), 0.0, 0.0, 0.0)
+            v = (float(t), float(f), float(c))
+            self._cost[key] = v
+        return v
+
+    @property
+    def decode_pair_cost(self) -> tuple[float, float, float]:
+        """(seconds, FLOPs, compute seconds) per decode pair: all exactly linear in the pairs."""
+        return self._kdec_cost
+
+    def attn_cost(self, pf_pairs: float, kv_read: float) -> tuple[float, float, float]:
+        """Prefill-attention (seconds, FLOPs, compute seconds) of aggregated chunks (not memoised)."""
+        if pf_pairs <= 0.0:
+            return 0.0, 0.0, 0.0
+        t, f, c = self.model.step_cost_agg(1.0, 1.0, 0.0, pf_pairs, kv_read)
+        b = self.base_cost(1, 1)
+        return float(t) - b[0], float(f) - b[1], float(c) - b[2]
+
+    def base(self, n_tokens: int, n_seqs: int) -> float:
+        """F(T, S): everything but attention, in seconds (memoised)."""
+        key = (n_tokens, n_seqs)
+        v = self._f.get(key)
+        if v is None:
+            v = self.model.step_time_fast(float(n_tokens), float(n_seqs), 0.0, 0.0, 0.0)
+            self._f[key] = v
+        return v
+
+    def attn(self, chunk: int, prefix: int) -> float:
+        """G: prefill-attention seconds of one chunk of ``chunk`` tokens after ``prefix`` cached (memoised)."""
+        key = (chunk, prefix)
+        v = self._attn.get(key)
+        if v is None:
+            m = self.model
+            full = m.step_time_fast(1.0, 1.0, 0.0, chunk * (prefix + (chunk + 1) / 2.0), float(prefix + chunk))
+            v = full - self.base(1, 1)
+            if chunk in self._menu:  # bounded memo: menu sizes only (remainders are one-offs)
+                self._attn[key] = v
+        return v
+
+    @property
+    def sec_per_decode_pair(self) -> float:
+        """K: decode-attention seconds per (context + 1) token of the decode batch."""
+        return self._kdec
+
+    def step(self, n_decode: int, dec_pairs: float, chunk: int, prefix: int) -> float:
+        """Seconds of one step: the decode batch plus one chunk (``chunk`` may be 0)."""
+        if chunk <= 0:
+            if n_decode == 0:
+                return 0.0
+            return self.base(n_decode, n_decode) + self._kdec * dec_pairs
+        return self.base(n_decode + chunk, n_decode + 1) + self._kdec * dec_pairs + self.attn(chunk, prefix)
+
+    def fixed_schedule(self, n_decode: int, dec_pairs: float, prompt: int, chunk: int,
+                       done: int = 0) -> tuple[float, float, int]:
+        """Deflect the rest of a ``prompt`` (``done`` tokens already built) in chunks of ``chunk``.
+
+        Returns ``(first_step_s, total_s, n_chunks)``, holding the decode batch size fixed and growing
+        its contexts by one token per step.
+        """
+        total = 0.0
+        first = 0.0
+        k = done
+        i = 0
+        kd = self._kdec
+        while k < prompt:
+            c = chunk if prompt - k >= chunk else prompt - k
+            s = self.base(n_decode + c, n_decode + 1) + kd * (dec_pairs + i * n_decode) + self.attn(c, k)
+            if i == 0:
+                first = s
+            total += s
+            k += c
+            i += 1
+        return first, total, i
+
+    def largest_safe(self, n_decode: int, dec_pairs: float, prompt: int, budget_s: float,
+                     menu_desc: tuple[int, ...], done: int = 0) -> tuple[bool, float, list[int]]:
+        """Greedy LargestSafe schedule (DOMAIN.md section 2): chunk by chunk, the largest size in
+        ``menu_desc`` (sizes in decreasing order) whose step fits in ``budget_s``; the last chunk is the
+        remainder when smaller. Returns ``(feasible, total_s, chunk_sizes)``; infeasible when even the
+        smallest size does not fit at some chunk. Step time only grows along the schedule, so the
+        chosen size never increases and the scan keeps its place in the menu.
+        """
+        kd = self._kdec
+        total = 0.0
+        k = done
+        i = 0
+        j = 0
+        sizes: list[int] = []
+        n_menu = len(menu_desc)
+        while k < prompt:
+            rest = prompt - k
+            pairs = dec_pairs + i * n_decode
+            while True:
+                if j >= n_menu:
+                    return False, total, sizes
+                c = menu_desc[j]
+                if c > rest:
+                    c = rest
+                s = self.base(n_decode + c, n_decode + 1) + kd * pairs + self.attn(c, k)
+                if s <= budget_s:
+                    break
+                if c < menu_desc[j]:  # the remainder itself does not fit: a smaller size might
+                    j += 1
+                    continue
+                j += 1
+            sizes.append(c)
+            total += s
+            k += c
+            i += 1
+        return True, total, sizes
+
+    def cache_size(self) -> int:
+        """Entries memoised so far (for diagnostics)."""
+        return len(self._f) + len(self._attn)

@@ -1,0 +1,839 @@
+"""The discrete-event simulator of a disaggregated (P/D) serving cluster with prefill deflection.
+
+Events happen only where a batch changes: an arrival, a prefill step completing, a KV transfer's setup
+or completion, a deflected chunk completing, and the end of a decode *stretch* (a run of decode-only
+steps with a fixed batch, ended by the first request to finish or by an admission). Within a stretch
+the step time grows exactly linearly with the step index (decode attention is the only term that
+depends on the contexts, and it is linear in them), so a stretch of any length costs O(1) Python work:
+``S(n) = n * t0 + dt * n (n - 1) / 2``.
+
+Event ties are broken by (time, sequence number). All randomness comes from one seeded
+``numpy.random.Generator`` (the workload). No gymnasium import here.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.errors import ConfigError
+from kairos_gym.latency.model import StepLatencyModel
+from kairos_gym.latency.pricing import ChunkPricer
+from kairos_gym.latency.transfer import FairShareLink, TransferConfig
+from kairos_gym.sim.hook import (
+    DEFLECT,
+    LARGEST_SAFE,
+    PREFILL,
+    Decision,
+    DecisionContext,
+    DecodeNodeView,
+    Policy,
+    PrefillNodeView,
+    RequestView,
+)
+from kairos_gym.sim.metrics import RunStats, summarize
+from kairos_gym.workload import Workload, generate
+
+# event kinds
+_ARRIVAL = 0
+_PREFILL_DONE = 1
+_SETUP_DONE = 2
+_XFER_DONE = 3
+_DECODE_BOUNDARY = 4
+
+# request paths
+PATH_PENDING = -2
+PATH_REJECTED = -1
+PATH_PREFILL = 0
+PATH_DEFLECT = 1
+
+UTIL_WINDOW_S = 5.0
+"""Window of the per-node utilization shown to policies (exponentially weighted, seconds)."""
+
+
+@dataclass
+class _PrefillNode:
+    idx: int
+    queue: deque  # of [rid, remaining_tokens, done_tokens]
+    queued_tokens: int = 0
+    busy_until: float = -1.0  # end of the step in progress, -1 when idle
+    step: list | None = None  # [(rid, chunk, prefix)] of the step in progress
+    step_start: float = 0.0
+    busy_s: float = 0.0
+    compute_s: float = 0.0
+    flops: float = 0.0
+    util_ewma: float = 0.0
+    util_t: float = 0.0
+
+
+@dataclass
+class _DecodeNode:
+    idx: int
+    kv_capacity: int
+    kv_reserved: int = 0
+    # batch (parallel arrays)
+    rid: np.ndarray = None  # type: ignore[assignment]
+    ctx: np.ndarray = None  # type: ignore[assignment]
+    rem: np.ndarray = None  # type: ignore[assignment]
+    first: np.ndarray = None  # type: ignore[assignment]  # True until the request's first token
+    sum_ctx: int = 0
+    pending: deque = None  # type: ignore[assignment]  # rids whose KV arrived, waiting for a step boundary
+    incoming: int = 0  # transfers in flight to this node
+    # deflection in flight: [rid, prompt, done, chunk (0 = largest safe)]
+    defl: list | None = None
+    # current activity
+    mode: int = 0  # 0 idle, 1 stretch, 2 chunk step
+    start: float = 0.0
+    t0: float = 0.0
+    dt: float = 0.0
+    n: int = 0
+    chunk: int = 0  # chunk tokens of the chunk step in progress
+    version: int = 0
+    busy_s: float = 0.0
+    compute_s: float = 0.0
+    flops: float = 0.0
+    util_ewma: float = 0.0
+    util_t: float = 0.0
+
+
+def _steps_within(t0: float, dt: float, x: float) -> int:
+    """Largest j >= 0 with S(j) = j t0 + dt j (j-1)/2 <= x (steps of a stretch finished within x s)."""
+    if x <= 0:
+        return 0
+    if dt <= 0:
+        j = int(x / t0)
+    else:
+        a = dt / 2.0
+        b = t0 - a
+        j = int((-b + math.sqrt(b * b + 4 * a * x)) / (2 * a))
+    # guard float error
+    while j > 0 and j * t0 + dt * j * (j - 1) / 2.0 > x:
+        j -= 1
+    while (j + 1) * t0 + dt * (j + 1) * j / 2.0 <= x:
+        j += 1
+    return j
+
+
+class Simulator:
+    """A P/D cluster serving one workload, step by step (one decision at a time) or all at once.
+
+    Typical use::
+
+        sim = Simulator("bursty", seed=0)
+        summary = sim.run(policy)             # every decision through policy.decide(ctx)
+
+    or, decision by decision (what the Gymnasium env does)::
+
+        ctx = sim.next_decision()
+        while ctx is not None:
+            sim.apply(decision)
+            ctx = sim.next_decision()
+    """
+
+    def __init__(
+        self,
+        scenario: str | ScenarioConfig | dict[str, Any] = "bursty",
+        *,
+        seed: int = 0,
+        workload: Workload | None = None,
+        oracle: bool = False,
+        record_timeline: bool = False,
+    ) -> None:
+        self.scenario = load_scenario(scenario)
+        sc = self.scenario
+        cl = sc.cluster
+        self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
+        self.menu = sc.deflection.chunk_menu
+        self.menu_desc = tuple(sorted(self.menu, reverse=True))
+        self.pricer = ChunkPricer(self.model, self.menu)
+        self.kv_capacity = self.model.kv_capacity_tokens(cl.kv_reserve_frac)
+        t = sc.transfer
+        self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
+        self.oracle = oracle
+        self.record_timeline = record_timeline
+        self._fixed_workload = workload
+        self.reset(seed)
+
+    # ------------------------------------------------------------------ set-up
+    def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
+        """Start over: regenerate the workload from ``seed`` (unless a fixed workload was given)."""
+        if seed is not None:
+            self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        if workload is not None:
+            self._fixed_workload = workload
+        wl = self._fixed_workload if self._fixed_workload is not None else generate(self.scenario.workload, self.rng)
+        self.workload = wl
+        n = len(wl)
+        sc = self.scenario
+        self.n = n
+        self.arrival = wl.arrival_s.astype(float).tolist()
+        self.prompt = wl.prompt_tokens.astype(np.int64).tolist()
+        self.output = wl.output_tokens.astype(np.int64).tolist()
+        self.path = [PATH_PENDING] * n
+        self.first_token = [math.nan] * n
+        self.finish = [math.nan] * n
+        self.prefill_start = [math.nan] * n
+        self.prefill_end = [math.nan] * n
+        self.exec_s = [0.0] * n
+        self.xfer_start = [math.nan] * n
+        self.xfer_end = [math.nan] * n
+        self.p_node = [-1] * n
+        self.d_node = [-1] * n
+        self.max_gap = [0.0] * n
+        self.chunks: list[list[int] | None] = [None] * n
+        self.kv_moved = [0] * n
+        self.now = 0.0
+        self._seq = 0
+        self._events: list[tuple[float, int, int, int, int]] = []
+        cl = sc.cluster
+        self.pnodes = [_PrefillNode(i, deque()) for i in range(cl.prefill_nodes)]
+        self.dnodes = []
+        for i in range(cl.decode_nodes):
+            d = _DecodeNode(i, self.kv_capacity)
+            d.rid = np.zeros(0, dtype=np.int64)
+            d.ctx = np.zeros(0, dtype=np.int64)
+            d.rem = np.zeros(0, dtype=np.int64)
+            d.first = np.zeros(0, dtype=bool)
+            d.pending = deque()
+            self.dnodes.append(d)
+        self.links = [FairShareLink(sc.transfer.bandwidth_bytes_per_s) for _ in self.pnodes]
+        self.awaiting_memory: deque[int] = deque()
+        # statistics
+        self.stats = RunStats()
+        self.waiting = 0  # requests arrived without a first token
+        self.wait_area = 0.0  # integral of `waiting` over time (request-seconds)
+        self._area_t = 0.0
+        self.tbt_violations = 0  # token gaps above the TBT SLO
+        self.tokens_out = 0
+        self.n_decisions = 0
+        self.n_invalid = 0
+        self.n_finished = 0
+        self.n_rejected = 0
+        self.timeline: list[tuple[str, int, float, float, str]] = []
+        self._next_arrival = 0
+        self._pending_rid: int | None = None
+        self._ctx: DecisionContext | None = None
+        self._wall_start = time.perf_counter()
+        if n:
+            self._push(self.arrival[0], _ARRIVAL, 0, 0)
+
+    # ------------------------------------------------------------------ events
+    def _push(self, t: float, kind: int, a: int, b: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, kind, a, b))
+
+    def _advance_clock(self, t: float) -> None:
+        if t < self.now:
+            raise RuntimeError(f"clock went backwards: {t} < {self.now}")  # invariant: monotone clock
+        self.wait_area += self.waiting * (t - self._area_t)
+        self._area_t = t
+        self.now = t
+
+    def next_decision(self) -> DecisionContext | None:
+        """Run events until a request needs a routing decision; None when every request is done."""
+        if self._pending_rid is not None:
+            return self._ctx
+        ev = self._events
+        while ev:
+            t, _, kind, a, b = heapq.heappop(ev)
+            self._advance_clock(t)
+            if kind == _ARRIVAL:
+                if self._on_arrival(a):
+                    return self._ctx
+            elif kind == _PREFILL_DONE:
+                self._on_prefill_done(self.pnodes[a])
+            elif kind == _DECODE_BOUNDARY:
+                d = self.dnodes[a]
+                if b == d.version:
+                    self._on_decode_boundary(d)
+            elif kind == _SETUP_DONE:
+                self.links[self.p_node[a]].add(a, self.kv_moved[a], t)
+                self._schedule_link(self.p_node[a])
+            elif kind == _XFER_DONE:
+                link = self.links[a]
+                if b == link.version:
+                    nxt = link.next_completion()
+                    if nxt is not None:
+                        link.remove(nxt[1], t)
+                        self._on_transfer_done(nxt[1])
+                        self._schedule_link(a)
+        return None
+
+    @property
+    def done(self) -> bool:
+        """True when every request has finished or been rejected."""
+        return self._pending_rid is None and not self._events
+
+    def run(self, policy: Policy) -> dict[str, Any]:
+        """Run to the end, asking ``policy`` at every decision; returns the summary."""
+        ctx = self.next_decision()
+        while ctx is not None:
+            self.apply(policy.decide(ctx))
+            ctx = self.next_decision()
+        return self.summary()
+
+    # ------------------------------------------------------------------ arrivals and decisions
+    def _on_arrival(self, rid: int) -> bool:
+        nxt = rid + 1
+        if nxt < self.n:
+            self._push(self.arrival[nxt], _ARRIVAL, nxt, 0)
+        p, o = self.prompt[rid], self.output[rid]
+        max_ctx = self.model.model.max_context
+        if p + o > max_ctx or p + o > self.kv_capacity:
+            # explicit admission rule: a request that can never fit is rejected at arrival
+            self.path[rid] = PATH_REJECTED
+            self.n_rejected += 1
+            return False
+        self.waiting += 1
+        self._pending_rid = rid
+        self._ctx = self._build_context(rid)
+        return True
+
+    def apply(self, decision: Decision) -> bool:
+        """Apply the decision for the pending request. Returns False when it was invalid (an invalid
+        deflection falls back to the prefill path; it is counted in ``n_invalid``)."""
+        rid = self._pending_rid
+        if rid is None:
+            raise RuntimeError("apply() called with no pending decision; call next_decision() first")
+        self._pending_rid = None
+        self._ctx = None
+        self.n_decisions += 1
+        valid = True
+        if decision.path == DEFLECT:
+            d = decision.decode_node
+            reason = self._deflect_invalid(rid, d, decision.chunk)
+            if reason is None:
+                self._start_deflection(rid, self.dnodes[d], decision.chunk)  # type: ignore[index]
+                return True
+            valid = False
+        elif decision.path != PREFILL:
+            valid = False
+        pn = decision.prefill_node if valid else None
+        if pn is not None and not (isinstance(pn, int) and 0 <= pn < len(self.pnodes)):
+            valid = False
+            pn = None
+        if pn is None:
+            pn = min(range(len(self.pnodes)), key=lambda i: (self.pnodes[i].queued_tokens, i))
+        if not valid:
+            self.n_invalid += 1
+        self._enqueue_prefill(rid, self.pnodes[pn])
+        return valid
+
+    def deflect_allowed(self, rid: int, d: int) -> bool:
+        """Would a deflection of request ``rid`` to decode node ``d`` be accepted now?"""
+        return self._deflect_invalid(rid, d, LARGEST_SAFE) is None
+
+    def _deflect_invalid(self, rid: int, d: Any, chunk: Any) -> str | None:
+        cl = self.scenario.cluster
+        if not isinstance(d, (int, np.integer)) or not 0 <= d < len(self.dnodes):
+            return "decode_node"
+        if chunk != LARGEST_SAFE and chunk not in self.menu:
+            return "chunk"
+        node = self.dnodes[d]
+        if cl.max_deflections_per_node < 1 or node.defl is not None:
+            return "deflection in flight"
+        if len(node.rid) + len(node.pending) + node.incoming >= cl.decode_max_batch:
+            return "batch full"
+        if node.kv_reserved + self.prompt[rid] + self.output[rid] > node.kv_capacity:
+            return "memory"
+        return None
+
+    # ------------------------------------------------------------------ prefill path
+    def _enqueue_prefill(self, rid: int, node: _PrefillNode) -> None:
+        self.path[rid] = PATH_PREFILL
+        self.p_node[rid] = node.idx
+        node.queue.append([rid, self.prompt[rid], 0])
+        node.queued_tokens += self.prompt[rid]
+        if node.busy_until < 0:
+            self._start_prefill_step(node)
+
+    def _start_prefill_step(self, node: _PrefillNode) -> None:
+        budget = self.scenario.cluster.prefill_token_budget
+        step = []
+        n_tok = 0
+        pairs = 0.0
+        kv = 0.0
+        for item in node.queue:
+            if n_tok >= budget:
+                break
+            rid, rem, done = item
+            c = min(rem, budget - n_tok)
+            step.append((rid, c, done))
+            if done == 0 and math.isnan(self.prefill_start[rid]):
+                self.prefill_start[rid] = self.now
+            n_tok += c
+            pairs += c * (done + (c + 1) / 2.0)
+            kv += done + c
+        if not step:
+            node.busy_until = -1.0
+            node.step = None
+            return
+        b = self.pricer.base_cost(n_tok, len(step))
+        a = self.pricer.attn_cost(pairs, kv)
+        dur = b[0] + a[0]
+        node.busy_s += dur
+        node.compute_s += b[2] + a[2]
+        node.flops += b[1] + a[1]
+        self._util_update(node, dur, (b[2] + a[2]) / dur)
+        node.step = step
+        node.step_start = self.now
+        node.busy_until = self.now + dur
+        if self.record_timeline:
+            self.timeline.append(("P", node.idx, self.now, self.now + dur, "prefill"))
+        self._push(node.busy_until, _PREFILL_DONE, node.idx, 0)
+
+    def _on_prefill_done(self, node: _PrefillNode) -> None:
+        now = self.now
+        dur = now - node.step_start
+        q = node.queue
+        for rid, c, _done in node.step:  # type: ignore[union-attr]
+            self.exec_s[rid] += dur
+            item = q[0] if q[0][0] == rid else next(x for x in q if x[0] == rid)
+            item[1] -= c
+            item[2] += c
+            node.queued_tokens -= c
+            if item[1] == 0:
+                q.remove(item)
+                self._prefill_complete(rid, node)
+        node.step = None
+        node.busy_until = -1.0
+        self._start_prefill_step(node)
+
+    def _prefill_complete(self, rid: int, node: _PrefillNode) -> None:
+        now = self.now
+        self.prefill_end[rid] = now
+        includes = self.scenario.cluster.ttft_includes_transfer
+        if self.output[rid] <= 1:
+            # the only token comes out of the prefill step: no decode phase, no KV transfer
+            self._first_token(rid, now)
+            self._finish(rid, now)
+            return
+        if not includes:
+            self._first_token(rid, now)
+        self._route_to_decode(rid)
+
+    def _route_to_decode(self, rid: int) -> None:
+        need = self.prompt[rid] + self.output[rid]
+        best = None
+        for d in self.dnodes:
+            if d.kv_reserved + need <= d.kv_capacity:
+                key = (d.kv_reserved, d.idx)
+                if best is None or key < best[0]:
+                    best = (key, d)
+        if best is None:
+            self.awaiting_memory.append(rid)
+            return
+        d = best[1]
+        d.kv_reserved += need
+        self.d_node[rid] = d.idx
+        nbytes = self.prompt[rid] * self.model.kv_bytes_per_token
+        self.kv_moved[rid] = nbytes
+        self.xfer_start[rid] = self.now
+        d.incoming += 1
+        tr = self.transfer
+        if not tr.enabled:
+            self._on_transfer_done(rid)
+        elif tr.setup_s > 0:
+            self._push(self.now + tr.setup_s, _SETUP_DONE, rid, 0)
+        else:
+            pi = self.p_node[rid]
+            self.links[pi].add(rid, nbytes, self.now)
+            self._schedule_link(pi)
+
+    def _schedule_link(self, pi: int) -> None:
+        link = self.links[pi]
+        nxt = link.next_completion()
+        if nxt is not None:
+            self._push(max(nxt[0], self.now), _XFER_DONE, pi, link.version)
+
+    def _on_transfer_done(self, rid: int) -> None:
+        self.xfer_end[rid] = self.now
+        d = self.dnodes[self.d_node[rid]]
+        d.incoming -= 1
+        d.pending.append(rid)
+        self._wake_decode(d)
+
+    # ------------------------------------------------------------------ decode nodes
+    def _wake_decode(self, d: _DecodeNode) -> None:
+        """Something waits for node d's next step boundary: plan now if idle, or cut the stretch."""
+        if d.mode == 0:
+            self._plan_decode(d)
+        elif d.mode == 1:
+            elapsed = self.now - d.start
+            j = _steps_within(d.t0, d.dt, elapsed)
+            # the step in progress completes; a boundary exactly now counts as completed
+            new_n = j if j * d.t0 + d.dt * j * (j - 1) / 2.0 >= elapsed else j + 1
+            new_n = max(new_n, 1)
+            if new_n < d.n:
+                d.n = new_n
+                d.version += 1
+                end = d.start + new_n * d.t0 + d.dt * new_n * (new_n - 1) / 2.0
+                self._push(max(end, self.now), _DECODE_BOUNDARY, d.idx, d.version)
+        # mode 2 (chunk step): the boundary event already exists
+
+    def _start_deflection(self, rid: int, d: _DecodeNode, chunk: int) -> None:
+        self.path[rid] = PATH_DEFLECT
+        self.d_node[rid] = d.idx
+        self.chunks[rid] = []
+        d.kv_reserved += self.prompt[rid] + self.output[rid]
+        d.defl = [rid, self.prompt[rid], 0, chunk]
+        self.prefill_start[rid] = math.nan
+        self._wake_decode(d)
+
+    def _plan_decode(self, d: _DecodeNode) -> None:
+        """At a step boundary (time now): admit, then start a chunk step, a stretch, or go idle."""
+        now = self.now
+        cap = self.scenario.cluster.decode_max_batch
+        if d.pending and len(d.rid) < cap:
+            k = min(len(d.pending), cap - len(d.rid))
+            new = [d.pending.popleft() for _ in range(k)]
+            includes = self.scenario.cluster.ttft_includes_transfer
+            rem = [self.output[r] - (0 if includes else 1) for r in new]
+            d.rid = np.concatenate([d.rid, np.array(new, dtype=np.int64)])
+            d.ctx = np.concatenate([d.ctx, np.array([self.prompt[r] for r in new], dtype=np.int64)])
+            d.rem = np.concatenate([d.rem, np.array(rem, dtype=np.int64)])
+            d.first = np.concatenate([d.first, np.ones(k, dtype=bool)])
+            d.sum_ctx += sum(self.prompt[r] for r in new)
+        B = len(d.rid)
+        pr = self.pricer
+        kt, kf, kc = pr.decode_pair_cost
+        pairs = d.sum_ctx + B
+        if d.defl is not None:
+            rid, prompt, done, chunk = d.defl
+            if chunk == LARGEST_SAFE:
+                budget = self.scenario.deflection.beta * self.scenario.slo.tbt_s
+                c = self.menu_desc[-1]
+                for size in self.menu_desc:
+                    cc = min(size, prompt - done)
+                    if pr.step(B, pairs, cc, done) <= budget:
+                        c = size
+                        break
+            else:
+                c = chunk
+            c = min(c, prompt - done)
+            if math.isnan(self.prefill_start[rid]):
+                self.prefill_start[rid] = now
+            bt, bf, bc = pr.base_cost(B + c, B + 1)
+            at = pr.attn(c, done)
+            dur = bt + kt * pairs + at
+            comp = bc + kc * pairs + at  # attention compute time ~ its time (compute-bound prefill)
+            d.mode = 2
+            d.chunk = c
+            d.start, d.t0, d.dt, d.n = now, dur, 0.0, 1
+            d.busy_s += dur
+            d.compute_s += min(comp, dur)
+            d.flops += bf + kf * pairs
+            self._util_update(d, dur, min(comp, dur) / dur)
+            d.version += 1
+            if self.record_timeline:
+                self.timeline.append(("D", d.idx, now, now + dur, f"chunk{c}"))
+            self._push(now + dur, _DECODE_BOUNDARY, d.idx, d.version)
+            return
+        if B == 0:
+            d.mode = 0
+            return
+        n = int(d.rem.min())
+        bt, bf, bc = pr.base_cost(B, B)
+        t0 = bt + kt * pairs
+        dt = kt * B
+        d.mode = 1
+        d.start, d.t0, d.dt, d.n, d.chunk = now, t0, dt, n, 0
+        d.version += 1
+        end = now + n * t0 + dt * n * (n - 1) / 2.0
+        self._push(end, _DECODE_BOUNDARY, d.idx, d.version)
+
+    def _on_decode_boundary(self, d: _DecodeNode) -> None:
+        """The stretch or chunk step of node d ended now: materialise its steps, then plan again."""
+        now = self.now
+        n, t0, dt = d.n, d.t0, d.dt
+        B = len(d.rid)
+        if d.mode == 1:
+            span = n * t0 + dt * n * (n - 1) / 2.0
+            pr = self.pricer
+            _, bf, bc = pr.base_cost(B, B)
+            _, kf, kc = pr.decode_pair_cost
+            pairs0 = d.sum_ctx + B
+            # sums over steps j of (c0 + j * B * kc): closed form
+            sum_pairs = n * pairs0 + B * n * (n - 1) / 2.0
+            comp = n * bc + kc * sum_pairs
+            d.busy_s += span
+            d.compute_s += comp
+            d.flops += n * bf + kf * sum_pairs
+            self._util_update(d, span, comp / span if span > 0 else 0.0)
+            if self.record_timeline:
+                self.timeline.append(("D", d.idx, d.start, now, "decode"))
+        if B:
+            self._emit_tokens(d, n, t0, dt)
+        if d.mode == 2:
+            self._advance_deflection(d)
+        d.mode = 0
+        self._plan_decode(d)
+
+    def _emit_tokens(self, d: _DecodeNode, n: int, t0: float, dt: float) -> None:
+        """n steps of durations t0 + j dt each gave one token to every request of the batch."""
+        start = d.start
+        slo = self.scenario.slo.tbt_s
+        st = self.stats
+        fresh = d.first  # admitted at this stretch's start: step 0 is their first decode step
+        n_fresh = int(fresh.sum())
+        B = len(d.rid)
+        last = t0 + dt * (n - 1)
+        rids = d.rid
+        mg = self.max_gap
+        was_fresh = fresh.tolist() if n_fresh else None
+        if n_fresh:
+            t1 = start + t0
+            fresh_rids = rids[fresh].tolist()
+            if self.scenario.cluster.ttft_includes_transfer:
+                for r in fresh_rids:  # the decode node produces their first token
+                    self._first_token(r, t1)
+            else:  # first token came from the prefill node: the gap spans transfer and admission
+                for r in fresh_rids:
+                    g = t1 - self.first_token[r]
+                    st.add_gap(g, 1)
+                    self.tokens_out += 1
+                    if g > mg[r]:
+                        mg[r] = g
+                    if g > slo:
+                        self.tbt_violations += 1
+            fresh[:] = False
+        # step 0 gives a gap of t0 to every request that already had a token
+        w0 = B - n_fresh
+        if w0 > 0:
+            st.add_stretch(t0, 0.0, 1, w0)
+            self.tokens_out += w0
+            if t0 > slo:
+                self.tbt_violations += w0
+        if n > 1:
+            st.add_stretch(t0 + dt, dt, n - 1, B)
+            self.tokens_out += B * (n - 1)
+            if last > slo:  # count steps j in 1..n-1 with t0 + j dt > slo
+                if dt > 0:
+                    jmin = max(1, math.floor((slo - t0) / dt) + 1)
+                    while jmin > 1 and t0 + (jmin - 1) * dt > slo:
+                        jmin -= 1
+                    while t0 + jmin * dt <= slo:
+                        jmin += 1
+                    self.tbt_violations += B * (n - jmin)
+                else:
+                    self.tbt_violations += B * (n - 1)
+        # per-request worst gap: durations grow along a stretch, so its last step is its longest
+        if n > 1:
+            for r in rids.tolist():
+                if last > mg[r]:
+                    mg[r] = last
+        elif w0 > 0:
+            for r, f in zip(rids.tolist(), was_fresh or [False] * B, strict=True):
+                if not f and last > mg[r]:
+                    mg[r] = last
+        d.ctx += n
+        d.rem -= n
+        d.sum_ctx += B * n
+        if (d.rem <= 0).any():
+            done = d.rem <= 0
+            for r in d.rid[done].tolist():
+                self._finish(r, self.now)
+                d.kv_reserved -= self.prompt[r] + self.output[r]
+            keep = ~done
+            d.sum_ctx -= int(d.ctx[done].sum())
+            d.rid, d.ctx, d.rem, d.first = d.rid[keep], d.ctx[keep], d.rem[keep], d.first[keep]
+            self._retry_memory()
+
+    def _advance_deflection(self, d: _DecodeNode) -> None:
+        rid, prompt, done, chunk = d.defl  # type: ignore[misc]
+        c = d.chunk
+        self.exec_s[rid] += d.t0
+        self.chunks[rid].append(c)  # type: ignore[union-attr]
+        done += c
+        if done < prompt:
+            d.defl = [rid, prompt, done, chunk]
+            return
+        d.defl = None
+        self.prefill_end[rid] = self.now
+        self._first_token(rid, self.now)
+        if self.output[rid] <= 1:
+            self._finish(rid, self.now)
+            d.kv_reserved -= self.prompt[rid] + self.output[rid]
+            self._retry_memory()
+            return
+        # joins the batch with its KV in place: no transfer
+        d.rid = np.append(d.rid, rid)
+        d.ctx = np.append(d.ctx, prompt)
+        d.rem = np.append(d.rem, self.output[rid] - 1)
+        d.first = np.append(d.first, False)
+        d.sum_ctx += prompt
+
+    def _retry_memory(self) -> None:
+        while self.awaiting_memory:
+            rid = self.awaiting_memory[0]
+            need = self.prompt[rid] + self.output[rid]
+            if not any(d.kv_reserved + need <= d.kv_capacity for d in self.dnodes):
+                return
+            self.awaiting_memory.popleft()
+            self._route_to_decode(rid)
+
+    # ------------------------------------------------------------------ request milestones
+    def _first_token(self, rid: int, t: float) -> None:
+        if math.isnan(self.first_token[rid]):
+            self.first_token[rid] = t
+            self.waiting -= 1
+
+    def _finish(self, rid: int, t: float) -> None:
+        self.finish[rid] = t
+        self.n_finished += 1
+
+    # ------------------------------------------------------------------ utilization shown to policies
+    def _util_update(self, node: Any, dur: float, util: float) -> None:
+        """Exponentially weighted SM-utilization proxy over ~UTIL_WINDOW_S, updated per step/stretch."""
+        gap = max(0.0, self.now - node.util_t)
+        decay = math.exp(-gap / UTIL_WINDOW_S)
+        node.util_ewma *= decay  # idle time counts as zero utilization
+        w = 1.0 - math.exp(-dur / UTIL_WINDOW_S)
+        node.util_ewma = node.util_ewma * (1.0 - w) + util * w
+        node.util_t = self.now + dur
+
+    def _util_now(self, node: Any) -> float:
+        gap = self.now - node.util_t
+        if gap <= 0:
+            return node.util_ewma
+        return node.util_ewma * math.exp(-gap / UTIL_WINDOW_S)
+
+    # ------------------------------------------------------------------ views and pricing
+    def decode_progress(self, d: _DecodeNode) -> tuple[int, int]:
+        """(batch size, sum of contexts) of node d at the current time, mid-stretch included."""
+        B = len(d.rid)
+        if d.mode == 1 and B:
+            j = _steps_within(d.t0, d.dt, self.now - d.start)
+            return B, d.sum_ctx + B * min(j, d.n)
+        return B, d.sum_ctx
+
+    def prefill_wait(self, node: _PrefillNode) -> float:
+        """Predicted seconds until a new arrival's prompt starts on this prefill node."""
+        wait = max(0.0, node.busy_until - self.now) if node.busy_until >= 0 else 0.0
+        in_step = sum(c for _, c, _ in node.step) if node.step else 0
+        rest = node.queued_tokens - in_step
+        if rest > 0:
+            budget = self.scenario.cluster.prefill_token_budget
+            full, last = divmod(rest, budget)
+            wait += full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
+            # attention over the queued prompts (each prompt alone, prefix 0): a cheap lower-order term
+            wait += self._queued_attn(node)
+        return wait
+
+    def _queued_attn(self, node: _PrefillNode) -> float:
+        pairs = 0.0
+        kv = 0.0
+        for _, rem, done in node.queue:
+            pairs += rem * (done + (rem + 1) / 2.0)
+            kv += done + rem
+        return self.pricer.attn_cost(pairs, kv)[0] if pairs else 0.0
+
+    def _build_context(self, rid: int) -> DecisionContext:
+        sc = self.scenario
+        prompt = self.prompt[rid]
+        pr = self.pricer
+        tr = self.transfer
+        include_xfer = sc.cluster.ttft_includes_transfer
+        own = self.model.step_time_fast(float(prompt), 1.0, 0.0, prompt * (prompt + 1) / 2.0, float(prompt)) \
+            if prompt <= sc.cluster.prefill_token_budget else self._chunked_prefill_time(prompt)
+        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and include_xfer) else 0.0
+        pviews = []
+        ttft_p = []
+        for node in self.pnodes:
+            w = self.prefill_wait(node)
+            pviews.append(PrefillNodeView(node.queued_tokens, len(node.queue), w, self._util_now(node)))
+            ttft_p.append(w + own + xfer)
+        budget = sc.deflection.beta * sc.slo.tbt_s
+        dviews = []
+        step_s = []
+        ttft_d = []
+        ls_ok = []
+        ls_t = []
+        ls_first = []
+        for d in self.dnodes:
+            B, sctx = self.decode_progress(d)
+            pairs = sctx + B
+            wait_boundary = 0.0
+            if d.mode in (1, 2):
+                elapsed = self.now - d.start
+                j = _steps_within(d.t0, d.dt, elapsed) if d.mode == 1 else 0
+                wait_boundary = max(0.0, (j + 1) * d.t0 + d.dt * (j + 1) * j / 2.0 - elapsed)
+            row_s = []
+            row_t = []
+            for c in self.menu:
+                first, total, _ = pr.fixed_schedule(B, pairs, prompt, c)
+                row_s.append(first)
+                row_t.append(wait_boundary + total)
+            ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, self.menu_desc)
+            allowed = self.deflect_allowed(rid, d.idx)
+            step_s.append(tuple(row_s))
+            ttft_d.append(tuple(row_t))
+            ls_ok.append(bool(ok))
+            ls_t.append(wait_boundary + total if ok else math.inf)
+            ls_first.append(sizes[0] if ok and sizes else 0)
+            dviews.append(DecodeNodeView(
+                batch_size=B, total_context=sctx, pending_admissions=len(d.pending) + d.incoming,
+                free_kv_fraction=1.0 - d.kv_reserved / d.kv_capacity, free_kv_tokens=d.kv_capacity - d.kv_reserved,
+                deflection_in_flight=d.defl is not None,
+                deflection_remaining_tokens=(d.defl[1] - d.defl[2]) if d.defl is not None else 0,
+                decode_step_s=pr.step(B, pairs, 0, 0), tbt_slo_s=sc.slo.tbt_s, utilization=self._util_now(d),
+                can_deflect=allowed,
+            ))
+        req = RequestView(rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None)
+        return DecisionContext(
+            now_s=self.now, request=req, prefill=tuple(pviews), decode=tuple(dviews), chunk_menu=self.menu,
+            step_s=tuple(step_s), ttft_deflect_s=tuple(ttft_d), ttft_prefill_s=tuple(ttft_p),
+            largest_safe_feasible=tuple(ls_ok), largest_safe_ttft_s=tuple(ls_t),
+            largest_safe_first_chunk=tuple(ls_first), ttft_slo_s=sc.slo.ttft_s, tbt_slo_s=sc.slo.tbt_s,
+            beta=sc.deflection.beta,
+        )
+
+    def _chunked_prefill_time(self, prompt: int) -> float:
+        budget = self.scenario.cluster.prefill_token_budget
+        t = 0.0
+        done = 0
+        while done < prompt:
+            c = min(budget, prompt - done)
+            t += self.model.step_time_fast(float(c), 1.0, 0.0, c * (done + (c + 1) / 2.0), float(done + c))
+            done += c
+        return t
+
+    # ------------------------------------------------------------------ results
+    def summary(self) -> dict[str, Any]:
+        """The run's summary (see :func:`kairos_gym.sim.metrics.summarize`)."""
+        return summarize(self, wall_time_s=time.perf_counter() - self._wall_start)
+
+    def requests_table(self) -> dict[str, np.ndarray]:
+        """Per-request record as columns (see docs/metrics.md)."""
+        from kairos_gym.sim.metrics import requests_table
+
+        return requests_table(self)
+
+    # ------------------------------------------------------------------ snapshots
+    _SHARED = ("scenario", "model", "pricer", "workload", "_fixed_workload", "menu", "menu_desc", "transfer")
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of the whole mutable state (immutable physics and workload are shared)."""
+        memo = {id(getattr(self, k)): getattr(self, k) for k in self._SHARED}
+        state = {k: v for k, v in self.__dict__.items() if k not in self._SHARED}
+        return copy.deepcopy(state, memo)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Return to a state taken by :meth:`snapshot` (the snapshot stays reusable)."""
+        memo = {id(getattr(self, k)): getattr(self, k) for k in self._SHARED}
+        self.__dict__.update(copy.deepcopy(state, memo))
+
+
+def check_policy_name(name: str, allowed: list[str]) -> None:
+    """Raise ConfigError for an unknown policy name."""
+    if name not in allowed:
+        raise ConfigError("policy", "policy", name, "one of " + ", ".join(allowed))

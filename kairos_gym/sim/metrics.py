@@ -1,0 +1,189 @@
+"""Run statistics and the summary of a simulation (vLLM-bench names; times in seconds).
+
+Token gaps (TBT) are recorded exactly, without histograms: a decode stretch of n steps whose
+durations are ``t0 + j dt`` contributes the pair (duration, weight = tokens) per step, expanded only
+when the summary is computed. Percentiles are weighted, with numpy's "inverted CDF" rule.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from kairos_gym.sim.engine import Simulator
+
+
+class RunStats:
+    """Append-only records of token gaps: stretches (t0, dt, n, weight) and single gaps."""
+
+    __slots__ = ("gap_v", "gap_w", "s_dt", "s_n", "s_t0", "s_w")
+
+    def __init__(self) -> None:
+        self.s_t0: list[float] = []
+        self.s_dt: list[float] = []
+        self.s_n: list[int] = []
+        self.s_w: list[int] = []
+        self.gap_v: list[float] = []
+        self.gap_w: list[int] = []
+
+    def add_stretch(self, t0: float, dt: float, n: int, weight: int) -> None:
+        """n steps of durations t0 + j dt (j = 0..n-1), each giving ``weight`` token gaps."""
+        self.s_t0.append(t0)
+        self.s_dt.append(dt)
+        self.s_n.append(n)
+        self.s_w.append(weight)
+
+    def add_gap(self, value: float, weight: int = 1) -> None:
+        """One gap of ``value`` seconds, ``weight`` times."""
+        self.gap_v.append(value)
+        self.gap_w.append(weight)
+
+    def gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """All gaps as (values, weights)."""
+        n = np.asarray(self.s_n, dtype=np.int64)
+        if n.size:
+            idx = np.repeat(np.arange(n.size), n)
+            offs = np.arange(idx.size) - np.repeat(np.cumsum(n) - n, n)
+            vals = np.asarray(self.s_t0)[idx] + np.asarray(self.s_dt)[idx] * offs
+            w = np.asarray(self.s_w, dtype=np.int64)[idx]
+        else:
+            vals = np.zeros(0)
+            w = np.zeros(0, dtype=np.int64)
+        return (np.concatenate([vals, np.asarray(self.gap_v, dtype=float)]),
+                np.concatenate([w, np.asarray(self.gap_w, dtype=np.int64)]))
+
+
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """Percentiles (0..100) of values repeated by integer weights (inverted-CDF rule); NaN if empty."""
+    if values.size == 0 or weights.sum() == 0:
+        return [math.nan for _ in qs]
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    cw = np.cumsum(weights[order])
+    total = cw[-1]
+    out = []
+    for q in qs:
+        k = math.ceil(q / 100.0 * total)
+        k = min(max(k, 1), total)
+        out.append(float(v[np.searchsorted(cw, k)]))
+    return out
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q, method="inverted_cdf")) if x.size else math.nan
+
+
+def requests_table(sim: Simulator) -> dict[str, np.ndarray]:
+    """Per-request columns: times in seconds from the run's start, -1 for "none" in integer columns."""
+    arr = np.asarray(sim.arrival)
+    first = np.asarray(sim.first_token)
+    fin = np.asarray(sim.finish)
+    pstart = np.asarray(sim.prefill_start)
+    xs = np.asarray(sim.xfer_start)
+    xe = np.asarray(sim.xfer_end)
+    exec_s = np.asarray(sim.exec_s)
+    path = np.asarray(sim.path, dtype=np.int64)
+    queue = np.where(np.isnan(pstart), np.nan, pstart - arr)
+    transfer = np.where(np.isnan(xe), 0.0, xe - xs)
+    ttft = first - arr
+    decode_wait = np.where(path == 0, ttft - np.nan_to_num(queue) - exec_s - transfer, 0.0)
+    if not sim.scenario.cluster.ttft_includes_transfer:
+        transfer = np.zeros_like(transfer)
+        decode_wait = np.zeros_like(decode_wait)
+    return {
+        "rid": np.arange(sim.n),
+        "arrival_s": arr,
+        "prompt_tokens": np.asarray(sim.prompt, dtype=np.int64),
+        "output_tokens": np.asarray(sim.output, dtype=np.int64),
+        "path": np.array(["rejected" if p == -1 else "deflect" if p == 1 else "prefill" if p == 0 else "pending"
+                          for p in sim.path]),
+        "prefill_node": np.asarray(sim.p_node, dtype=np.int64),
+        "decode_node": np.asarray(sim.d_node, dtype=np.int64),
+        "first_token_s": first,
+        "finish_s": fin,
+        "ttft_s": ttft,
+        "ttft_queue_s": queue,
+        "ttft_exec_s": exec_s,
+        "ttft_transfer_s": transfer,
+        "ttft_decode_wait_s": decode_wait,
+        "e2e_s": fin - arr,
+        "max_tbt_s": np.asarray(sim.max_gap),
+        "chunks": np.array([" ".join(map(str, c)) if c else "" for c in sim.chunks]),
+        "kv_bytes_transferred": np.asarray(sim.kv_moved, dtype=np.int64),
+    }
+
+
+def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
+    """The summary JSON of a run (keys documented in docs/metrics.md)."""
+    sc = sim.scenario
+    t = requests_table(sim)
+    done = ~np.isnan(t["finish_s"])
+    ttft = t["ttft_s"][done]
+    e2e = t["e2e_s"][done]
+    outp = t["output_tokens"][done]
+    tpot = np.where(outp > 1, (t["finish_s"][done] - t["first_token_s"][done]) / np.maximum(outp - 1, 1), np.nan)
+    tpot = tpot[~np.isnan(tpot)]
+    gv, gw = sim.stats.gaps()
+    tbt50, tbt95, tbt99 = weighted_percentiles(gv, gw, (50, 95, 99))
+    n_gaps = int(gw.sum())
+    ok = (t["ttft_s"] <= sc.slo.ttft_s) & (t["max_tbt_s"] <= sc.slo.tbt_s) & done
+    makespan = float(np.nanmax(t["finish_s"])) if done.any() else 0.0
+    span = makespan if makespan > 0 else 1.0
+    n_deflect = int((t["path"] == "deflect").sum())
+    n_routed = int(np.isin(t["path"], ["deflect", "prefill"]).sum())
+    hist: dict[str, int] = {}
+    for cs in sim.chunks:
+        for c in cs or ():
+            hist[str(c)] = hist.get(str(c), 0) + 1
+    peak = sim.model.gpu.peak_flops * sim.model.tp
+    p_sm = [n.compute_s / span for n in sim.pnodes]
+    d_sm = [n.compute_s / span for n in sim.dnodes]
+    sel_p = done & (t["path"] == "prefill")
+    q95 = _pct(t["ttft_s"][sel_p], 95)
+    exec_share = float(np.nanmean(t["ttft_exec_s"][sel_p]) / q95) if sel_p.any() and q95 > 0 else math.nan
+    out: dict[str, Any] = {
+        "scenario": sc.name,
+        "source": sim.workload.source,
+        "policy": getattr(sim, "policy_name", "custom"),
+        "seed": sim.seed,
+        "n_requests": sim.n,
+        "n_completed": int(done.sum()),
+        "n_rejected": sim.n_rejected,
+        "n_invalid_actions": sim.n_invalid,
+        "ttft_p50": _pct(ttft, 50), "ttft_p90": _pct(ttft, 90), "ttft_p95": _pct(ttft, 95), "ttft_p99": _pct(ttft, 99),
+        "ttft_mean": float(ttft.mean()) if ttft.size else math.nan,
+        "tbt_p50": tbt50, "tbt_p95": tbt95, "tbt_p99": tbt99,
+        "tbt_violation_rate": sim.tbt_violations / n_gaps if n_gaps else 0.0,
+        "tpot_mean": float(tpot.mean()) if tpot.size else math.nan,
+        "e2e_p50": _pct(e2e, 50), "e2e_p95": _pct(e2e, 95),
+        "slo_ttft_s": sc.slo.ttft_s, "slo_tbt_s": sc.slo.tbt_s,
+        "slo_attainment": float(ok.sum() / sim.n) if sim.n else math.nan,
+        "goodput_rps": float(ok.sum() / span),
+        "throughput_rps": float(done.sum() / span),
+        "output_tokens_per_s": float(outp.sum() / span),
+        "deflection_rate": n_deflect / n_routed if n_routed else 0.0,
+        "chunk_histogram": dict(sorted(hist.items(), key=lambda kv: int(kv[0]))),
+        "kv_bytes_transferred": int(t["kv_bytes_transferred"].sum()),
+        "prefill_utilization": float(np.mean(p_sm)),
+        "decode_utilization": float(np.mean(d_sm)),
+        "prefill_sm_util_per_node": [round(x, 6) for x in p_sm],
+        "decode_sm_util_per_node": [round(x, 6) for x in d_sm],
+        "prefill_busy_fraction": float(np.mean([n.busy_s / span for n in sim.pnodes])),
+        "decode_busy_fraction": float(np.mean([n.busy_s / span for n in sim.dnodes])),
+        "prefill_mfu": float(np.mean([n.flops * sim.model.tp / (peak * span) for n in sim.pnodes])),
+        "decode_mfu": float(np.mean([n.flops * sim.model.tp / (peak * span) for n in sim.dnodes])),
+        "ttft_breakdown_mean": {
+            "queue": float(np.nanmean(t["ttft_queue_s"][sel_p])) if sel_p.any() else math.nan,
+            "execution": float(np.mean(t["ttft_exec_s"][sel_p])) if sel_p.any() else math.nan,
+            "transfer": float(np.mean(t["ttft_transfer_s"][sel_p])) if sel_p.any() else math.nan,
+            "decode_wait": float(np.mean(t["ttft_decode_wait_s"][sel_p])) if sel_p.any() else math.nan,
+        },
+        "prefill_exec_share_of_p95_ttft": exec_share,
+        "tbt_gaps": n_gaps,
+        "sim_time_s": makespan,
+        "wall_time_s": wall_time_s,
+    }
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
