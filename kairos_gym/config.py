@@ -122,6 +122,9 @@ class ClusterConfig(_Plain):
         decode_max_batch: most requests decoding at once on a node (vLLM ``max_num_seqs``).
         ttft_includes_transfer: True (vLLM P/D proxy): on the prefill path the first token is
             produced by the decode node after the KV arrives; False: by the prefill node.
+        overlong: a request whose prompt + output exceeds the model's context or a decode node's KV
+            capacity: ``error`` (default: the run refuses the workload, naming the request) or
+            ``reject`` (the request is rejected at arrival and counted in ``n_rejected``).
         calibration: overrides of step-latency calibration parameters by name.
     """
 
@@ -130,7 +133,7 @@ class ClusterConfig(_Plain):
         "prefill_nodes": POSITIVE_INT, "decode_nodes": POSITIVE_INT, "model": TEXT, "gpu": TEXT,
         "tp": POSITIVE_INT, "prefill_token_budget": POSITIVE_INT, "max_deflections_per_node": Number(
             integer=True, low=0), "kv_reserve_frac": FRACTION, "decode_max_batch": POSITIVE_INT,
-        "ttft_includes_transfer": FLAG,
+        "ttft_includes_transfer": FLAG, "overlong": Choice(("error", "reject")),
     }
     prefill_nodes: int = 2
     decode_nodes: int = 2
@@ -142,6 +145,7 @@ class ClusterConfig(_Plain):
     kv_reserve_frac: float = 0.1
     decode_max_batch: int = 256
     ttft_includes_transfer: bool = True
+    overlong: str = "error"
     calibration: Mapping[str, float] = field(default_factory=dict)
 
     def cross_check(self, where: str) -> None:

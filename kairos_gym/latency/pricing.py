@@ -24,7 +24,7 @@ class ChunkPricer:
     grows by ``n_decode`` per step.
     """
 
-    __slots__ = ("_attn", "_cost", "_f", "_kdec", "_kdec_cost", "_menu", "model")
+    __slots__ = ("_attn", "_cost", "_cum", "_f", "_kdec", "_kdec_cost", "_menu", "model")
 
     def __init__(self, model: StepLatencyModel, menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)) -> None:
         self.model = model
@@ -32,6 +32,7 @@ class ChunkPricer:
         self._f: dict[tuple[int, int], float] = {}
         self._cost: dict[tuple[int, int], tuple[float, float, float]] = {}
         self._attn: dict[tuple[int, int], float] = {}
+        self._cum: dict[int, list[float]] = {c: [0.0] for c in menu}
         # K: seconds per decode pair (the decode-attention term is homogeneous of degree 1 in P).
         self._kdec = model.step_time_fast(0.0, 0.0, 1.0, 0.0, 0.0) - model.step_time_fast(0.0, 0.0, 0.0, 0.0, 0.0)
         z = model.step_cost_agg(0.0, 0.0, 0.0, 0.0, 0.0)
@@ -95,13 +96,39 @@ class ChunkPricer:
             return self.base(n_decode, n_decode) + self._kdec * dec_pairs
         return self.base(n_decode + chunk, n_decode + 1) + self._kdec * dec_pairs + self.attn(chunk, prefix)
 
+    def _cum_attn(self, chunk: int, n: int) -> float:
+        """Sum of attn(chunk, i * chunk) for i < n (memoised prefix sums; menu sizes only)."""
+        cum = self._cum[chunk]
+        while len(cum) <= n:
+            i = len(cum) - 1
+            cum.append(cum[-1] + self.attn(chunk, i * chunk))
+        return cum[n]
+
     def fixed_schedule(self, n_decode: int, dec_pairs: float, prompt: int, chunk: int,
                        done: int = 0) -> tuple[float, float, int]:
         """Deflect the rest of a ``prompt`` (``done`` tokens already built) in chunks of ``chunk``.
 
         Returns ``(first_step_s, total_s, n_chunks)``, holding the decode batch size fixed and growing
-        its contexts by one token per step.
+        its contexts by one token per step. O(1) for menu sizes starting at a chunk boundary (prefix
+        sums of the attention term); a plain loop otherwise.
         """
+        rest = prompt - done
+        if rest <= 0:
+            return 0.0, 0.0, 0
+        if chunk in self._cum and done % chunk == 0:
+            n_full, r = divmod(rest, chunk)
+            n = n_full + (1 if r else 0)
+            i0 = done // chunk
+            c1 = chunk if rest >= chunk else rest
+            kd = self._kdec
+            first = self.base(n_decode + c1, n_decode + 1) + kd * dec_pairs + self.attn(c1, done)
+            total = kd * (n * dec_pairs + n_decode * n * (n - 1) / 2.0)
+            if n_full:
+                total += n_full * self.base(n_decode + chunk, n_decode + 1)
+                total += self._cum_attn(chunk, i0 + n_full) - self._cum_attn(chunk, i0)
+            if r:
+                total += self.base(n_decode + r, n_decode + 1) + self.attn(r, done + n_full * chunk)
+            return first, total, n
         total = 0.0
         first = 0.0
         k = done

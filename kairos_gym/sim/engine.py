@@ -64,6 +64,8 @@ class _PrefillNode:
     idx: int
     queue: deque  # of [rid, remaining_tokens, done_tokens]
     queued_tokens: int = 0
+    q_pairs: float = 0.0  # sum over queued prompts of rem * (done + (rem + 1) / 2): attention work left
+    q_kv: float = 0.0  # sum over queued prompts of their full length (KV read by that attention)
     busy_until: float = -1.0  # end of the step in progress, -1 when idle
     step: list | None = None  # [(rid, chunk, prefix)] of the step in progress
     step_start: float = 0.0
@@ -83,7 +85,8 @@ class _DecodeNode:
     rid: np.ndarray = None  # type: ignore[assignment]
     ctx: np.ndarray = None  # type: ignore[assignment]
     rem: np.ndarray = None  # type: ignore[assignment]
-    first: np.ndarray = None  # type: ignore[assignment]  # True until the request's first token
+    first: np.ndarray = None  # type: ignore[assignment]  # True until the request's first decode step
+    mg: np.ndarray = None  # type: ignore[assignment]  # worst token gap so far per batch slot (s)
     sum_ctx: int = 0
     pending: deque = None  # type: ignore[assignment]  # rids whose KV arrived, waiting for a step boundary
     incoming: int = 0  # transfers in flight to this node
@@ -174,6 +177,17 @@ class Simulator:
         self.workload = wl
         n = len(wl)
         sc = self.scenario
+        if sc.cluster.overlong == "error" and n:
+            limit = min(self.model.model.max_context, self.kv_capacity)
+            total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
+            bad = np.flatnonzero(total > limit)
+            if bad.size:
+                i = int(bad[0])
+                raise ConfigError(
+                    f"workload {wl.source}", f"request {i} prompt_tokens + output_tokens",
+                    int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
+                    f"{bad.size} such requests: set cluster.overlong: reject to reject them at arrival",
+                )
         self.n = n
         self.arrival = wl.arrival_s.astype(float).tolist()
         self.prompt = wl.prompt_tokens.astype(np.int64).tolist()
@@ -203,6 +217,7 @@ class Simulator:
             d.ctx = np.zeros(0, dtype=np.int64)
             d.rem = np.zeros(0, dtype=np.int64)
             d.first = np.zeros(0, dtype=bool)
+            d.mg = np.zeros(0, dtype=float)
             d.pending = deque()
             self.dnodes.append(d)
         self.links = [FairShareLink(sc.transfer.bandwidth_bytes_per_s) for _ in self.pnodes]
@@ -351,8 +366,11 @@ class Simulator:
     def _enqueue_prefill(self, rid: int, node: _PrefillNode) -> None:
         self.path[rid] = PATH_PREFILL
         self.p_node[rid] = node.idx
-        node.queue.append([rid, self.prompt[rid], 0])
-        node.queued_tokens += self.prompt[rid]
+        p = self.prompt[rid]
+        node.queue.append([rid, p, 0])
+        node.queued_tokens += p
+        node.q_pairs += p * (p + 1) / 2.0
+        node.q_kv += p
         if node.busy_until < 0:
             self._start_prefill_step(node)
 
@@ -398,12 +416,18 @@ class Simulator:
         for rid, c, _done in node.step:  # type: ignore[union-attr]
             self.exec_s[rid] += dur
             item = q[0] if q[0][0] == rid else next(x for x in q if x[0] == rid)
-            item[1] -= c
-            item[2] += c
+            rem, dn = item[1], item[2]
+            node.q_pairs -= rem * (dn + (rem + 1) / 2.0)
+            rem -= c
+            dn += c
+            item[1], item[2] = rem, dn
             node.queued_tokens -= c
-            if item[1] == 0:
+            if rem == 0:
+                node.q_kv -= dn
                 q.remove(item)
                 self._prefill_complete(rid, node)
+            else:
+                node.q_pairs += rem * (dn + (rem + 1) / 2.0)
         node.step = None
         node.busy_until = -1.0
         self._start_prefill_step(node)
@@ -502,6 +526,7 @@ class Simulator:
             d.ctx = np.concatenate([d.ctx, np.array([self.prompt[r] for r in new], dtype=np.int64)])
             d.rem = np.concatenate([d.rem, np.array(rem, dtype=np.int64)])
             d.first = np.concatenate([d.first, np.ones(k, dtype=bool)])
+            d.mg = np.concatenate([d.mg, np.zeros(k, dtype=float)])
             d.sum_ctx += sum(self.prompt[r] for r in new)
         B = len(d.rid)
         pr = self.pricer
@@ -588,8 +613,8 @@ class Simulator:
         B = len(d.rid)
         last = t0 + dt * (n - 1)
         rids = d.rid
-        mg = self.max_gap
-        was_fresh = fresh.tolist() if n_fresh else None
+        mg = d.mg
+        was_fresh = fresh.copy() if n_fresh else None
         if n_fresh:
             t1 = start + t0
             fresh_rids = rids[fresh].tolist()
@@ -597,12 +622,13 @@ class Simulator:
                 for r in fresh_rids:  # the decode node produces their first token
                     self._first_token(r, t1)
             else:  # first token came from the prefill node: the gap spans transfer and admission
-                for r in fresh_rids:
+                for i in np.flatnonzero(fresh).tolist():
+                    r = int(rids[i])
                     g = t1 - self.first_token[r]
                     st.add_gap(g, 1)
                     self.tokens_out += 1
-                    if g > mg[r]:
-                        mg[r] = g
+                    if g > mg[i]:
+                        mg[i] = g
                     if g > slo:
                         self.tbt_violations += 1
             fresh[:] = False
@@ -628,24 +654,25 @@ class Simulator:
                     self.tbt_violations += B * (n - 1)
         # per-request worst gap: durations grow along a stretch, so its last step is its longest
         if n > 1:
-            for r in rids.tolist():
-                if last > mg[r]:
-                    mg[r] = last
+            np.maximum(mg, last, out=mg)
         elif w0 > 0:
-            for r, f in zip(rids.tolist(), was_fresh or [False] * B, strict=True):
-                if not f and last > mg[r]:
-                    mg[r] = last
+            if was_fresh is None:
+                np.maximum(mg, last, out=mg)
+            else:
+                old = ~was_fresh
+                mg[old] = np.maximum(mg[old], last)
         d.ctx += n
         d.rem -= n
         d.sum_ctx += B * n
         if (d.rem <= 0).any():
             done = d.rem <= 0
-            for r in d.rid[done].tolist():
+            for r, g in zip(d.rid[done].tolist(), d.mg[done].tolist(), strict=True):
+                self.max_gap[r] = g
                 self._finish(r, self.now)
                 d.kv_reserved -= self.prompt[r] + self.output[r]
             keep = ~done
             d.sum_ctx -= int(d.ctx[done].sum())
-            d.rid, d.ctx, d.rem, d.first = d.rid[keep], d.ctx[keep], d.rem[keep], d.first[keep]
+            d.rid, d.ctx, d.rem, d.first, d.mg = d.rid[keep], d.ctx[keep], d.rem[keep], d.first[keep], d.mg[keep]
             self._retry_memory()
 
     def _advance_deflection(self, d: _DecodeNode) -> None:
@@ -670,6 +697,7 @@ class Simulator:
         d.ctx = np.append(d.ctx, prompt)
         d.rem = np.append(d.rem, self.output[rid] - 1)
         d.first = np.append(d.first, False)
+        d.mg = np.append(d.mg, 0.0)
         d.sum_ctx += prompt
 
     def _retry_memory(self) -> None:
@@ -730,12 +758,7 @@ class Simulator:
         return wait
 
     def _queued_attn(self, node: _PrefillNode) -> float:
-        pairs = 0.0
-        kv = 0.0
-        for _, rem, done in node.queue:
-            pairs += rem * (done + (rem + 1) / 2.0)
-            kv += done + rem
-        return self.pricer.attn_cost(pairs, kv)[0] if pairs else 0.0
+        return self.pricer.attn_cost(node.q_pairs, node.q_kv)[0] if node.q_pairs > 0 else 0.0
 
     def _build_context(self, rid: int) -> DecisionContext:
         sc = self.scenario

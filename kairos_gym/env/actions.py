@@ -1,0 +1,81 @@
+"""Actions: the ``Discrete`` index <-> :class:`~kairos_gym.sim.hook.Decision` mapping, and the mask.
+
+Layout with ``D`` decode nodes, chunk menu ``c_0 < ... < c_{K-1}`` and ``L = 1`` when
+``deflection.largest_safe_action`` is on (else 0); ``W = K + L`` actions per decode node::
+
+    0                      prefill path (join the prefill node with the fewest queued tokens)
+    1 + j*W + i, i < K     deflect to decode node j in fixed chunks of c_i tokens
+    1 + j*W + K            deflect to decode node j with the LargestSafe schedule (only when L = 1)
+
+An action is valid (mask 1) when it is the prefill path or its decode node accepts a deflection now
+(``DecisionContext.decode[j].can_deflect``: no deflection in flight, batch not full, KV fits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
+
+
+class ActionLayout:
+    """The action table of one scenario."""
+
+    def __init__(self, scenario: ScenarioConfig) -> None:
+        self.D = scenario.cluster.decode_nodes
+        self.menu = tuple(scenario.deflection.chunk_menu)
+        self.K = len(self.menu)
+        self.largest_safe = bool(scenario.deflection.largest_safe_action)
+        self.W = self.K + (1 if self.largest_safe else 0)
+        self.n = 1 + self.D * self.W
+        decisions = [Decision.prefill_path()]
+        node = [-1]
+        chunk = [0]
+        for j in range(self.D):
+            for c in self.menu:
+                decisions.append(Decision.deflect(j, c))
+                node.append(j)
+                chunk.append(c)
+            if self.largest_safe:
+                decisions.append(Decision.deflect(j, LARGEST_SAFE))
+                node.append(j)
+                chunk.append(LARGEST_SAFE)
+        self.decisions: tuple[Decision, ...] = tuple(decisions)
+        self.node = np.array(node, dtype=np.intp)  # decode node of each action (-1: prefill path)
+        self.chunk = tuple(chunk)  # chunk of each action (0: prefill path or LargestSafe)
+        self._deflect_node = self.node[1:]
+
+    def decision(self, action: object) -> Decision:
+        """The Decision of an action index; :class:`ConfigError` for a value outside the space."""
+        try:
+            a = int(action)  # type: ignore[call-overload]
+            ok = a == action and 0 <= a < self.n and not isinstance(action, bool)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ConfigError("KairosEnv.step", "action", action, f"an integer from 0 to {self.n - 1}")
+        return self.decisions[a]
+
+    def mask(self, ctx: DecisionContext | None, out: np.ndarray) -> np.ndarray:
+        """Write the int8 mask of valid actions for ``ctx`` into ``out`` (only 0 when ``ctx`` is None)."""
+        out[0] = 1
+        if ctx is None:
+            out[1:] = 0
+            return out
+        can = np.fromiter((dv.can_deflect for dv in ctx.decode), dtype=np.int8, count=self.D)
+        out[1:] = can[self._deflect_node]
+        return out
+
+    def describe(self, action: int) -> str:
+        """Human-readable action, e.g. ``"deflect d1 chunk 512"``."""
+        if action == 0:
+            return "prefill (shortest queue)"
+        j = int(self.node[action])
+        c = self.chunk[action]
+        return f"deflect d{j} " + ("LargestSafe" if c == LARGEST_SAFE else f"chunk {c}")
+
+    def rows(self) -> list[tuple[int, str]]:
+        """The table as ``(index, meaning)``."""
+        return [(a, self.describe(a)) for a in range(self.n)]

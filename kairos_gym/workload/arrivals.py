@@ -1,0 +1,244 @@
+"""Arrival processes: their config sections (``arrival.kind``) and samplers. Times are seconds.
+
+Synthetic processes start at t = 0; Poisson and Gamma are renewal processes whose first request
+arrives one inter-arrival time after 0. All randomness comes from the ``rng`` argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kairos_gym.errors import ConfigError
+from kairos_gym.workload.rules import (
+    NON_NEGATIVE,
+    OPTIONAL_NON_NEGATIVE,
+    OPTIONAL_POSITIVE,
+    POSITIVE,
+    TEXT,
+    Number,
+    Section,
+    Text,
+    fmt_value,
+)
+from kairos_gym.workload.traces import load_trace, resolve_trace_path
+from kairos_gym.workload.workload import Workload
+
+_WHERE = "workload.arrival"
+
+
+class SyntheticArrival(Section):
+    """Base of the synthetic processes: ``mean_rate`` and ``sample``."""
+
+    WHERE: ClassVar[str] = _WHERE
+
+    def mean_rate(self) -> float:
+        """Long-run mean arrival rate in requests per second."""
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
+               duration_s: float | None = None) -> np.ndarray:
+        """Arrival times (float64 seconds, non-decreasing, >= 0).
+
+        Exactly ``num_requests`` times, or every arrival with time < ``duration_s``; give one.
+        """
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PoissonArrival(SyntheticArrival):
+    """Poisson process: exponential inter-arrival times with mean 1/rate.
+
+    Attributes:
+        rate: requests per second, finite and > 0.
+    """
+
+    kind: ClassVar[str] = "poisson"
+    RULES: ClassVar[dict[str, Number | Text]] = {"rate": POSITIVE}
+    rate: float = 8.0
+
+    def mean_rate(self) -> float:
+        return self.rate
+
+    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
+               duration_s: float | None = None) -> np.ndarray:
+        return _renewal(lambda m: rng.exponential(1.0 / self.rate, m), self.rate, num_requests, duration_s)
+
+
+@dataclass(frozen=True)
+class GammaArrival(SyntheticArrival):
+    """Gamma renewal process; CV > 1 gives bursts (CV = 1 is Poisson).
+
+    Inter-arrival times are Gamma(shape = 1/cv^2, scale = 1/(rate*shape)): mean 1/rate, CV ``cv``.
+
+    Attributes:
+        rate: requests per second, finite and > 0.
+        cv: coefficient of variation (std/mean) of the inter-arrival times, finite and > 0.
+    """
+
+    kind: ClassVar[str] = "gamma"
+    RULES: ClassVar[dict[str, Number | Text]] = {"rate": POSITIVE, "cv": POSITIVE}
+    rate: float = 8.0
+    cv: float = 4.0
+
+    def mean_rate(self) -> float:
+        return self.rate
+
+    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
+               duration_s: float | None = None) -> np.ndarray:
+        shape = 1.0 / self.cv**2
+        scale = 1.0 / (self.rate * shape)
+        return _renewal(lambda m: rng.gamma(shape, scale, m), self.rate, num_requests, duration_s)
+
+
+@dataclass(frozen=True)
+class MMPPArrival(SyntheticArrival):
+    """On/off Markov-modulated Poisson process (two states), starting in "on" at t = 0.
+
+    Sojourns are exponential with means ``mean_on_s`` / ``mean_off_s``; arrivals are Poisson with
+    ``rate_on`` while on and ``rate_off`` while off. Long-run rate:
+    ``(rate_on*mean_on_s + rate_off*mean_off_s) / (mean_on_s + mean_off_s)``.
+
+    Attributes:
+        rate_on: requests per second in the on state, >= 0.
+        rate_off: requests per second in the off state, >= 0 (not both 0).
+        mean_on_s: mean on-period in seconds, > 0.
+        mean_off_s: mean off-period in seconds, > 0.
+    """
+
+    kind: ClassVar[str] = "mmpp"
+    RULES: ClassVar[dict[str, Number | Text]] = {
+        "rate_on": NON_NEGATIVE, "rate_off": NON_NEGATIVE, "mean_on_s": POSITIVE, "mean_off_s": POSITIVE,
+    }
+    rate_on: float = 16.0
+    rate_off: float = 0.0
+    mean_on_s: float = 5.0
+    mean_off_s: float = 5.0
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        if values["rate_on"] == 0 and values["rate_off"] == 0:
+            raise ConfigError(where, "rate_on", values["rate_on"], "> 0 when rate_off is 0 too "
+                              "(with rate_on = rate_off = 0 no request ever arrives)")
+
+    def p_on(self) -> float:
+        """Long-run fraction of time in the on state."""
+        return self.mean_on_s / (self.mean_on_s + self.mean_off_s)
+
+    def mean_rate(self) -> float:
+        p = self.p_on()
+        return self.rate_on * p + self.rate_off * (1.0 - p)
+
+    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
+               duration_s: float | None = None) -> np.ndarray:
+        per_cycle = self.rate_on * self.mean_on_s + self.rate_off * self.mean_off_s  # mean arrivals
+        cycle_s = self.mean_on_s + self.mean_off_s
+        want_cycles = num_requests / per_cycle if num_requests is not None else duration_s / cycle_s
+        batch = int(min(max(1.1 * want_cycles + 16, 16), 1 << 20))  # on/off pairs per draw
+        rates = np.tile([self.rate_on, self.rate_off], batch)
+        means = np.tile([self.mean_on_s, self.mean_off_s], batch)
+        chunks: list[np.ndarray] = []
+        t0 = 0.0
+        count = 0
+        while True:
+            lengths = rng.exponential(means)  # alternating on, off, on, off, ... sojourns
+            starts = t0 + np.concatenate(([0.0], np.cumsum(lengths)[:-1]))
+            counts = rng.poisson(rates * lengths)
+            seg = np.repeat(np.arange(lengths.size), counts)
+            times = np.sort(starts[seg] + rng.random(seg.size) * lengths[seg])
+            chunks.append(times)
+            count += times.size
+            t0 = float(starts[-1] + lengths[-1])
+            if (num_requests is not None and count >= num_requests) or (
+                duration_s is not None and t0 >= duration_s
+            ):
+                break
+        out = np.concatenate(chunks)
+        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+
+
+@dataclass(frozen=True)
+class TraceArrival(Section):
+    """Replay of a trace file's arrival times (and, by default, its lengths).
+
+    Attributes:
+        path: packaged trace name (``azure2023_code``) or CSV path; must exist.
+        rate_scale: arrival times are divided by this (> 0); 2 = twice the load, half the span.
+        start_s: window start in original trace seconds (>= 0, or null = 0); times are shifted so
+            the window starts at 0.
+        end_s: window end in original trace seconds (> start_s, or null = end of trace), exclusive.
+    """
+
+    kind: ClassVar[str] = "trace"
+    WHERE: ClassVar[str] = _WHERE
+    RULES: ClassVar[dict[str, Number | Text]] = {
+        "path": TEXT, "rate_scale": POSITIVE, "start_s": OPTIONAL_NON_NEGATIVE, "end_s": OPTIONAL_POSITIVE,
+    }
+    path: str
+    rate_scale: float = 1.0
+    start_s: float | None = None
+    end_s: float | None = None
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        start, end = values["start_s"] or 0.0, values["end_s"]
+        if end is not None and end <= start:
+            raise ConfigError(where, "end_s", end, f"> start_s = {start:g} seconds, or null")
+        resolve_trace_path(values["path"], where=where)
+
+    def describe(self) -> str:
+        name = resolve_trace_path(self.path, where=self.WHERE).name if "/" not in self.path else self.path
+        text = f"trace:{name} rate_scale={fmt_value(self.rate_scale)}"
+        if self.start_s is not None or self.end_s is not None:
+            end = math.inf if self.end_s is None else self.end_s
+            text += f" window=[{fmt_value(self.start_s or 0.0)},{fmt_value(end)})"
+        return text
+
+    def replay(self, *, duration_s: float | None = None, max_requests: int | None = None) -> Workload:
+        """The trace cut to the window, shifted to start at 0 and divided by ``rate_scale``; then
+        only arrivals < ``duration_s`` (scaled seconds), then the first ``max_requests``.
+
+        Raises :class:`ConfigError` if no request is left.
+        """
+        full = load_trace(self.path, where=f"{self.WHERE}.path")
+        start = self.start_s or 0.0
+        end = math.inf if self.end_s is None else self.end_s
+        w = full.window(start, end) if (start or self.end_s is not None) else full
+        t = w.arrival_s / self.rate_scale
+        n = len(w)
+        if duration_s is not None:
+            n = int(np.searchsorted(t, duration_s, side="left"))
+        if max_requests is not None:
+            n = min(n, max_requests)
+        if n == 0:
+            cut = "" if duration_s is None else f" with time / rate_scale < duration_s = {duration_s:g}"
+            raise ConfigError(self.WHERE, "start_s, end_s", [self.start_s, self.end_s],
+                              f"a window of {self.path} that holds at least one request{cut}")
+        return Workload(t[:n], w.prompt_tokens[:n], w.output_tokens[:n], self.describe())
+
+
+ARRIVAL_KINDS: dict[str, type[Section]] = {
+    c.kind: c for c in (PoissonArrival, GammaArrival, MMPPArrival, TraceArrival)
+}
+ArrivalConfig = PoissonArrival | GammaArrival | MMPPArrival | TraceArrival
+
+
+def _renewal(draw: Callable[[int], np.ndarray], rate: float, num_requests: int | None,
+             duration_s: float | None) -> np.ndarray:
+    """Cumulative sums of i.i.d. inter-arrival times from ``draw(m)`` (m values per call)."""
+    if num_requests is not None:
+        return np.cumsum(draw(num_requests))
+    assert duration_s is not None
+    chunk = int(min(rate * duration_s * 1.05 + 1024, 1 << 22))
+    chunks: list[np.ndarray] = []
+    t0 = 0.0
+    while t0 < duration_s:
+        times = t0 + np.cumsum(draw(chunk))
+        chunks.append(times)
+        t0 = float(times[-1])
+    out = np.concatenate(chunks)
+    return out[out < duration_s]

@@ -1,0 +1,36 @@
+"""``generate``: turn a :class:`WorkloadConfig` and a seeded generator into a :class:`Workload`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kairos_gym.errors import ConfigError
+from kairos_gym.workload.arrivals import SyntheticArrival, TraceArrival
+from kairos_gym.workload.config import WorkloadConfig
+from kairos_gym.workload.lengths import SampledLengths
+from kairos_gym.workload.workload import Workload
+
+
+def generate(cfg: WorkloadConfig, rng: np.random.Generator) -> Workload:
+    """Draw a workload. All randomness comes from ``rng``: the same seed gives identical arrays.
+
+    Order of draws: arrival times, then prompt lengths, then output lengths. A trace with its own
+    lengths draws nothing. Synthetic arrivals are cut to ``max_requests`` before lengths are drawn.
+    """
+    if not isinstance(cfg, WorkloadConfig):
+        raise ConfigError("generate", "cfg", cfg, "a WorkloadConfig (WorkloadConfig.from_dict(d))")
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError("generate", "rng", rng, "a numpy.random.Generator (np.random.default_rng(seed))")
+    arrival, lengths = cfg.arrival, cfg.lengths
+    if isinstance(arrival, TraceArrival):
+        replay = arrival.replay(duration_s=cfg.duration_s, max_requests=cfg.max_requests)
+        if not isinstance(lengths, SampledLengths):
+            return Workload(replay.arrival_s, replay.prompt_tokens, replay.output_tokens, cfg.describe())
+        prompt, output = lengths.sample(rng, len(replay))
+        return Workload(replay.arrival_s, prompt, output, cfg.describe())
+    assert isinstance(arrival, SyntheticArrival) and isinstance(lengths, SampledLengths)
+    times = arrival.sample(rng, num_requests=cfg.num_requests, duration_s=cfg.duration_s)
+    if cfg.max_requests is not None:
+        times = times[: cfg.max_requests]
+    prompt, output = lengths.sample(rng, times.size)
+    return Workload(times, prompt, output, cfg.describe())

@@ -1,0 +1,239 @@
+"""Request-length distributions: their config sections (``lengths.kind``) and samplers (tokens).
+
+Continuous draws (lognormal, Pareto) are rounded to the nearest integer and truncated to
+``[1, max]`` by rejection: a draw whose rounded value falls outside the range is discarded and
+redrawn from the same ``rng``, so the result follows the distribution conditioned on the range.
+Nothing is clipped, so no probability piles up at 1 or at the cap. A config whose range keeps less
+than :data:`MIN_ACCEPTANCE` of the distribution is rejected when it is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kairos_gym.errors import ConfigError
+from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Section, Text
+from kairos_gym.workload.traces import load_trace, resolve_trace_path
+
+MIN_ACCEPTANCE = 0.01
+"""Smallest probability mass the truncation range [1, max] may keep (else :class:`ConfigError`)."""
+
+_WHERE = "workload.lengths"
+_MAX_DRAW = 1 << 22  # largest single batch of draws in the rejection loop
+
+
+class SampledLengths(Section):
+    """Base of the length sections that draw lengths themselves (every kind but ``trace``)."""
+
+    WHERE: ClassVar[str] = _WHERE
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` (prompt_tokens, output_tokens) pairs as int64 arrays, every value >= 1."""
+        raise NotImplementedError
+
+
+def sample_truncated(draw: Callable[[int], np.ndarray], n: int, cap: int, acceptance: float) -> np.ndarray:
+    """``n`` int64 values ``rint(x)`` of draws ``x`` with ``1 <= rint(x) <= cap``, by rejection.
+
+    ``draw(m)`` returns ``m`` i.i.d. draws; ``acceptance`` (the probability that one is kept) sizes
+    the batches. Accepted values keep their draw order, so the output is i.i.d. from the truncated
+    distribution and fully determined by the generator behind ``draw``.
+    """
+    out = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        need = n - filled
+        m = int(min(math.ceil(need / max(acceptance, MIN_ACCEPTANCE) * 1.1) + 16, _MAX_DRAW))
+        x = np.rint(draw(m))
+        x = x[(x >= 1) & (x <= cap)]
+        take = min(need, x.size)
+        out[filled:filled + take] = x[:take]
+        filled += take
+    return out
+
+
+def _check_mass(
+    where: str, side: str, values: dict[str, Any], below: float, above: float, what: str
+) -> float:
+    """Raise if the range [1, max] keeps < MIN_ACCEPTANCE of the mass; return the kept mass."""
+    kept = 1.0 - below - above
+    if kept < MIN_ACCEPTANCE:
+        field = f"{side}_max" if above >= below else next(k for k in values if k.startswith(side))
+        raise ConfigError(
+            where, field, values[field],
+            f"a value for which the range [1, {side}_max] keeps at least {MIN_ACCEPTANCE:.0%} of {what} "
+            f"(now {kept:.3%}: {below:.1%} rounds below 1, {above:.1%} above {side}_max); lengths are "
+            "truncated by rejection, never clipped",
+        )
+    return kept
+
+
+def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
+    if sigma == 0:
+        return 1.0 if x >= median else 0.0
+    return 0.5 * math.erfc(-(math.log(x) - math.log(median)) / (sigma * math.sqrt(2.0)))
+
+
+def _pareto_cdf(x: float, x_min: float, alpha: float) -> float:
+    return 0.0 if x < x_min else 1.0 - (x_min / x) ** alpha
+
+
+@dataclass(frozen=True)
+class LognormalLengths(SampledLengths):
+    """Independent lognormal prompt and output lengths, truncated to [1, max] by rejection.
+
+    Attributes:
+        prompt_median: median of the untruncated prompt distribution, tokens (> 0); exp(mu).
+        prompt_sigma: standard deviation of log(prompt length) (>= 0; 0 = always the median).
+        prompt_max: largest prompt, tokens (whole number >= 1).
+        output_median, output_sigma, output_max: the same for output tokens.
+    """
+
+    kind: ClassVar[str] = "lognormal"
+    RULES: ClassVar[dict[str, Number | Text]] = {
+        "prompt_median": POSITIVE, "prompt_sigma": NON_NEGATIVE, "prompt_max": POSITIVE_INT,
+        "output_median": POSITIVE, "output_sigma": NON_NEGATIVE, "output_max": POSITIVE_INT,
+    }
+    prompt_median: float = 1024.0
+    prompt_sigma: float = 1.0
+    prompt_max: int = 16384
+    output_median: float = 128.0
+    output_sigma: float = 1.0
+    output_max: int = 4096
+
+    @classmethod
+    def acceptance(cls, values: dict[str, Any], side: str, where: str = _WHERE) -> float:
+        """Probability that one draw of ``side`` ("prompt" or "output") rounds into [1, max]."""
+        median, sigma, cap = values[f"{side}_median"], values[f"{side}_sigma"], values[f"{side}_max"]
+        below = _lognormal_cdf(0.5, median, sigma)
+        above = 1.0 - _lognormal_cdf(cap + 0.5, median, sigma)
+        what = f"lognormal(median={median:g}, sigma={sigma:g})"
+        return _check_mass(where, side, values, below, above, what)
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        cls.acceptance(values, "prompt", where)
+        cls.acceptance(values, "output", where)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        values = self.to_dict()
+        out = []
+        for side in ("prompt", "output"):
+            mu, sigma = math.log(values[f"{side}_median"]), values[f"{side}_sigma"]
+
+            def draw(m: int, mu: float = mu, sigma: float = sigma) -> np.ndarray:
+                return rng.lognormal(mu, sigma, m)
+
+            out.append(sample_truncated(draw, n, values[f"{side}_max"], self.acceptance(values, side)))
+        return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class ParetoLengths(SampledLengths):
+    """Independent Pareto (type I) prompt and output lengths, truncated to [1, max] by rejection.
+
+    P(X > x) = (min/x)^alpha for x >= min; heavy-tailed (infinite variance for alpha <= 2).
+
+    Attributes:
+        prompt_min: scale (smallest untruncated value), tokens (> 0).
+        prompt_alpha: tail index (> 0).
+        prompt_max: largest prompt, tokens (whole number >= 1).
+        output_min, output_alpha, output_max: the same for output tokens.
+    """
+
+    kind: ClassVar[str] = "pareto"
+    RULES: ClassVar[dict[str, Number | Text]] = {
+        "prompt_min": POSITIVE, "prompt_alpha": POSITIVE, "prompt_max": POSITIVE_INT,
+        "output_min": POSITIVE, "output_alpha": POSITIVE, "output_max": POSITIVE_INT,
+    }
+    prompt_min: float = 256.0
+    prompt_alpha: float = 1.5
+    prompt_max: int = 16384
+    output_min: float = 32.0
+    output_alpha: float = 1.5
+    output_max: int = 4096
+
+    @classmethod
+    def acceptance(cls, values: dict[str, Any], side: str, where: str = _WHERE) -> float:
+        """Probability that one draw of ``side`` ("prompt" or "output") rounds into [1, max]."""
+        x_min, alpha, cap = values[f"{side}_min"], values[f"{side}_alpha"], values[f"{side}_max"]
+        below = _pareto_cdf(0.5, x_min, alpha)
+        above = 1.0 - _pareto_cdf(cap + 0.5, x_min, alpha)
+        return _check_mass(where, side, values, below, above, f"pareto(min={x_min:g}, alpha={alpha:g})")
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        cls.acceptance(values, "prompt", where)
+        cls.acceptance(values, "output", where)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        values = self.to_dict()
+        out = []
+        for side in ("prompt", "output"):
+            x_min, alpha = values[f"{side}_min"], values[f"{side}_alpha"]
+
+            def draw(m: int, x_min: float = x_min, alpha: float = alpha) -> np.ndarray:
+                return x_min * (rng.pareto(alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
+
+            out.append(sample_truncated(draw, n, values[f"{side}_max"], self.acceptance(values, side)))
+        return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class EmpiricalLengths(SampledLengths):
+    """(prompt, output) pairs drawn uniformly with replacement from the rows of a trace CSV.
+
+    Attributes:
+        path: packaged trace name (e.g. ``sharegpt8k_lengths_only``) or CSV path; any trace file.
+    """
+
+    kind: ClassVar[str] = "empirical"
+    RULES: ClassVar[dict[str, Number | Text]] = {"path": TEXT}
+    path: str
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        resolve_trace_path(values["path"], where=where)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        pool = load_trace(self.path, where=f"{self.WHERE}.path")
+        idx = rng.integers(0, len(pool), size=n)
+        return pool.prompt_tokens[idx], pool.output_tokens[idx]
+
+
+@dataclass(frozen=True)
+class FixedLengths(SampledLengths):
+    """Every request has the same lengths.
+
+    Attributes:
+        prompt_tokens: prompt length, tokens (whole number >= 1).
+        output_tokens: generated tokens including the first (whole number >= 1).
+    """
+
+    kind: ClassVar[str] = "fixed"
+    RULES: ClassVar[dict[str, Number | Text]] = {"prompt_tokens": POSITIVE_INT, "output_tokens": POSITIVE_INT}
+    prompt_tokens: int = 1024
+    output_tokens: int = 128
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.full(n, self.prompt_tokens, dtype=np.int64), np.full(n, self.output_tokens, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class TraceLengths(Section):
+    """Lengths come from the arrival trace's own rows (needs ``arrival.kind: trace``). No fields."""
+
+    kind: ClassVar[str] = "trace"
+    WHERE: ClassVar[str] = _WHERE
+    RULES: ClassVar[dict[str, Number | Text]] = {}
+
+
+LENGTH_KINDS: dict[str, type[Section]] = {
+    c.kind: c for c in (LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths, TraceLengths)
+}
+LengthsConfig = LognormalLengths | ParetoLengths | EmpiricalLengths | FixedLengths | TraceLengths

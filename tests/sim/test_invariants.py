@@ -1,0 +1,206 @@
+"""Invariant catalogue of the simulator, one test per invariant (named after it)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.sim import Simulator
+from kairos_gym.sim.engine import Simulator as _Sim
+from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+
+POLICIES = [NoDeflect(), DeflectAll(512), DeflectAll(0), DeflectAll(2048)]
+IDS = ["no-deflect", "deflect-512", "deflect-largest-safe", "deflect-2048"]
+
+
+def _run(policy, scenario=SMALL, seed=0, **kw):
+    sim = Simulator(scenario, seed=seed, **kw)
+    summary = sim.run(policy)
+    return sim, summary
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=IDS)
+def test_request_conservation(policy):
+    sim, s = _run(policy)
+    assert s["n_completed"] + s["n_rejected"] == sim.n
+    fin = np.asarray(sim.finish)
+    assert np.isfinite(fin).sum() == s["n_completed"]
+    assert sim.n_finished == s["n_completed"]  # each finished exactly once
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=IDS)
+def test_causality_arrival_first_token_finish(policy):
+    sim, _ = _run(policy)
+    arr, first, fin = (np.asarray(x) for x in (sim.arrival, sim.first_token, sim.finish))
+    assert (arr <= first + 1e-12).all() and (first <= fin + 1e-12).all()
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=IDS)
+def test_kv_memory_conservation(policy):
+    sim = Simulator(SMALL, seed=1)
+    ctx = sim.next_decision()
+    peak = 0
+    while ctx is not None:
+        sim.apply(policy.decide(ctx))
+        for d in sim.dnodes:
+            assert 0 <= d.kv_reserved <= d.kv_capacity
+            peak = max(peak, d.kv_reserved)
+        ctx = sim.next_decision()
+    assert peak > 0
+    assert all(d.kv_reserved == 0 for d in sim.dnodes)
+    assert all(len(d.rid) == 0 and not d.pending and d.defl is None for d in sim.dnodes)
+
+
+def test_kv_memory_never_above_capacity_when_tight():
+    # a decode node that holds only a few requests: admission waits for memory, never overflows
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"kv_reserve_frac": 0.0, "overlong": "reject"}})
+    sim = Simulator(sc, seed=0)
+    for d in sim.dnodes:
+        d.kv_capacity = 6_000
+    sim.kv_capacity = 6_000
+    ctx = sim.next_decision()
+    while ctx is not None:
+        sim.apply(NoDeflect().decide(ctx))
+        assert all(d.kv_reserved <= d.kv_capacity for d in sim.dnodes)
+        ctx = sim.next_decision()
+    s = sim.summary()
+    assert s["n_completed"] + s["n_rejected"] == sim.n
+    assert s["n_rejected"] > 0  # prompts + outputs above 6k tokens are rejected by the explicit rule
+
+
+def test_monotone_clock():
+    sim = Simulator(SMALL, seed=2)
+    last = -1.0
+    ctx = sim.next_decision()
+    policy = DeflectAll(256)
+    while ctx is not None:
+        assert ctx.now_s >= last
+        last = ctx.now_s
+        sim.apply(policy.decide(ctx))
+        ctx = sim.next_decision()
+    assert sim.now >= last
+
+
+def test_clock_guard_raises():
+    sim = Simulator(SMALL, seed=0)
+    sim.now = 5.0
+    with pytest.raises(RuntimeError, match="backwards"):
+        sim._advance_clock(4.0)
+
+
+@pytest.mark.parametrize("policy", POLICIES[1:], ids=IDS[1:])
+def test_deflected_requests_never_transfer_kv(policy):
+    sim, s = _run(policy)
+    t = sim.requests_table()
+    defl = t["path"] == "deflect"
+    assert defl.sum() > 0
+    assert (t["kv_bytes_transferred"][defl] == 0).all()
+    assert np.isnan(np.asarray(sim.xfer_start)[defl]).all()
+    assert (t["kv_bytes_transferred"][t["path"] == "prefill"] > 0).any()
+
+
+def test_largest_safe_keeps_steps_within_budget():
+    sim, _ = _run(DeflectAll(0))
+    t = sim.requests_table()
+    # every deflected chunk was the largest menu size that fit, so chunk sizes are from the menu or a remainder
+    for cs, p in zip(t["chunks"][t["path"] == "deflect"], t["prompt_tokens"][t["path"] == "deflect"], strict=True):
+        sizes = [int(x) for x in cs.split()]
+        assert sum(sizes) == p
+        assert all(x in sim.menu for x in sizes[:-1])
+
+
+def test_tokens_conservation():
+    sim, s = _run(NoDeflect())
+    out = np.asarray(sim.output)
+    # every output token after the first is one token gap
+    assert s["tbt_gaps"] == int((out - 1).sum())
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=IDS)
+def test_determinism_byte_identical(policy):
+    a = _run(policy, seed=3)[1]
+    b = _run(policy, seed=3)[1]
+    a.pop("wall_time_s")
+    b.pop("wall_time_s")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    c = _run(policy, seed=4)[1]
+    c.pop("wall_time_s")
+    assert json.dumps(a, sort_keys=True) != json.dumps(c, sort_keys=True)
+
+
+def test_snapshot_restore_reproduces():
+    sim = Simulator(SMALL, seed=5)
+    pol = DeflectAll(512)
+    for _ in range(50):
+        sim.apply(pol.decide(sim.next_decision()))
+    snap = sim.snapshot()
+    s1 = sim.run(pol)
+    sim.restore(snap)
+    s2 = sim.run(pol)
+    for s in (s1, s2):
+        s.pop("wall_time_s")
+    assert s1 == s2
+
+
+def test_invalid_deflection_falls_back_and_counts():
+    sim = Simulator(SMALL, seed=0)
+    from kairos_gym.sim import Decision
+
+    ctx = sim.next_decision()
+    assert sim.apply(Decision.deflect(7, 512)) is False  # no decode node 7
+    assert sim.n_invalid == 1 and sim.path[ctx.request.rid] == 0
+    ctx = sim.next_decision()
+    assert sim.apply(Decision.deflect(0, 300)) is False  # 300 is not on the menu
+    assert sim.n_invalid == 2
+
+
+def test_one_deflection_in_flight_per_node():
+    sim = Simulator(SMALL, seed=0)
+    from kairos_gym.sim import Decision
+
+    ctx = sim.next_decision()
+    assert sim.apply(Decision.deflect(0, 128))
+    ctx = sim.next_decision()
+    assert not ctx.decode[0].can_deflect and ctx.decode[0].deflection_in_flight
+    assert sim.apply(Decision.deflect(0, 128)) is False
+
+
+def test_apply_without_pending_decision_raises():
+    sim = Simulator(SMALL, seed=0)
+    from kairos_gym.sim import Decision
+
+    with pytest.raises(RuntimeError, match="no pending decision"):
+        sim.apply(Decision.prefill_path())
+
+
+def test_steps_within_matches_sum():
+    from kairos_gym.sim.engine import _steps_within
+
+    t0, dt = 0.02, 0.0003
+    for x in (0.0, 0.01, 0.02, 0.0403, 1.0, 3.7):
+        j = _steps_within(t0, dt, x)
+        s = lambda n: n * t0 + dt * n * (n - 1) / 2  # noqa: E731
+        assert s(j) <= x < s(j + 1)
+
+
+def test_no_nan_in_summary_of_full_run():
+    _, s = _run(DeflectAll(512))
+    for k in ("ttft_p95", "tbt_p99", "slo_attainment", "prefill_utilization", "decode_utilization"):
+        assert s[k] is not None and math.isfinite(s[k])
+
+
+def test_simulator_module_has_no_gymnasium_import():
+    import inspect
+
+    import kairos_gym.sim.engine as eng
+    import kairos_gym.sim.hook as hook
+    import kairos_gym.sim.metrics as met
+
+    for mod in (eng, hook, met):
+        src = inspect.getsource(mod)
+        assert "import gymnasium" not in src and "from gymnasium" not in src
+    assert _Sim is Simulator
