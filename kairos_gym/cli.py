@@ -90,26 +90,132 @@ def _cmd_latency(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- simulate
+def _add_simulate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="run one policy on one scenario and print the summary")
+    p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path")
+    p.add_argument("--policy", default="no-deflect")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", help="write the summary JSON ('-' for stdout)")
+    p.add_argument("--requests-csv", metavar="PATH", help="write the per-request record as CSV")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_simulate)
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from agents.registry import make_policy
+    from kairos_gym.config import load_scenario
+    from kairos_gym.report import format_summary, write_requests_csv
+    from kairos_gym.sim import Simulator
+
+    sc = load_scenario(args.scenario)
+    sim = Simulator(sc, seed=args.seed)
+    policy = make_policy(args.policy, sc, seed=args.seed)
+    if hasattr(policy, "attach"):
+        policy.attach(sim)
+    sim.policy_name = args.policy
+    bar = None
+    if not args.no_progress and sim.n >= 5000 and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=sim.n, desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr)
+    ctx = sim.next_decision()
+    while ctx is not None:
+        sim.apply(policy.decide(ctx))
+        if bar is not None:
+            bar.update(1)
+        ctx = sim.next_decision()
+    if bar is not None:
+        bar.close()
+    summary = sim.summary()
+    if hasattr(policy, "decision_stats"):
+        summary.update(policy.decision_stats())
+    if args.json != "-":
+        print(format_summary(summary))
+    _write_json(args.json, summary)
+    if args.requests_csv:
+        write_requests_csv(sim, args.requests_csv)
+    return 0
+
+
+# ---------------------------------------------------------------------------- bench
+def _add_bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="throughput of the simulator, the pricing and the env on this machine")
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--env-seconds", type=float, default=3.0)
+    p.set_defaults(func=_cmd_bench)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from kairos_gym.bench import run_bench
+
+    res = run_bench(env_seconds=args.env_seconds)
+    for row in res["simulator"]:
+        print(f"simulator {row['scenario']:<11} {row['requests']:>6} requests  {row['wall_time_s']:>7.2f} s wall  "
+              f"{row['sim_s_per_wall_s']:>7.1f} sim-s/wall-s  {row['requests_per_wall_s']:>8.1f} req/wall-s")
+    pr = res["pricing_us"]
+    print(f"pricing   {int(pr['candidates'])} candidates (2 decode nodes x 5 chunks): "
+          f"scalar p50 {pr['scalar_us_p50']} us, p99 {pr['scalar_us_p99']} us")
+    if isinstance(res["env"], list):
+        for row in res["env"]:
+            print(f"env       {row['env_id']:<28} {row['decisions_per_s']:>8.0f} decisions/s (random masked policy)")
+    else:
+        print(f"env       {res['env']}")
+    print(f"peak RSS  {res['peak_rss_mib']} MiB")
+    _write_json(args.json, res)
+    return 0
+
+
+# ---------------------------------------------------------------------------- evaluate
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="every policy on the same workloads; table, JSON, plots")
+    p.add_argument("--scenario", default="bursty")
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos")
+    p.add_argument("--seeds", default="0-4")
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--plots", metavar="DIR")
+    p.set_defaults(func=_cmd_evaluate)
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from train.evaluate import evaluate, format_table, parse_seeds
+
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    result = evaluate(args.scenario, policies, parse_seeds(args.seeds), args.plots)
+    print(format_table(result))
+    if result.get("plots"):
+        print("plots: " + ", ".join(result["plots"]))
+    _write_json(args.json, {"runs": result["runs"]})
+    return 0
+
+
 # ---------------------------------------------------------------------------- demo
 def _add_demo(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="the main job: the best end-to-end run available")
+    p = sub.add_parser("demo", help="the main job: evaluate the policies on the default bursty scenario")
     p.add_argument("--out", default="out/demo", help="folder for plots and JSON")
+    p.add_argument("--seeds", default="0-2")
     p.set_defaults(func=_cmd_demo)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kairos_gym.latency import StepLatencyModel
-    from kairos_gym.latency.report import format_latency_table, latency_table, seed_target_checks
+    from kairos_gym.latency.report import seed_target_checks
+    from train.evaluate import evaluate, format_table, parse_seeds
 
     m = StepLatencyModel.from_preset()
-    print(format_latency_table(latency_table(m)))
-    print()
+    print("Step-latency model (deepseek-v2-lite / a100-80gb / TP1) against the seed targets:")
     for r in seed_target_checks(m):
         print(f"  {r['target']:<48} {r['value_ms']:>12} ms  bound {r['bound_ms']:>8} ms  {'ok' if r['ok'] else 'FAIL'}")
+    print()
+    policies = ["no-deflect", "always-deflect", "sq", "sl", "kairos"]
+    result = evaluate("bursty", policies, parse_seeds(args.seeds), Path(args.out))
+    print(format_table(result))
+    _write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"]})
+    print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
     return 0
 
 
-COMMANDS = (_add_latency, _add_demo)
+COMMANDS = (_add_latency, _add_simulate, _add_evaluate, _add_bench, _add_demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

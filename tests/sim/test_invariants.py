@@ -94,7 +94,7 @@ def test_clock_guard_raises():
 
 @pytest.mark.parametrize("policy", POLICIES[1:], ids=IDS[1:])
 def test_deflected_requests_never_transfer_kv(policy):
-    sim, s = _run(policy)
+    sim, _ = _run(policy)
     t = sim.requests_table()
     defl = t["path"] == "deflect"
     assert defl.sum() > 0

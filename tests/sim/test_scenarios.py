@@ -68,14 +68,14 @@ def test_unknown_scenario_name_lists_choices():
 
 
 def test_missing_yaml_file():
-    with pytest.raises(ConfigError, match="missing.yaml"):
+    with pytest.raises(ConfigError, match=r"missing\.yaml"):
         load_scenario("configs/scenarios/missing.yaml")
 
 
 def test_bad_yaml_syntax(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("cluster: [unclosed\n")
-    with pytest.raises(ConfigError, match="bad.yaml"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml"):
         load_scenario(str(p))
 
 
