@@ -18,7 +18,7 @@ from kairos_gym.workload.arrivals import (
     PoissonArrival,
     TraceArrival,
 )
-from kairos_gym.workload.config import DEFAULT_NUM_REQUESTS, MAX_REQUESTS, WorkloadConfig
+from kairos_gym.workload.config import DEFAULT_NUM_REQUESTS, MAX_MMPP_CYCLES, MAX_REQUESTS, WorkloadConfig
 from kairos_gym.workload.generator import generate
 from kairos_gym.workload.lengths import (
     MIN_ACCEPTANCE,
@@ -34,6 +34,7 @@ from kairos_gym.workload.workload import Workload
 
 __all__ = [
     "DEFAULT_NUM_REQUESTS",
+    "MAX_MMPP_CYCLES",
     "MAX_REQUESTS",
     "MIN_ACCEPTANCE",
     "PACKAGED_TRACES",

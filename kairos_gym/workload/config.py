@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kairos_gym.errors import ConfigError, check_keys
-from kairos_gym.workload.arrivals import ARRIVAL_KINDS, ArrivalConfig, PoissonArrival, TraceArrival
+from kairos_gym.workload.arrivals import (
+    ARRIVAL_KINDS,
+    ArrivalConfig,
+    MMPPArrival,
+    PoissonArrival,
+    TraceArrival,
+)
 from kairos_gym.workload.lengths import LENGTH_KINDS, LengthsConfig, LognormalLengths, TraceLengths
 from kairos_gym.workload.rules import (
     OPTIONAL_POSITIVE,
@@ -27,6 +33,9 @@ DEFAULT_NUM_REQUESTS = 2000
 MAX_REQUESTS = 10_000_000
 """Upper bound on num_requests and on the expected count rate * duration_s (guards against typos)."""
 
+MAX_MMPP_CYCLES = 10_000_000
+"""Upper bound on the expected number of MMPP on/off cycles a run needs (guards against tiny sojourns)."""
+
 TOP_KEYS = ("arrival", "lengths", "num_requests", "duration_s", "max_requests")
 
 
@@ -37,9 +46,15 @@ class WorkloadConfig:
     Attributes:
         arrival: one of PoissonArrival, GammaArrival, MMPPArrival, TraceArrival (default Poisson 8 req/s).
         lengths: one of LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths, TraceLengths;
-            ``None`` means the default for the arrival kind (TraceLengths for a trace, else lognormal).
-        num_requests: synthetic arrivals only: exactly this many requests (default 2000 when
-            duration_s is not set either). Must be null for a trace.
+            ``None`` (the default) means the default for the arrival kind, resolved when used (see
+            :attr:`effective_lengths`): TraceLengths for a trace, else LognormalLengths().
+        num_requests: synthetic arrivals only: exactly this many requests. ``None`` with
+            duration_s also ``None`` means 2000, resolved when used (:attr:`effective_num_requests`).
+            Must be null for a trace.
+
+    Defaults stay ``None`` (and ``null`` in :meth:`to_dict`) instead of being filled in, so a
+    config merged from ``to_dict()`` plus overrides (e.g. switching the arrival to a trace, or
+    setting duration_s) behaves like one written fresh.
         duration_s: generate arrivals with time < duration_s seconds (for a trace: scaled seconds
             after the window start). Not together with num_requests.
         max_requests: keep at most the first N requests (after everything else; traces too).
@@ -56,15 +71,27 @@ class WorkloadConfig:
         if not isinstance(self.arrival, tuple(ARRIVAL_KINDS.values())):
             raise ConfigError(where, "arrival", self.arrival, "an arrival config: " + ", ".join(
                 c.__name__ for c in ARRIVAL_KINDS.values()))
-        lengths = self.lengths if self.lengths is not None else _default_lengths(self.arrival)
-        if not isinstance(lengths, tuple(LENGTH_KINDS.values())):
-            raise ConfigError(where, "lengths", lengths, "a lengths config: " + ", ".join(
+        if self.lengths is not None and not isinstance(self.lengths, tuple(LENGTH_KINDS.values())):
+            raise ConfigError(where, "lengths", self.lengths, "null or a lengths config: " + ", ".join(
                 c.__name__ for c in LENGTH_KINDS.values()))
         num = _size_fields(where, {"num_requests": self.num_requests, "duration_s": self.duration_s,
                                    "max_requests": self.max_requests})
-        num = _cross_check(where, self.arrival, lengths, num)
-        for name, value in {"lengths": lengths, **num}.items():
+        _cross_check(where, self.arrival, self.effective_lengths, num)
+        for name, value in num.items():
             object.__setattr__(self, name, value)
+
+    @property
+    def effective_lengths(self) -> LengthsConfig:
+        """``lengths``, or the default for the arrival kind when it is ``None``."""
+        return self.lengths if self.lengths is not None else _default_lengths(self.arrival)
+
+    @property
+    def effective_num_requests(self) -> int | None:
+        """Requests a synthetic process generates: ``num_requests``, or 2000 when neither it nor
+        duration_s is set; ``None`` for a trace or a duration."""
+        if isinstance(self.arrival, TraceArrival) or self.duration_s is not None:
+            return self.num_requests
+        return DEFAULT_NUM_REQUESTS if self.num_requests is None else self.num_requests
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "workload") -> WorkloadConfig:
@@ -78,21 +105,19 @@ class WorkloadConfig:
         check_keys(where, dict(d), TOP_KEYS)
         arrival = build_section(where, "arrival", d.get("arrival"), ARRIVAL_KINDS, "poisson")
         raw_lengths = d.get("lengths")
-        if raw_lengths is None:
-            lengths = _default_lengths(arrival)
-        else:
+        lengths = None
+        if raw_lengths is not None:
             default_kind = "trace" if isinstance(arrival, TraceArrival) else "lognormal"
             lengths = build_section(where, "lengths", raw_lengths, LENGTH_KINDS, default_kind)
         num = _size_fields(where, {k: d.get(k) for k in TOP_KEYS[2:]})
-        num = _cross_check(where, arrival, lengths, num)
+        _cross_check(where, arrival, lengths if lengths is not None else _default_lengths(arrival), num)
         return cls(arrival=arrival, lengths=lengths, **num)  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain YAML/JSON-safe dict, every field spelled out; ``from_dict`` gives back an equal config."""
-        assert self.lengths is not None
+        """Plain YAML/JSON-safe dict of every field (``null`` = default); ``from_dict`` gives it back."""
         return {
             "arrival": self.arrival.to_dict(),
-            "lengths": self.lengths.to_dict(),
+            "lengths": None if self.lengths is None else self.lengths.to_dict(),
             "num_requests": self.num_requests,
             "duration_s": self.duration_s,
             "max_requests": self.max_requests,
@@ -100,12 +125,12 @@ class WorkloadConfig:
 
     def describe(self) -> str:
         """Provenance for :attr:`Workload.source`, e.g. ``poisson(rate=8)+fixed(...) num_requests=10``."""
-        assert self.lengths is not None
+        lengths = self.effective_lengths
         text = self.arrival.describe()
-        if not isinstance(self.lengths, TraceLengths):
-            text += f"+{self.lengths.describe()}"
+        if not isinstance(lengths, TraceLengths):
+            text += f"+{lengths.describe()}"
         for name in TOP_KEYS[2:]:
-            value = getattr(self, name)
+            value = self.effective_num_requests if name == "num_requests" else getattr(self, name)
             if value is not None:
                 text += f" {name}={fmt_value(value)}"
         return text
@@ -123,8 +148,8 @@ def _size_fields(where: str, raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) -> dict[str, Any]:
-    """Checks across sections; returns the size fields with num_requests defaulted."""
+def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) -> None:
+    """Checks across sections (``lengths``: the effective lengths config)."""
     is_trace = isinstance(arrival, TraceArrival)
     if isinstance(lengths, TraceLengths) and not is_trace:
         raise ConfigError(f"{where}.lengths", "kind", "trace",
@@ -135,7 +160,7 @@ def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) ->
         if n is not None:
             raise ConfigError(where, "num_requests", n, "null when arrival.kind is 'trace' (the trace "
                               "sets the count; use max_requests, duration_s or arrival.start_s/end_s)")
-        return num
+        return
     if n is not None and dur is not None:
         raise ConfigError(where, "duration_s", dur,
                           f"null when num_requests is set ({n}); give one of the two")
@@ -146,4 +171,12 @@ def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) ->
     if dur is not None and arrival.mean_rate() * dur > MAX_REQUESTS:
         raise ConfigError(where, "duration_s", dur, f"a duration with mean rate "
                           f"({arrival.mean_rate():g} req/s) * duration_s <= {MAX_REQUESTS} requests")
-    return {**num, "num_requests": n}
+    if isinstance(arrival, MMPPArrival):
+        per_cycle = arrival.rate_on * arrival.mean_on_s + arrival.rate_off * arrival.mean_off_s
+        cycles = n / per_cycle if n is not None else dur / (arrival.mean_on_s + arrival.mean_off_s)
+        if cycles > MAX_MMPP_CYCLES:
+            raise ConfigError(f"{where}.arrival", "mean_on_s, mean_off_s",
+                              [arrival.mean_on_s, arrival.mean_off_s],
+                              f"sojourns long enough that the run needs at most {MAX_MMPP_CYCLES} on/off "
+                              f"cycles (now about {cycles:.3g})")
+

@@ -21,7 +21,7 @@ def generate(cfg: WorkloadConfig, rng: np.random.Generator) -> Workload:
         raise ConfigError("generate", "cfg", cfg, "a WorkloadConfig (WorkloadConfig.from_dict(d))")
     if not isinstance(rng, np.random.Generator):
         raise ConfigError("generate", "rng", rng, "a numpy.random.Generator (np.random.default_rng(seed))")
-    arrival, lengths = cfg.arrival, cfg.lengths
+    arrival, lengths = cfg.arrival, cfg.effective_lengths
     if isinstance(arrival, TraceArrival):
         replay = arrival.replay(duration_s=cfg.duration_s, max_requests=cfg.max_requests)
         if not isinstance(lengths, SampledLengths):
@@ -29,7 +29,7 @@ def generate(cfg: WorkloadConfig, rng: np.random.Generator) -> Workload:
         prompt, output = lengths.sample(rng, len(replay))
         return Workload(replay.arrival_s, prompt, output, cfg.describe())
     assert isinstance(arrival, SyntheticArrival) and isinstance(lengths, SampledLengths)
-    times = arrival.sample(rng, num_requests=cfg.num_requests, duration_s=cfg.duration_s)
+    times = arrival.sample(rng, num_requests=cfg.effective_num_requests, duration_s=cfg.duration_s)
     if cfg.max_requests is not None:
         times = times[: cfg.max_requests]
     prompt, output = lengths.sample(rng, times.size)

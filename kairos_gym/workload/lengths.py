@@ -1,8 +1,9 @@
 """Request-length distributions: their config sections (``lengths.kind``) and samplers (tokens).
 
-Continuous draws (lognormal, Pareto) are rounded to the nearest integer and truncated to
-``[1, max]`` by rejection: a draw whose rounded value falls outside the range is discarded and
-redrawn from the same ``rng``, so the result follows the distribution conditioned on the range.
+Continuous draws (lognormal, Pareto) are rounded to the nearest integer (halves up:
+``floor(x + 0.5)``) and truncated to ``[1, max]`` by rejection: a draw whose rounded value falls
+outside the range (i.e. ``x`` outside ``[0.5, max + 0.5)``) is discarded and redrawn from the same
+``rng``, so the result follows the distribution conditioned on the range.
 Nothing is clipped, so no probability piles up at 1 or at the cap. A config whose range keeps less
 than :data:`MIN_ACCEPTANCE` of the distribution is rejected when it is built.
 """
@@ -38,22 +39,27 @@ class SampledLengths(Section):
 
 
 def sample_truncated(draw: Callable[[int], np.ndarray], n: int, cap: int, acceptance: float) -> np.ndarray:
-    """``n`` int64 values ``rint(x)`` of draws ``x`` with ``1 <= rint(x) <= cap``, by rejection.
+    """``n`` int64 values ``floor(x + 0.5)`` of draws ``x`` that round into ``[1, cap]``, by rejection.
 
     ``draw(m)`` returns ``m`` i.i.d. draws; ``acceptance`` (the probability that one is kept) sizes
     the batches. Accepted values keep their draw order, so the output is i.i.d. from the truncated
-    distribution and fully determined by the generator behind ``draw``.
+    distribution and fully determined by the generator behind ``draw``. Raises ``RuntimeError`` if
+    1000 batches in a row accept nothing (``acceptance`` was wrong; config checks prevent this).
     """
     out = np.empty(n, dtype=np.int64)
     filled = 0
+    empty_rounds = 0
     while filled < n:
         need = n - filled
-        m = int(min(math.ceil(need / max(acceptance, MIN_ACCEPTANCE) * 1.1) + 16, _MAX_DRAW))
-        x = np.rint(draw(m))
+        m = int(min(math.ceil(need / max(acceptance, MIN_ACCEPTANCE) * 1.1) + 64, _MAX_DRAW))
+        x = np.floor(draw(m) + 0.5)
         x = x[(x >= 1) & (x <= cap)]
         take = min(need, x.size)
         out[filled:filled + take] = x[:take]
         filled += take
+        empty_rounds = 0 if take else empty_rounds + 1
+        if empty_rounds >= 1000:
+            raise RuntimeError(f"truncated sampling accepted nothing in 1000 batches (expected {acceptance:.3%})")
     return out
 
 
@@ -74,12 +80,14 @@ def _check_mass(
 
 
 def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
+    """P(X < x) (strict, which matters only for sigma = 0: then X is the median)."""
     if sigma == 0:
-        return 1.0 if x >= median else 0.0
+        return 1.0 if median < x else 0.0
     return 0.5 * math.erfc(-(math.log(x) - math.log(median)) / (sigma * math.sqrt(2.0)))
 
 
 def _pareto_cdf(x: float, x_min: float, alpha: float) -> float:
+    """P(X < x)."""
     return 0.0 if x < x_min else 1.0 - (x_min / x) ** alpha
 
 

@@ -140,9 +140,11 @@ class Section:
 
 
 def fmt_value(value: Any) -> str:
-    """Compact text for a config value in provenance strings (``8.0`` -> ``8``)."""
+    """Exact, compact text for a value in provenance strings (``8.0`` -> ``8``, ``0.25`` -> ``0.25``)."""
     if isinstance(value, float):
-        return f"{value:g}"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return repr(value)
     return str(value)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.workload.rules import fmt_value
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +92,7 @@ class Workload:
             arrival_s=self.arrival_s[lo:hi] - start,
             prompt_tokens=self.prompt_tokens[lo:hi],
             output_tokens=self.output_tokens[lo:hi],
-            source=f"{self.source} window=[{start:g},{end:g})",
+            source=f"{self.source} window=[{fmt_value(start)},{fmt_value(end)})",
         )
 
     def head(self, n: int) -> Workload:

@@ -1,0 +1,30 @@
+"""Baseline policies of kairos-gym behind one interface (see docs/policies.md).
+
+Every policy implements the simulator's hook ``decide(ctx: DecisionContext) -> Decision`` plus an
+SB3-like ``predict``; build them by name with :func:`make_policy` and run them with :func:`run_policy`.
+"""
+
+from agents.base import BasePolicy
+from agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
+from agents.kairos import Kairos, KairosEstimate
+from agents.oracle import Oracle
+from agents.ppo import PPOAgent
+from agents.registry import POLICIES, make_policy, policy_params
+from agents.runner import run_policy
+
+__all__ = [
+    "POLICIES",
+    "SL",
+    "SQ",
+    "AlwaysDeflect",
+    "BasePolicy",
+    "Kairos",
+    "KairosEstimate",
+    "NoDeflect",
+    "Oracle",
+    "PPOAgent",
+    "Random",
+    "make_policy",
+    "policy_params",
+    "run_policy",
+]

@@ -1,0 +1,107 @@
+"""Measure the baselines on one scenario: a table of P95 TTFT, TBT violation rate, SLO attainment,
+deflection rate and decision cost per policy, plus optional SQ/SL threshold sweeps.
+
+    python -m agents.measure                                  # the issue's dict scenario, 3000 requests at 20 req/s
+    python -m agents.measure --scenario bursty --policies kairos,no-deflect
+    python -m agents.measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
+
+The default scenario is gamma arrivals (CV 3) at ``--rate`` req/s, lognormal prompts (median 1500,
+sigma 0.8, max 8000) and outputs (median 150, sigma 0.8, max 1000) on the default 2P2D cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agents.registry import POLICIES
+from agents.runner import run_policy
+from kairos_gym.errors import ConfigError
+
+COLUMNS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "decision_us_p50",
+           "decision_us_p99")
+SQ_THRESHOLDS = (0, 2048, 8192, 16384, 32768, 65536)
+SL_THRESHOLDS = (512, 1024, 2048, 4096, 8192, 100000)
+SWEEP_CHUNKS = (512, 2048)
+
+
+def dict_scenario(num_requests: int = 3000, rate: float = 20.0, cv: float = 3.0) -> dict[str, Any]:
+    """The issue's bursty stand-in scenario as a dict."""
+    return {"name": f"gamma{rate:g}-cv{cv:g}", "workload": {
+        "arrival": {"kind": "gamma", "rate": rate, "cv": cv}, "num_requests": num_requests,
+        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
+                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000}}}
+
+
+def _row(label: str, s: dict[str, Any], wall: float) -> dict[str, Any]:
+    return {"label": label, **{k: s.get(k) for k in COLUMNS}, "n_completed": s["n_completed"],
+            "n_requests": s["n_requests"], "wall_s": round(wall, 1)}
+
+
+def _fmt(rows: list[dict[str, Any]]) -> str:
+    head = (f"{'policy':<34}{'ttft_p95':>10}{'tbt_viol':>10}{'slo_att':>9}{'defl':>7}{'us_p50':>10}{'us_p99':>11}"
+            f"{'wall_s':>8}")
+    out = [head, "-" * len(head)]
+    for r in rows:
+        def f(v: Any, spec: str) -> str:
+            return format(v, spec) if isinstance(v, (int, float)) else "-"
+        out.append(f"{r['label']:<34}{f(r['ttft_p95'], '10.3f')}{f(r['tbt_violation_rate'], '10.4f')}"
+                   f"{f(r['slo_attainment'], '9.3f')}{f(r['deflection_rate'], '7.3f')}"
+                   f"{f(r['decision_us_p50'], '10.1f')}{f(r['decision_us_p99'], '11.1f')}{f(r['wall_s'], '8.1f')}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m agents.measure", description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", help="a scenario name or YAML path (default: the issue's dict scenario)")
+    ap.add_argument("--requests", type=int, default=3000, help="requests of the dict scenario (default 3000)")
+    ap.add_argument("--rate", type=float, default=20.0, help="arrival rate of the dict scenario (default 20)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--policies", default="no-deflect,always-deflect,random,sq,sl,kairos,oracle",
+                    help="comma-separated registry names (ppo needs --ppo-path)")
+    ap.add_argument("--oracle-horizon-s", type=float, default=20.0)
+    ap.add_argument("--oracle-horizon-decisions", type=int, default=None)
+    ap.add_argument("--ppo-path", help="SB3 model zip for the ppo policy")
+    ap.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
+    ap.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    args = ap.parse_args(argv)
+    scenario: Any = args.scenario if args.scenario else dict_scenario(args.requests, args.rate)
+    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+    runs: list[tuple[str, str, dict[str, Any]]] = []
+    for n in names:
+        if n not in POLICIES:
+            print(ConfigError("--policies", "policy", n, "one of " + ", ".join(POLICIES)), file=sys.stderr)
+            return 2
+        kw: dict[str, Any] = {}
+        if n == "oracle":
+            kw = {"horizon_s": args.oracle_horizon_s, "horizon_decisions": args.oracle_horizon_decisions}
+        if n == "ppo":
+            kw = {"path": args.ppo_path}
+        runs.append((n, n, kw))
+    if args.sweep:
+        for c in SWEEP_CHUNKS:
+            runs += [(f"sq(q>{t} tok, chunk {c})", "sq", {"queue_threshold": t, "chunk": c}) for t in SQ_THRESHOLDS]
+            runs += [(f"sl(L<{t}, chunk {c})", "sl", {"length_threshold": t, "chunk": c}) for t in SL_THRESHOLDS]
+    rows = []
+    try:
+        for label, name, kw in runs:
+            t0 = time.perf_counter()
+            s = run_policy(name, scenario, args.seed, **kw)
+            rows.append(_row(label, s, time.perf_counter() - t0))
+            print(_fmt(rows[-1:]).splitlines()[-1], flush=True)
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print()
+    print(_fmt(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

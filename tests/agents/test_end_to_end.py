@@ -1,0 +1,40 @@
+"""Every baseline on a small bursty run: all requests complete; Kairos beats no-deflect on P95 TTFT."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents import POLICIES, run_policy
+
+BURSTY_300 = {
+    "name": "t",
+    "workload": {
+        "arrival": {"kind": "gamma", "rate": 20, "cv": 3},
+        "num_requests": 300,
+        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
+                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
+    },
+}
+KWARGS = {"oracle": {"horizon_decisions": 20}}
+
+
+@pytest.fixture(scope="module")
+def summaries():
+    return {name: run_policy(name, BURSTY_300, seed=0, **KWARGS.get(name, {})) for name in POLICIES if name != "ppo"}
+
+
+def test_all_requests_complete(summaries):
+    for name, s in summaries.items():
+        assert s["policy"] == name
+        assert s["n_completed"] == s["n_requests"] - s["n_rejected"] == 300, name
+        assert s["n_invalid_actions"] == 0, name
+        assert s["decision_us_p50"] is not None
+
+
+def test_kairos_beats_no_deflect(summaries):
+    k, nd = summaries["kairos"], summaries["no-deflect"]
+    assert k["ttft_p95"] < nd["ttft_p95"]
+    assert k["slo_attainment"] > nd["slo_attainment"]
+    assert k["tbt_violation_rate"] <= 0.01
+    assert 0.0 < k["deflection_rate"] < 1.0 and nd["deflection_rate"] == 0.0
+    assert summaries["always-deflect"]["deflection_rate"] > 0.0

@@ -1,0 +1,82 @@
+"""Policy registry (names, parameters, errors) and the runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents import POLICIES, Kairos, NoDeflect, make_policy, policy_params, run_policy
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim.hook import Decision
+
+TINY = {"name": "tiny", "workload": {"arrival": {"kind": "poisson", "rate": 20}, "num_requests": 60}}
+
+
+def test_names():
+    assert list(POLICIES) == ["no-deflect", "always-deflect", "random", "sq", "sl", "kairos", "oracle", "ppo"]
+
+
+def test_make_policy_with_parameters():
+    k = make_policy("kairos", TINY, seed=3, alpha=1.5, staleness_s=0.2)
+    assert isinstance(k, Kairos) and k.alpha == 1.5 and k.staleness_s == 0.2 and k.seed == 3
+    assert make_policy("sq", TINY, queue_threshold=100, unit="tokens").queue_threshold == 100
+    assert "alpha" in policy_params("kairos") and "horizon_s" in policy_params("oracle")
+
+
+def test_unknown_name_lists_choices():
+    with pytest.raises(ConfigError) as e:
+        make_policy("kairoz", TINY)
+    for name in POLICIES:
+        assert name in str(e.value)
+
+
+def test_unknown_parameter_lists_valid_ones():
+    with pytest.raises(ConfigError) as e:
+        make_policy("kairos", TINY, gamma=2)
+    assert e.value.field == "gamma"
+    for p in ("alpha", "beta", "staleness_s", "model_error", "chunk_menu"):
+        assert p in str(e.value)
+
+
+def test_bad_value_and_bad_scenario():
+    with pytest.raises(ConfigError):
+        make_policy("kairos", TINY, alpha=-1)
+    with pytest.raises(ConfigError):
+        make_policy("kairos", {"name": "x", "slo": {"ttft": 1}})
+    with pytest.raises(ConfigError) as e:
+        make_policy("ppo", TINY)
+    assert e.value.field == "path"
+    with pytest.raises(ConfigError):
+        make_policy("ppo", TINY, path="/nonexistent/model.zip")
+
+
+def test_run_policy_summary():
+    s = run_policy("no-deflect", TINY, seed=1)
+    assert s["policy"] == "no-deflect" and s["seed"] == 1
+    assert s["n_completed"] + s["n_rejected"] == s["n_requests"] == 60
+    assert s["decision_us_p50"] is not None and s["decision_us_p99"] >= s["decision_us_p50"]
+    assert s["deflection_rate"] == 0.0
+
+
+def test_run_policy_is_reproducible_and_resets():
+    k = make_policy("kairos", TINY, seed=0)
+    a = run_policy(k, TINY, seed=2)
+    n = len(k.decision_times_us)
+    b = run_policy(k, TINY, seed=2)
+    assert len(k.decision_times_us) == n  # reset between runs
+    for key in ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate"):
+        assert a[key] == b[key]
+    assert a["policy_params"]["alpha"] == 1.3
+
+
+def test_run_policy_with_hook_only_object():
+    class Plain:
+        name = "plain"
+
+        def decide(self, ctx):
+            return Decision.prefill_path()
+
+    s = run_policy(Plain(), TINY, seed=0)
+    assert s["policy"] == "plain" and s["decision_us_p50"] is not None
+    assert s == {**s, "deflection_rate": 0.0}
+    with pytest.raises(TypeError):
+        run_policy(NoDeflect(), TINY, 0, chunk=5)
