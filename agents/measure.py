@@ -23,7 +23,7 @@ from agents.runner import run_policy
 from kairos_gym.errors import ConfigError
 
 COLUMNS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "decision_us_p50",
-           "decision_us_p99")
+           "decision_us_p99", "decision_cpu_us_p50", "decision_cpu_us_p99")
 SQ_THRESHOLDS = (0, 2048, 8192, 16384, 32768, 65536)
 SL_THRESHOLDS = (512, 1024, 2048, 4096, 8192, 100000)
 SWEEP_CHUNKS = (512, 2048)
@@ -44,14 +44,16 @@ def _row(label: str, s: dict[str, Any], wall: float) -> dict[str, Any]:
 
 def _fmt(rows: list[dict[str, Any]]) -> str:
     head = (f"{'policy':<34}{'ttft_p95':>10}{'tbt_viol':>10}{'slo_att':>9}{'defl':>7}{'us_p50':>10}{'us_p99':>11}"
-            f"{'wall_s':>8}")
+            f"{'cpu_p50':>9}{'cpu_p99':>9}{'wall_s':>8}")
     out = [head, "-" * len(head)]
     for r in rows:
         def f(v: Any, spec: str) -> str:
             return format(v, spec) if isinstance(v, (int, float)) else "-"
         out.append(f"{r['label']:<34}{f(r['ttft_p95'], '10.3f')}{f(r['tbt_violation_rate'], '10.4f')}"
                    f"{f(r['slo_attainment'], '9.3f')}{f(r['deflection_rate'], '7.3f')}"
-                   f"{f(r['decision_us_p50'], '10.1f')}{f(r['decision_us_p99'], '11.1f')}{f(r['wall_s'], '8.1f')}")
+                   f"{f(r['decision_us_p50'], '10.1f')}{f(r['decision_us_p99'], '11.1f')}"
+                   f"{f(r['decision_cpu_us_p50'], '9.1f')}{f(r['decision_cpu_us_p99'], '9.1f')}"
+                   f"{f(r['wall_s'], '8.1f')}")
     return "\n".join(out)
 
 

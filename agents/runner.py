@@ -37,7 +37,8 @@ def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed
     seed: reproducible), and attached to the simulator when it has ``attach`` (the Oracle).
     ``oracle=True`` lets policies see output lengths in the context. Returns the simulator's summary
     plus ``policy`` (name), ``policy_params``, ``decision_us_p50`` and ``decision_us_p99`` (wall time of
-    each decision in microseconds).
+    each decision in microseconds, ``time.perf_counter_ns``) and ``decision_cpu_us_p50/p99`` (the deciding
+    thread's CPU time, free of OS descheduling; None for a hook-only policy object).
     """
     sc = load_scenario(scenario)
     if isinstance(policy, str):
@@ -52,13 +53,18 @@ def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed
         attach(sim)
     name = getattr(policy, "name", type(policy).__name__)
     sim.policy_name = name  # type: ignore[attr-defined]
-    timed: Any = policy if isinstance(getattr(policy, "decision_times_us", None), list) else _Timed(policy)
     if isinstance(policy, BasePolicy):
         policy.record_times = True
-    summary = sim.run(timed)
-    times = np.asarray(timed.decision_times_us, dtype=float)
+        summary = sim.run(policy)
+        stats = policy.decision_stats()
+    else:
+        timed = _Timed(policy)
+        summary = sim.run(timed)
+        times = np.asarray(timed.decision_times_us, dtype=float)
+        p50, p99 = (float(np.percentile(times, 50)), float(np.percentile(times, 99))) if times.size else (None, None)
+        stats = {"decision_us_p50": p50, "decision_us_p99": p99, "decision_cpu_us_p50": None,
+                 "decision_cpu_us_p99": None}
     summary["policy"] = name
     summary["policy_params"] = policy.describe() if isinstance(policy, BasePolicy) else {}
-    summary["decision_us_p50"] = float(np.percentile(times, 50)) if times.size else None
-    summary["decision_us_p99"] = float(np.percentile(times, 99)) if times.size else None
+    summary.update(stats)
     return summary

@@ -54,6 +54,7 @@ def test_run_policy_summary():
     assert s["policy"] == "no-deflect" and s["seed"] == 1
     assert s["n_completed"] + s["n_rejected"] == s["n_requests"] == 60
     assert s["decision_us_p50"] is not None and s["decision_us_p99"] >= s["decision_us_p50"]
+    assert s["decision_cpu_us_p50"] is not None and s["decision_cpu_us_p99"] >= s["decision_cpu_us_p50"]
     assert s["deflection_rate"] == 0.0
 
 
