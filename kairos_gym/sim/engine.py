@@ -517,8 +517,9 @@ class Simulator:
         """At a step boundary (time now): admit, then start a chunk step, a stretch, or go idle."""
         now = self.now
         cap = self.scenario.cluster.decode_max_batch
-        if d.pending and len(d.rid) < cap:
-            k = min(len(d.pending), cap - len(d.rid))
+        room = cap - len(d.rid) - (1 if d.defl is not None else 0)  # keep a slot for the deflection in flight
+        if d.pending and room > 0:
+            k = min(len(d.pending), room)
             new = [d.pending.popleft() for _ in range(k)]
             includes = self.scenario.cluster.ttft_includes_transfer
             rem = [self.output[r] - (0 if includes else 1) for r in new]
@@ -714,6 +715,8 @@ class Simulator:
         if math.isnan(self.first_token[rid]):
             self.first_token[rid] = t
             self.waiting -= 1
+            # the waiting area was integrated up to now; a first token at t < now stopped waiting at t
+            self.wait_area -= self.now - t
 
     def _finish(self, rid: int, t: float) -> None:
         self.finish[rid] = t

@@ -204,3 +204,28 @@ def test_simulator_module_has_no_gymnasium_import():
         src = inspect.getsource(mod)
         assert "import gymnasium" not in src and "from gymnasium" not in src
     assert _Sim is Simulator
+
+
+@pytest.mark.parametrize("includes", [True, False])
+def test_wait_area_equals_total_ttft(includes):
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": includes}})
+    sim, _ = _run(DeflectAll(512), scenario=sc, seed=3)
+    ttft = np.nansum(sim.requests_table()["ttft_s"])
+    assert math.isclose(sim.wait_area, ttft, rel_tol=1e-9)
+
+
+def test_decode_batch_never_exceeds_cap():
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"decode_max_batch": 4},
+                                   "workload": {**SMALL["workload"], "arrival": {"kind": "poisson", "rate": 30}}})
+    sim = Simulator(sc, seed=0)
+    pol = DeflectAll(512)
+    biggest = 0
+    ctx = sim.next_decision()
+    while ctx is not None:
+        sim.apply(pol.decide(ctx))
+        biggest = max(biggest, *(len(d.rid) for d in sim.dnodes))
+        ctx = sim.next_decision()
+    while sim._events:  # drain, checking at every event
+        sim.next_decision()
+        biggest = max(biggest, *(len(d.rid) for d in sim.dnodes))
+    assert 0 < biggest <= 4

@@ -1,0 +1,89 @@
+"""Actions: the ``Discrete`` index <-> :class:`~kairos_gym.sim.hook.Decision` mapping, and the mask.
+
+Layout with ``D`` decode nodes, chunk menu ``c_0 < ... < c_{K-1}`` and ``L = 1`` when
+``deflection.largest_safe_action`` is on (else 0); ``W = K + L`` actions per decode node::
+
+    0                      prefill path (join the prefill node with the fewest queued tokens)
+    1 + j*W + i, i < K     deflect to decode node j in fixed chunks of c_i tokens
+    1 + j*W + K            deflect to decode node j with the LargestSafe schedule (only when L = 1)
+
+An action is valid (mask 1) when it is the prefill path or its decode node accepts a deflection now
+(``DecisionContext.decode[j].can_deflect``: no deflection in flight, batch not full, KV fits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
+
+
+class ActionLayout:
+    """The action table of one scenario."""
+
+    def __init__(self, scenario: ScenarioConfig) -> None:
+        self.D = scenario.cluster.decode_nodes
+        self.menu = tuple(scenario.deflection.chunk_menu)
+        self.K = len(self.menu)
+        self.largest_safe = bool(scenario.deflection.largest_safe_action)
+        self.W = self.K + (1 if self.largest_safe else 0)
+        self.n = 1 + self.D * self.W
+        decisions = [Decision.prefill_path()]
+        node = [-1]
+        chunk = [0]
+        for j in range(self.D):
+            for c in self.menu:
+                decisions.append(Decision.deflect(j, c))
+                node.append(j)
+                chunk.append(c)
+            if self.largest_safe:
+                decisions.append(Decision.deflect(j, LARGEST_SAFE))
+                node.append(j)
+                chunk.append(LARGEST_SAFE)
+        self.decisions: tuple[Decision, ...] = tuple(decisions)
+        self.node = np.array(node, dtype=np.intp)  # decode node of each action (-1: prefill path)
+        self.chunk = tuple(chunk)  # chunk of each action (0: prefill path or LargestSafe)
+
+    def index(self, action: object) -> int:
+        """The action as an int: an int, a numpy integer or a one-element integer array, in ``[0, n)``;
+        anything else raises :class:`ConfigError`."""
+        if type(action) is int or isinstance(action, np.integer):
+            a = int(action)  # type: ignore[arg-type]
+            if 0 <= a < self.n:
+                return a
+        elif isinstance(action, np.ndarray) and action.size == 1 and np.issubdtype(action.dtype, np.integer):
+            a = int(action.reshape(-1)[0])
+            if 0 <= a < self.n:
+                return a
+        raise ConfigError("KairosEnv.step", "action", action, f"an integer from 0 to {self.n - 1}")
+
+    def decision(self, action: object) -> Decision:
+        """The Decision of an action (validated as in :meth:`index`)."""
+        return self.decisions[self.index(action)]
+
+    def mask(self, ctx: DecisionContext | None, out: np.ndarray) -> np.ndarray:
+        """Write the int8 mask of valid actions for ``ctx`` into ``out`` (only 0 when ``ctx`` is None)."""
+        out[0] = 1
+        if ctx is None:
+            out[1:] = 0
+            return out
+        W = self.W
+        lo = 1
+        for dv in ctx.decode:
+            out[lo:lo + W] = dv.can_deflect
+            lo += W
+        return out
+
+    def describe(self, action: int) -> str:
+        """Human-readable action, e.g. ``"deflect d1 chunk 512"``."""
+        if action == 0:
+            return "prefill (shortest queue)"
+        j = int(self.node[action])
+        c = self.chunk[action]
+        return f"deflect d{j} " + ("LargestSafe" if c == LARGEST_SAFE else f"chunk {c}")
+
+    def rows(self) -> list[tuple[int, str]]:
+        """The table as ``(index, meaning)``."""
+        return [(a, self.describe(a)) for a in range(self.n)]

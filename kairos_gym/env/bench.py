@@ -1,0 +1,98 @@
+"""Throughput of the environment: decisions per second under a random masked policy, on one core.
+
+    from kairos_gym.env.bench import bench_env
+    bench_env("kairos_gym/KairosSmall-v0", seconds=5.0)
+
+The policy picks uniformly among the valid actions (``info["action_mask"]``), so it deflects often:
+this is a demanding load for the simulator (more chunk steps) compared with a no-deflect policy.
+Resets (workload generation) are included in the time. The share of time spent inside the simulator
+(``Simulator.apply`` + ``Simulator.next_decision``) is measured too, to separate env overhead from
+simulation cost.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import kairos_gym.env  # noqa: F401  (registers the ids)
+from kairos_gym.errors import ConfigError
+
+
+def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: int = 0,
+              **make_kwargs: Any) -> dict[str, Any]:
+    """Step ``gym.make(env_id, **make_kwargs)`` with a random masked policy for about ``seconds``.
+
+    Returns ``{"env_id", "decisions", "episodes", "seconds", "decisions_per_s", "sim_share",
+    "outside_sim_us_per_decision"}``: ``sim_share`` is the fraction of the time spent inside the
+    simulator's ``apply`` and ``next_decision`` (the rest: env code, wrappers, the policy and resets).
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ConfigError("bench_env", "seconds", seconds, "a number of seconds > 0")
+    env = gym.make(env_id, **make_kwargs)
+    sim = env.unwrapped.sim  # type: ignore[attr-defined]
+    pc = time.perf_counter
+    in_sim = [0.0]
+    apply, next_decision = sim.apply, sim.next_decision
+
+    def timed_apply(decision: Any) -> bool:
+        t = pc()
+        try:
+            return apply(decision)
+        finally:
+            in_sim[0] += pc() - t
+
+    def timed_next() -> Any:
+        t = pc()
+        try:
+            return next_decision()
+        finally:
+            in_sim[0] += pc() - t
+
+    sim.apply, sim.next_decision = timed_apply, timed_next  # instance attributes: this bench only
+    rng = np.random.default_rng(seed)
+    try:
+        episodes = 0
+        n = 0
+        start = pc()
+        _, info = env.reset(seed=seed)
+        deadline = start + seconds
+        while True:
+            valid = np.flatnonzero(info["action_mask"])
+            action = int(valid[rng.integers(valid.size)])
+            _, _, terminated, truncated, info = env.step(action)
+            n += 1
+            if terminated or truncated:
+                episodes += 1
+                _, info = env.reset(seed=seed + episodes)
+            if n % 64 == 0 and pc() >= deadline:
+                break
+        elapsed = pc() - start
+    finally:
+        del sim.apply, sim.next_decision
+        env.close()
+    return {
+        "env_id": env_id,
+        "decisions": n,
+        "episodes": episodes,
+        "seconds": elapsed,
+        "decisions_per_s": n / elapsed,
+        "sim_share": in_sim[0] / elapsed,
+        "outside_sim_us_per_decision": (elapsed - in_sim[0]) / n * 1e6,
+    }
+
+
+def main() -> None:  # pragma: no cover - manual use: python -m kairos_gym.env.bench
+    import json
+    import sys
+
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
+    for env_id in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"):
+        print(json.dumps(bench_env(env_id, seconds=seconds)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

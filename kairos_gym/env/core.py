@@ -1,0 +1,267 @@
+"""``KairosEnv``: the Gymnasium adapter of the simulator (one ``step`` per routing decision).
+
+Each ``step(action)`` applies the action to the pending arrival, then runs the simulator to the next
+arrival that needs a decision (or to the end of the run). See ``docs/env.md`` for the observation
+table, the action table, the rewards, the ``info`` keys and the episode and seeding semantics.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from kairos_gym.config import SCENARIO_KEYS, ScenarioConfig, load_scenario
+from kairos_gym.env.actions import ActionLayout
+from kairos_gym.env.observation import ObservationLayout
+from kairos_gym.env.render import render_ansi, render_rgb
+from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim.engine import Simulator
+from kairos_gym.sim.hook import DEFLECT, DecisionContext
+from kairos_gym.workload import Workload, generate
+from kairos_gym.workload.rules import NON_NEGATIVE, Number
+
+WHERE = "KairosEnv"
+OBS_MODES = ("flat", "dict")
+ENV_KWARGS = ("scenario", "max_decisions", "reward", "tbt_penalty", "obs_mode", "oracle", "episode_window",
+              "render_mode")
+_OPT_POS_INT = Number(integer=True, low=1, optional=True)
+_SEED_BOUND = 2**31
+
+
+class KairosEnv(gym.Env):
+    """Prefill deflection in a P/D cluster: at each arriving request, choose its prefill path.
+
+    Args:
+        scenario: a shipped scenario name (``configs/scenarios/<name>.yaml``), a YAML path, a dict or a
+            :class:`~kairos_gym.config.ScenarioConfig` (default ``"bursty"``).
+        max_decisions: truncate an episode after this many decisions (default None: run to the end).
+        reward: ``"ttft"`` (default), ``"slo"`` or ``"goodput"`` (see :mod:`kairos_gym.env.reward`).
+        tbt_penalty: lambda of the ``ttft`` reward, per token gap above the TBT SLO (default 0.1).
+        obs_mode: ``"flat"`` (a float32 Box, default) or ``"dict"`` (a Dict of per-group Boxes).
+        oracle: expose the request's output length in the observation (and to the simulator's view).
+        episode_window: each episode is a random window of this many consecutive requests of the
+            scenario's workload (start drawn with the env's ``np_random``; arrival times shifted to 0).
+            Default None: the whole workload.
+        render_mode: None, ``"ansi"`` or ``"rgb_array"``.
+        **overrides: scenario sections deep-merged into the scenario, e.g. ``workload={"max_requests": 200}``,
+            ``slo={"tbt_s": 0.05}``, ``deflection={"chunk_menu": [256, 512]}``.
+
+    Every bad argument raises :class:`~kairos_gym.errors.ConfigError` naming it.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        scenario: str | Path | Mapping[str, Any] | ScenarioConfig = "bursty",
+        *,
+        max_decisions: int | None = None,
+        reward: str = "ttft",
+        tbt_penalty: float = DEFAULT_TBT_PENALTY,
+        obs_mode: str = "flat",
+        oracle: bool = False,
+        episode_window: int | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        for key, value in overrides.items():
+            if key not in SCENARIO_KEYS:
+                raise ConfigError(WHERE, key, value, f"a KairosEnv argument ({', '.join(ENV_KWARGS)}) or a scenario "
+                                  f"section to override ({', '.join(SCENARIO_KEYS)})")
+        self.max_decisions = _OPT_POS_INT.check(WHERE, "max_decisions", max_decisions)
+        if not isinstance(reward, str) or reward not in REWARD_KINDS:
+            raise ConfigError(WHERE, "reward", reward, "one of " + ", ".join(REWARD_KINDS))
+        self.reward_kind = reward
+        self._track_slo = reward != "ttft"  # the SLO bookkeeping costs a scan of in-flight requests
+        self.tbt_penalty = float(NON_NEGATIVE.check(WHERE, "tbt_penalty", tbt_penalty))  # type: ignore[arg-type]
+        if not isinstance(obs_mode, str) or obs_mode not in OBS_MODES:
+            raise ConfigError(WHERE, "obs_mode", obs_mode, "one of " + ", ".join(OBS_MODES))
+        self.obs_mode = obs_mode
+        if not isinstance(oracle, bool):
+            raise ConfigError(WHERE, "oracle", oracle, "true or false")
+        self.oracle = oracle
+        self.episode_window = _OPT_POS_INT.check(WHERE, "episode_window", episode_window)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(WHERE, "render_mode", render_mode, "None, " + ", ".join(self.metadata["render_modes"]))
+        self.render_mode = render_mode
+        sc = load_scenario(scenario)
+        if overrides:
+            sc = sc.with_overrides(overrides)
+        self.scenario: ScenarioConfig = sc
+        self.sim = Simulator(sc, seed=0, oracle=oracle, record_timeline=render_mode == "rgb_array")
+        self.obs_layout = ObservationLayout(sc, oracle=oracle, max_context=self.sim.model.model.max_context)
+        self.action_layout = ActionLayout(sc)
+        self.action_space = gym.spaces.Discrete(self.action_layout.n)
+        self.observation_space = (self.obs_layout.flat_space() if obs_mode == "flat" else self.obs_layout.dict_space())
+        self._obs = np.zeros(self.obs_layout.size, dtype=np.float32)
+        self._zero_obs = np.zeros(self.obs_layout.size, dtype=np.float32)
+        self._mask = np.zeros(self.action_layout.n, dtype=np.int8)
+        self._ttft_s = sc.slo.ttft_s
+        self._ctx: DecisionContext | None = None
+        self._decisions = 0
+        self._n_invalid = 0
+        self._sim_seed = 0
+        self._slo = SloTracker(sc.slo.ttft_s, sc.slo.tbt_s)
+        self._last: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Start an episode. ``reset(seed=s)`` regenerates the workload from ``s`` (the simulator's seed);
+        without a seed the simulator seed is drawn from the env's ``np_random``."""
+        if options:
+            raise ConfigError(f"{WHERE}.reset", "options", options, "None or {} (no reset options)")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ConfigError(f"{WHERE}.reset", "seed", seed, "None or a whole number >= 0")
+        super().reset(seed=None if seed is None else int(seed))
+        sim_seed = int(seed) if seed is not None else int(self.np_random.integers(_SEED_BOUND))
+        self._sim_seed = sim_seed
+        if self.episode_window is None:
+            self.sim.reset(sim_seed)
+        else:
+            self.sim.reset(sim_seed, workload=self._window(sim_seed))
+        self._ctx = self.sim.next_decision()
+        if self._ctx is None:
+            raise ConfigError(WHERE, "workload", self.sim.workload.source,
+                              "a workload with at least one request that fits the model's context and a decode "
+                              "node's KV cache")
+        self._decisions = 0
+        self._n_invalid = 0
+        self._slo = SloTracker(self.scenario.slo.ttft_s, self.scenario.slo.tbt_s)
+        self._last = {}
+        obs = self._observe(self._ctx)
+        info = {"action_mask": self._mask.copy(), "sim_seed": sim_seed, "sim_time_s": self.sim.now,
+                "n_requests": self.sim.n}
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        ctx = self._ctx
+        if ctx is None:
+            raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
+                               "was never called); call reset()")
+        a = self.action_layout.index(action)
+        decision = self.action_layout.decisions[a]
+        sim = self.sim
+        w0, v0, tok0, fin0, t0 = sim.wait_area, sim.tbt_violations, sim.tokens_out, sim.n_finished, sim.now
+        rid = ctx.request.rid
+        valid = sim.apply(decision)
+        if not valid:
+            self._n_invalid += 1
+        track = self._track_slo
+        if track:
+            self._slo.add(rid)
+        ctx = sim.next_decision()
+        self._ctx = ctx
+        self._decisions += 1
+        met, met_tokens, missed = self._slo.update(sim) if track else (0, 0, 0)
+        d_wait = sim.wait_area - w0
+        d_viol = sim.tbt_violations - v0
+        reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
+                             ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
+        terminated = ctx is None
+        truncated = (not terminated) and self.max_decisions is not None and self._decisions >= self.max_decisions
+        obs = self._observe(ctx)
+        info: dict[str, Any] = {
+            "action_mask": self._mask.copy(),
+            "invalid_action": not valid,
+            "n_invalid_actions": self._n_invalid,
+            "deflected": valid and decision.path == DEFLECT,
+            "rid": rid,
+            "interval_s": sim.now - t0,
+            "ttft_area_s": d_wait,
+            "tbt_violations": d_viol,
+            "tokens_out": sim.tokens_out - tok0,
+            "finished": sim.n_finished - fin0,
+            "sim_time_s": sim.now,
+            "decisions": self._decisions,
+        }
+        if track:
+            info["slo_met"] = met
+            info["slo_missed"] = missed
+        if terminated or truncated:
+            info["summary"] = self.summary()
+        if self.render_mode is not None:
+            self._last = {"action": self.action_layout.describe(a) + ("" if valid else " (invalid)"),
+                          "reward": reward}
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "ansi":
+            return render_ansi(self.sim, self._ctx, decisions=self._decisions, last=self._last)
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.sim)
+        return None
+
+    def action_masks(self) -> np.ndarray:
+        """int8 mask of the valid actions at the pending decision (for sb3-contrib's MaskablePPO)."""
+        return self._mask.copy()
+
+    # ------------------------------------------------------------------ extras
+    def summary(self) -> dict[str, Any]:
+        """The simulator's summary of the run so far, without ``wall_time_s`` (so infos are reproducible)."""
+        s = self.sim.summary()
+        s.pop("wall_time_s", None)
+        return s
+
+    @property
+    def decision_context(self) -> DecisionContext | None:
+        """The pending :class:`DecisionContext` (None when the episode has ended)."""
+        return self._ctx
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of the whole state (simulator and episode counters and ``np_random``)."""
+        return {
+            "kind": "KairosEnv.snapshot",
+            "sim": self.sim.snapshot(),
+            "workload": self.sim.workload,
+            "decisions": self._decisions,
+            "n_invalid": self._n_invalid,
+            "sim_seed": self._sim_seed,
+            "slo": self._slo.state(),
+            "np_random": copy.deepcopy(self.np_random.bit_generator.state),
+            "last": dict(self._last),
+        }
+
+    def restore(self, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """Return to a state taken by :meth:`snapshot` (reusable); returns the observation and an info
+        with the action mask, as ``reset`` does."""
+        if not isinstance(state, Mapping) or state.get("kind") != "KairosEnv.snapshot":
+            raise ConfigError(f"{WHERE}.restore", "state", type(state).__name__, "a dict from KairosEnv.snapshot()")
+        self.sim.restore(state["sim"])
+        self.sim.workload = state["workload"]
+        self._decisions = state["decisions"]
+        self._n_invalid = state["n_invalid"]
+        self._sim_seed = state["sim_seed"]
+        self._slo.set_state(state["slo"])
+        self.np_random.bit_generator.state = copy.deepcopy(state["np_random"])
+        self._last = dict(state["last"])
+        self._ctx = self.sim.next_decision()  # the pending decision (or None at the end): does not advance
+        obs = self._observe(self._ctx)
+        return obs, {"action_mask": self._mask.copy(), "sim_time_s": self.sim.now}
+
+    def feature_names(self) -> tuple[str, ...]:
+        """Names of the flat observation's entries, in order."""
+        return self.obs_layout.names
+
+    # ------------------------------------------------------------------ internals
+    def _observe(self, ctx: DecisionContext | None) -> Any:
+        self.action_layout.mask(ctx, self._mask)
+        if ctx is None:
+            flat = self._zero_obs.copy()
+        else:
+            flat = self.obs_layout.encode(ctx, self._obs).copy()
+        return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
+
+    def _window(self, sim_seed: int) -> Workload:
+        full = generate(self.scenario.workload, np.random.default_rng(sim_seed))
+        n = len(full)
+        size = min(self.episode_window, n)  # type: ignore[type-var]
+        start = int(self.np_random.integers(0, n - size + 1))
+        t = full.arrival_s[start:start + size]
+        return Workload(t - t[0] if size else t, full.prompt_tokens[start:start + size],
+                        full.output_tokens[start:start + size], f"{full.source} requests[{start}:{start + size}]")

@@ -1,0 +1,38 @@
+"""Gymnasium ids of kairos-gym, registered lazily (no scenario file is read at registration).
+
+``kairos_gym/Kairos-v0`` (scenario ``bursty``), ``kairos_gym/KairosSmall-v0`` (scenario ``small``) and
+``kairos_gym/Kairos-<name>-v0`` for every shipped scenario ``configs/scenarios/<name>.yaml`` found when
+:func:`register_envs` runs (it runs on ``import kairos_gym.env``; call it again to pick up scenario files
+added later). A missing scenario file only fails ``gym.make`` of its id, with a ConfigError.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from kairos_gym.config import scenario_names
+
+NAMESPACE = "kairos_gym"
+ENTRY_POINT = "kairos_gym.env.core:KairosEnv"
+FIXED_IDS = {f"{NAMESPACE}/Kairos-v0": "bursty", f"{NAMESPACE}/KairosSmall-v0": "small"}
+
+
+def scenario_env_id(name: str) -> str:
+    """The id of a shipped scenario, e.g. ``azure-code`` -> ``kairos_gym/Kairos-azure-code-v0``."""
+    return f"{NAMESPACE}/Kairos-{name}-v0"
+
+
+def register_envs() -> list[str]:
+    """Register every kairos-gym id not yet registered; returns all kairos-gym ids (sorted)."""
+    wanted = dict(FIXED_IDS)
+    for name in scenario_names():
+        wanted.setdefault(scenario_env_id(name), name)
+    for env_id, scenario in wanted.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario})
+    return env_ids()
+
+
+def env_ids() -> list[str]:
+    """All registered kairos-gym ids."""
+    return sorted(k for k in gym.registry if k.startswith(NAMESPACE + "/"))
