@@ -300,6 +300,13 @@ class StepLatencyModel:
             t += ((dec_pairs * self._adec_c) ** p + (dec_pairs * self._kv_m) ** p) ** ip
         return t
 
+    def prefill_attention_time(self, pf_pairs: float, kv_read_tokens: float) -> float:
+        """The prefill-attention term of :meth:`step_time_fast` alone (seconds; 0 for no pairs)."""
+        if pf_pairs <= 0.0:
+            return 0.0
+        p = self._p
+        return ((pf_pairs * self._apf_c) ** p + (kv_read_tokens * self._kv_m) ** p) ** self._inv_p
+
     # ------------------------------------------------------------------ public API
     def step_cost(
         self,

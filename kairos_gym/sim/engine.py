@@ -85,7 +85,8 @@ class _DecodeNode:
     rid: np.ndarray = None  # type: ignore[assignment]
     ctx: np.ndarray = None  # type: ignore[assignment]
     rem: np.ndarray = None  # type: ignore[assignment]
-    first: np.ndarray = None  # type: ignore[assignment]  # True until the request's first decode step
+    n_fresh: int = 0  # the last n_fresh batch slots were admitted at this stretch's start (first decode step)
+    min_rem: int = 0  # smallest remaining token count in the batch when the activity was planned
     mg: np.ndarray = None  # type: ignore[assignment]  # worst token gap so far per batch slot (s)
     sum_ctx: int = 0
     pending: deque = None  # type: ignore[assignment]  # rids whose KV arrived, waiting for a step boundary
@@ -216,7 +217,6 @@ class Simulator:
             d.rid = np.zeros(0, dtype=np.int64)
             d.ctx = np.zeros(0, dtype=np.int64)
             d.rem = np.zeros(0, dtype=np.int64)
-            d.first = np.zeros(0, dtype=bool)
             d.mg = np.zeros(0, dtype=float)
             d.pending = deque()
             self.dnodes.append(d)
@@ -526,7 +526,7 @@ class Simulator:
             d.rid = np.concatenate([d.rid, np.array(new, dtype=np.int64)])
             d.ctx = np.concatenate([d.ctx, np.array([self.prompt[r] for r in new], dtype=np.int64)])
             d.rem = np.concatenate([d.rem, np.array(rem, dtype=np.int64)])
-            d.first = np.concatenate([d.first, np.ones(k, dtype=bool)])
+            d.n_fresh = k
             d.mg = np.concatenate([d.mg, np.zeros(k, dtype=float)])
             d.sum_ctx += sum(self.prompt[r] for r in new)
         B = len(d.rid)
@@ -553,6 +553,7 @@ class Simulator:
             dur = bt + kt * pairs + at
             comp = bc + kc * pairs + at  # attention compute time ~ its time (compute-bound prefill)
             d.mode = 2
+            d.min_rem = int(d.rem.min()) if B else 0
             d.chunk = c
             d.start, d.t0, d.dt, d.n = now, dur, 0.0, 1
             d.busy_s += dur
@@ -568,6 +569,7 @@ class Simulator:
             d.mode = 0
             return
         n = int(d.rem.min())
+        d.min_rem = n
         bt, bf, bc = pr.base_cost(B, B)
         t0 = bt + kt * pairs
         dt = kt * B
@@ -609,21 +611,20 @@ class Simulator:
         start = d.start
         slo = self.scenario.slo.tbt_s
         st = self.stats
-        fresh = d.first  # admitted at this stretch's start: step 0 is their first decode step
-        n_fresh = int(fresh.sum())
+        n_fresh = d.n_fresh  # the last n_fresh slots were admitted at this stretch's start
+        d.n_fresh = 0
         B = len(d.rid)
         last = t0 + dt * (n - 1)
         rids = d.rid
         mg = d.mg
-        was_fresh = fresh.copy() if n_fresh else None
         if n_fresh:
             t1 = start + t0
-            fresh_rids = rids[fresh].tolist()
+            fresh_rids = rids[B - n_fresh:].tolist()
             if self.scenario.cluster.ttft_includes_transfer:
                 for r in fresh_rids:  # the decode node produces their first token
                     self._first_token(r, t1)
             else:  # first token came from the prefill node: the gap spans transfer and admission
-                for i in np.flatnonzero(fresh).tolist():
+                for i in range(B - n_fresh, B):
                     r = int(rids[i])
                     g = t1 - self.first_token[r]
                     st.add_gap(g, 1)
@@ -632,7 +633,6 @@ class Simulator:
                         mg[i] = g
                     if g > slo:
                         self.tbt_violations += 1
-            fresh[:] = False
         # step 0 gives a gap of t0 to every request that already had a token
         w0 = B - n_fresh
         if w0 > 0:
@@ -657,15 +657,12 @@ class Simulator:
         if n > 1:
             np.maximum(mg, last, out=mg)
         elif w0 > 0:
-            if was_fresh is None:
-                np.maximum(mg, last, out=mg)
-            else:
-                old = ~was_fresh
-                mg[old] = np.maximum(mg[old], last)
+            old = mg[: B - n_fresh]  # a view: the slots that had a token before this stretch
+            np.maximum(old, last, out=old)
         d.ctx += n
         d.rem -= n
         d.sum_ctx += B * n
-        if (d.rem <= 0).any():
+        if B and n >= d.min_rem:  # the stretch ran to its first finish (or a chunk step ended one)
             done = d.rem <= 0
             for r, g in zip(d.rid[done].tolist(), d.mg[done].tolist(), strict=True):
                 self.max_gap[r] = g
@@ -673,7 +670,7 @@ class Simulator:
                 d.kv_reserved -= self.prompt[r] + self.output[r]
             keep = ~done
             d.sum_ctx -= int(d.ctx[done].sum())
-            d.rid, d.ctx, d.rem, d.first, d.mg = d.rid[keep], d.ctx[keep], d.rem[keep], d.first[keep], d.mg[keep]
+            d.rid, d.ctx, d.rem, d.mg = d.rid[keep], d.ctx[keep], d.rem[keep], d.mg[keep]
             self._retry_memory()
 
     def _advance_deflection(self, d: _DecodeNode) -> None:
@@ -697,7 +694,6 @@ class Simulator:
         d.rid = np.append(d.rid, rid)
         d.ctx = np.append(d.ctx, prompt)
         d.rem = np.append(d.rem, self.output[rid] - 1)
-        d.first = np.append(d.first, False)
         d.mg = np.append(d.mg, 0.0)
         d.sum_ctx += prompt
 
@@ -761,7 +757,7 @@ class Simulator:
         return wait
 
     def _queued_attn(self, node: _PrefillNode) -> float:
-        return self.pricer.attn_cost(node.q_pairs, node.q_kv)[0] if node.q_pairs > 0 else 0.0
+        return self.pricer.attn_time(node.q_pairs, node.q_kv)
 
     def _build_context(self, rid: int) -> DecisionContext:
         sc = self.scenario
@@ -769,8 +765,7 @@ class Simulator:
         pr = self.pricer
         tr = self.transfer
         include_xfer = sc.cluster.ttft_includes_transfer
-        own = self.model.step_time_fast(float(prompt), 1.0, 0.0, prompt * (prompt + 1) / 2.0, float(prompt)) \
-            if prompt <= sc.cluster.prefill_token_budget else self._chunked_prefill_time(prompt)
+        own = pr.prefill_alone(prompt, sc.cluster.prefill_token_budget)
         xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and include_xfer) else 0.0
         pviews = []
         ttft_p = []
@@ -793,12 +788,8 @@ class Simulator:
                 elapsed = self.now - d.start
                 j = _steps_within(d.t0, d.dt, elapsed) if d.mode == 1 else 0
                 wait_boundary = max(0.0, (j + 1) * d.t0 + d.dt * (j + 1) * j / 2.0 - elapsed)
-            row_s = []
-            row_t = []
-            for c in self.menu:
-                first, total, _ = pr.fixed_schedule(B, pairs, prompt, c)
-                row_s.append(first)
-                row_t.append(wait_boundary + total)
+            row_s, totals = pr.menu_schedules(B, pairs, prompt, self.menu)
+            row_t = [wait_boundary + x for x in totals]
             ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, self.menu_desc)
             allowed = self.deflect_allowed(rid, d.idx)
             step_s.append(tuple(row_s))
@@ -822,16 +813,6 @@ class Simulator:
             largest_safe_first_chunk=tuple(ls_first), ttft_slo_s=sc.slo.ttft_s, tbt_slo_s=sc.slo.tbt_s,
             beta=sc.deflection.beta,
         )
-
-    def _chunked_prefill_time(self, prompt: int) -> float:
-        budget = self.scenario.cluster.prefill_token_budget
-        t = 0.0
-        done = 0
-        while done < prompt:
-            c = min(budget, prompt - done)
-            t += self.model.step_time_fast(float(c), 1.0, 0.0, c * (done + (c + 1) / 2.0), float(done + c))
-            done += c
-        return t
 
     # ------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ environment and every baseline act through this one hook. Times in seconds, size
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 PREFILL = "prefill"
 DEFLECT = "deflect"
@@ -16,8 +16,7 @@ LARGEST_SAFE = 0
 """``Decision.chunk`` value asking for a LargestSafe schedule instead of a fixed chunk size."""
 
 
-@dataclass(frozen=True)
-class PrefillNodeView:
+class PrefillNodeView(NamedTuple):
     """A prefill node as a policy sees it."""
 
     queued_tokens: int  # prompt tokens waiting or in progress (not yet prefilled)
@@ -26,8 +25,7 @@ class PrefillNodeView:
     utilization: float  # SM-utilization proxy over the recent window (0..1)
 
 
-@dataclass(frozen=True)
-class DecodeNodeView:
+class DecodeNodeView(NamedTuple):
     """A decode node as a policy sees it."""
 
     batch_size: int  # requests decoding now
@@ -43,8 +41,7 @@ class DecodeNodeView:
     can_deflect: bool  # a deflection to this node would be accepted
 
 
-@dataclass(frozen=True)
-class RequestView:
+class RequestView(NamedTuple):
     """The arriving request. ``output_tokens`` is None unless the simulator runs with ``oracle=True``."""
 
     rid: int
@@ -53,8 +50,7 @@ class RequestView:
     output_tokens: int | None
 
 
-@dataclass(frozen=True)
-class DecisionContext:
+class DecisionContext(NamedTuple):
     """Everything priced for one decision.
 
     ``step_s[d][i]`` / ``ttft_deflect_s[d][i]``: predicted first-chunk step time and TTFT if the request is
