@@ -125,6 +125,14 @@ class ClusterConfig(_Plain):
         overlong: a request whose prompt + output exceeds the model's context or a decode node's KV
             capacity: ``error`` (default: the run refuses the workload, naming the request) or
             ``reject`` (the request is rejected at arrival and counted in ``n_rejected``).
+        memory_policy: decode-node KV memory. ``reserve`` (default): a request reserves KV for its prompt
+            + all output tokens when its decode node is chosen, so memory can never run out mid-decode
+            and nothing is preempted. ``swap`` (vLLM-style): KV is held in blocks of
+            ``kv_block_tokens`` and grows as tokens are generated; when the next step would not fit, the
+            most recently admitted request is preempted by swapping its KV to host memory, and swapped
+            back (at ``swap_bandwidth_bytes_per_s``, PCIe) before new work once memory frees.
+        kv_block_tokens: KV block size in tokens (``swap`` policy).
+        swap_bandwidth_bytes_per_s: GPU <-> host bandwidth for swapping KV (default 20 GB/s, PCIe 4 x16).
         calibration: overrides of step-latency calibration parameters by name.
     """
 
@@ -134,6 +142,8 @@ class ClusterConfig(_Plain):
         "tp": POSITIVE_INT, "prefill_token_budget": POSITIVE_INT, "max_deflections_per_node": Number(
             integer=True, low=0), "kv_reserve_frac": FRACTION, "decode_max_batch": POSITIVE_INT,
         "ttft_includes_transfer": FLAG, "overlong": Choice(("error", "reject")),
+        "memory_policy": Choice(("reserve", "swap")), "kv_block_tokens": POSITIVE_INT,
+        "swap_bandwidth_bytes_per_s": POSITIVE,
     }
     prefill_nodes: int = 2
     decode_nodes: int = 2
@@ -146,6 +156,9 @@ class ClusterConfig(_Plain):
     decode_max_batch: int = 256
     ttft_includes_transfer: bool = True
     overlong: str = "error"
+    memory_policy: str = "reserve"
+    kv_block_tokens: int = 16
+    swap_bandwidth_bytes_per_s: float = 20e9
     calibration: Mapping[str, float] = field(default_factory=dict)
 
     def cross_check(self, where: str) -> None:

@@ -48,6 +48,7 @@ _PREFILL_DONE = 1
 _SETUP_DONE = 2
 _XFER_DONE = 3
 _DECODE_BOUNDARY = 4
+_SWAP_IN_DONE = 5
 
 # request paths
 PATH_PENDING = -2
@@ -91,6 +92,8 @@ class _DecodeNode:
     sum_ctx: int = 0
     pending: deque = None  # type: ignore[assignment]  # rids whose KV arrived, waiting for a step boundary
     incoming: int = 0  # transfers in flight to this node
+    swapped: deque = None  # type: ignore[assignment]  # swap policy: rids whose KV is in host memory (LIFO)
+    swapping_in: int = 0  # swap-ins in flight to this node
     # deflection in flight: [rid, prompt, done, chunk (0 = largest safe)]
     defl: list | None = None
     # current activity
@@ -159,6 +162,8 @@ class Simulator:
         self.menu_desc = tuple(sorted(self.menu, reverse=True))
         self.pricer = ChunkPricer(self.model, self.menu)
         self.kv_capacity = self.model.kv_capacity_tokens(cl.kv_reserve_frac)
+        self.swap_policy = cl.memory_policy == "swap"
+        self.block = cl.kv_block_tokens
         t = sc.transfer
         self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
         self.oracle = oracle
@@ -181,6 +186,9 @@ class Simulator:
         if sc.cluster.overlong == "error" and n:
             limit = min(self.model.model.max_context, self.kv_capacity)
             total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
+            if self.swap_policy:
+                b = self.block
+                total = -(-total // b) * b
             bad = np.flatnonzero(total > limit)
             if bad.size:
                 i = int(bad[0])
@@ -204,6 +212,10 @@ class Simulator:
         self.p_node = [-1] * n
         self.d_node = [-1] * n
         self.max_gap = [0.0] * n
+        self.last_tok = [math.nan] * n  # time of the last token before a request (re)entered a batch
+        self.swap_state: dict[int, tuple[int, int, float]] = {}  # rid -> (cached tokens, tokens left, worst gap)
+        self.n_preemptions = 0
+        self.swap_bytes = 0
         self.chunks: list[list[int] | None] = [None] * n
         self.kv_moved = [0] * n
         self.now = 0.0
@@ -219,6 +231,7 @@ class Simulator:
             d.rem = np.zeros(0, dtype=np.int64)
             d.mg = np.zeros(0, dtype=float)
             d.pending = deque()
+            d.swapped = deque()
             self.dnodes.append(d)
         self.links = [FairShareLink(sc.transfer.bandwidth_bytes_per_s) for _ in self.pnodes]
         self.awaiting_memory: deque[int] = deque()
@@ -270,6 +283,11 @@ class Simulator:
                 d = self.dnodes[a]
                 if b == d.version:
                     self._on_decode_boundary(d)
+            elif kind == _SWAP_IN_DONE:
+                d = self.dnodes[b]
+                d.swapping_in -= 1
+                d.pending.appendleft(a)  # swapped-in requests go before new admissions
+                self._wake_decode(d)
             elif kind == _SETUP_DONE:
                 self.links[self.p_node[a]].add(a, self.kv_moved[a], t)
                 self._schedule_link(self.p_node[a])
@@ -303,7 +321,7 @@ class Simulator:
             self._push(self.arrival[nxt], _ARRIVAL, nxt, 0)
         p, o = self.prompt[rid], self.output[rid]
         max_ctx = self.model.model.max_context
-        if p + o > max_ctx or p + o > self.kv_capacity:
+        if p + o > max_ctx or self._kv_total(p + o) > self.kv_capacity:
             # explicit admission rule: a request that can never fit is rejected at arrival
             self.path[rid] = PATH_REJECTED
             self.n_rejected += 1
@@ -356,9 +374,10 @@ class Simulator:
         node = self.dnodes[d]
         if cl.max_deflections_per_node < 1 or node.defl is not None:
             return "deflection in flight"
-        if len(node.rid) + len(node.pending) + node.incoming >= cl.decode_max_batch:
+        if len(node.rid) + len(node.pending) + node.incoming + len(node.swapped) + node.swapping_in \
+                >= cl.decode_max_batch:
             return "batch full"
-        if node.kv_reserved + self.prompt[rid] + self.output[rid] > node.kv_capacity:
+        if node.kv_reserved + self._kv_need(rid) > node.kv_capacity:
             return "memory"
         return None
 
@@ -445,8 +464,23 @@ class Simulator:
             self._first_token(rid, now)
         self._route_to_decode(rid)
 
+    def _kv_total(self, tokens: int) -> int:
+        """KV tokens that ``tokens`` cached tokens occupy (whole blocks under ``swap``)."""
+        if self.swap_policy:
+            b = self.block
+            return -(-tokens // b) * b
+        return tokens
+
+    def _kv_need(self, rid: int) -> int:
+        """KV tokens a request reserves when it is routed or deflected to a decode node: prompt + output
+        (``reserve``) or its prompt rounded up to whole blocks (``swap``: the rest grows block by block)."""
+        if self.swap_policy:
+            b = self.block
+            return -(-self.prompt[rid] // b) * b
+        return self.prompt[rid] + self.output[rid]
+
     def _route_to_decode(self, rid: int) -> None:
-        need = self.prompt[rid] + self.output[rid]
+        need = self._kv_need(rid)
         best = None
         for d in self.dnodes:
             if d.kv_reserved + need <= d.kv_capacity:
@@ -508,7 +542,7 @@ class Simulator:
         self.path[rid] = PATH_DEFLECT
         self.d_node[rid] = d.idx
         self.chunks[rid] = []
-        d.kv_reserved += self.prompt[rid] + self.output[rid]
+        d.kv_reserved += self._kv_need(rid)
         d.defl = [rid, self.prompt[rid], 0, chunk]
         self.prefill_start[rid] = math.nan
         self._wake_decode(d)
@@ -516,19 +550,35 @@ class Simulator:
     def _plan_decode(self, d: _DecodeNode) -> None:
         """At a step boundary (time now): admit, then start a chunk step, a stretch, or go idle."""
         now = self.now
+        if d.swapped:
+            self._try_swap_in(d)
         cap = self.scenario.cluster.decode_max_batch
         room = cap - len(d.rid) - (1 if d.defl is not None else 0)  # keep a slot for the deflection in flight
         if d.pending and room > 0:
             k = min(len(d.pending), room)
             new = [d.pending.popleft() for _ in range(k)]
             includes = self.scenario.cluster.ttft_includes_transfer
-            rem = [self.output[r] - (0 if includes else 1) for r in new]
+            ctx, rem, mg = [], [], []
+            for r in new:
+                st = self.swap_state.pop(r, None) if self.swap_state else None
+                if st is None:
+                    ctx.append(self.prompt[r])
+                    rem.append(self.output[r] - (0 if includes else 1))
+                    mg.append(0.0)
+                else:
+                    ctx.append(st[0])
+                    rem.append(st[1])
+                    mg.append(st[2])
             d.rid = np.concatenate([d.rid, np.array(new, dtype=np.int64)])
-            d.ctx = np.concatenate([d.ctx, np.array([self.prompt[r] for r in new], dtype=np.int64)])
+            d.ctx = np.concatenate([d.ctx, np.array(ctx, dtype=np.int64)])
             d.rem = np.concatenate([d.rem, np.array(rem, dtype=np.int64)])
             d.n_fresh = k
-            d.mg = np.concatenate([d.mg, np.zeros(k, dtype=float)])
-            d.sum_ctx += sum(self.prompt[r] for r in new)
+            d.mg = np.concatenate([d.mg, np.array(mg, dtype=float)])
+            d.sum_ctx += sum(ctx)
+        if self.swap_policy and len(d.rid):
+            self._preempt_until_fits(d)
+            if not len(d.rid) and d.swapped:
+                self._try_swap_in(d)  # memory just freed: nothing else may wake this node
         B = len(d.rid)
         pr = self.pricer
         kt, kf, kc = pr.decode_pair_cost
@@ -570,6 +620,8 @@ class Simulator:
             return
         n = int(d.rem.min())
         d.min_rem = n
+        if self.swap_policy:
+            n = min(n, self._steps_that_fit(d, n))
         bt, bf, bc = pr.base_cost(B, B)
         t0 = bt + kt * pairs
         dt = kt * B
@@ -606,6 +658,64 @@ class Simulator:
         d.mode = 0
         self._plan_decode(d)
 
+    # ------------------------------------------------------------------ swap policy
+    def _blocks_tokens(self, ctx: np.ndarray, extra: int = 0) -> int:
+        """KV tokens held in whole blocks by caches of ``ctx + extra`` tokens."""
+        b = self.block
+        return int((-(-(ctx + extra) // b)).sum()) * b
+
+    def _steps_that_fit(self, d: _DecodeNode, n_max: int) -> int:
+        """Largest n <= n_max such that n more decode steps of the batch fit in KV memory."""
+        held = self._blocks_tokens(d.ctx)
+        other = d.kv_reserved - held
+        room = d.kv_capacity - other
+        lo, hi = 0, n_max  # invariant: lo fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._blocks_tokens(d.ctx, mid) <= room:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _preempt_until_fits(self, d: _DecodeNode) -> None:
+        """Swap out the most recently admitted requests until one more step fits (LIFO, as vLLM)."""
+        while len(d.rid) and self._steps_that_fit(d, 1) < 1:
+            i = len(d.rid) - 1
+            r, c, rem, g = int(d.rid[i]), int(d.ctx[i]), int(d.rem[i]), float(d.mg[i])
+            b = self.block
+            d.kv_reserved -= -(-c // b) * b
+            d.sum_ctx -= c
+            d.rid, d.ctx, d.rem, d.mg = d.rid[:i], d.ctx[:i], d.rem[:i], d.mg[:i]
+            if d.n_fresh:
+                d.n_fresh -= 1  # a fresh slot keeps its pending first token / gap (last_tok unchanged)
+            elif not math.isnan(self.first_token[r]):
+                self.last_tok[r] = self.now
+            self.swap_state[r] = (c, rem, g)
+            d.swapped.append(r)
+            self.n_preemptions += 1
+            self.swap_bytes += c * int(self.model.kv_bytes_per_token_per_gpu)
+
+    def _try_swap_in(self, d: _DecodeNode) -> None:
+        """Bring swapped requests back (most recently swapped first) while memory leaves room for the
+        batch to grow by one block per request."""
+        b = self.block
+        while d.swapped:
+            r = d.swapped[-1]
+            c = self.swap_state[r][0]
+            need = -(-c // b) * b
+            # room for its next token and one more block for every other request that will decode here
+            step_need = -(-(c + 1) // b) * b
+            headroom = b * (len(d.rid) + len(d.pending) + d.swapping_in)
+            if d.kv_reserved + step_need + headroom > d.kv_capacity:
+                return
+            d.swapped.pop()
+            d.kv_reserved += need
+            d.swapping_in += 1
+            nbytes = c * self.model.kv_bytes_per_token_per_gpu
+            self.swap_bytes += int(nbytes)
+            self._push(self.now + nbytes / self.scenario.cluster.swap_bandwidth_bytes_per_s, _SWAP_IN_DONE, r, d.idx)
+
     def _emit_tokens(self, d: _DecodeNode, n: int, t0: float, dt: float) -> None:
         """n steps of durations t0 + j dt each gave one token to every request of the batch."""
         start = d.start
@@ -619,20 +729,23 @@ class Simulator:
         mg = d.mg
         if n_fresh:
             t1 = start + t0
-            fresh_rids = rids[B - n_fresh:].tolist()
-            if self.scenario.cluster.ttft_includes_transfer:
-                for r in fresh_rids:  # the decode node produces their first token
+            ft = self.first_token
+            lt = self.last_tok
+            for i in range(B - n_fresh, B):
+                r = int(rids[i])
+                if math.isnan(ft[r]):  # TTFT includes transfer: the decode node produces the first token
                     self._first_token(r, t1)
-            else:  # first token came from the prefill node: the gap spans transfer and admission
-                for i in range(B - n_fresh, B):
-                    r = int(rids[i])
-                    g = t1 - self.first_token[r]
-                    st.add_gap(g, 1)
-                    self.tokens_out += 1
-                    if g > mg[i]:
-                        mg[i] = g
-                    if g > slo:
-                        self.tbt_violations += 1
+                    continue
+                # the gap since its last token: from the prefill node's first token, or from a swap-out
+                ref = lt[r] if not math.isnan(lt[r]) else ft[r]
+                lt[r] = math.nan
+                g = t1 - ref
+                st.add_gap(g, 1)
+                self.tokens_out += 1
+                if g > mg[i]:
+                    mg[i] = g
+                if g > slo:
+                    self.tbt_violations += 1
         # step 0 gives a gap of t0 to every request that already had a token
         w0 = B - n_fresh
         if w0 > 0:
@@ -659,15 +772,18 @@ class Simulator:
         elif w0 > 0:
             old = mg[: B - n_fresh]  # a view: the slots that had a token before this stretch
             np.maximum(old, last, out=old)
+        if self.swap_policy:
+            d.kv_reserved += self._blocks_tokens(d.ctx, n) - self._blocks_tokens(d.ctx)
         d.ctx += n
         d.rem -= n
         d.sum_ctx += B * n
         if B and n >= d.min_rem:  # the stretch ran to its first finish (or a chunk step ended one)
             done = d.rem <= 0
-            for r, g in zip(d.rid[done].tolist(), d.mg[done].tolist(), strict=True):
+            b = self.block
+            for r, g, c in zip(d.rid[done].tolist(), d.mg[done].tolist(), d.ctx[done].tolist(), strict=True):
                 self.max_gap[r] = g
                 self._finish(r, self.now)
-                d.kv_reserved -= self.prompt[r] + self.output[r]
+                d.kv_reserved -= -(-c // b) * b if self.swap_policy else self.prompt[r] + self.output[r]
             keep = ~done
             d.sum_ctx -= int(d.ctx[done].sum())
             d.rid, d.ctx, d.rem, d.mg = d.rid[keep], d.ctx[keep], d.rem[keep], d.mg[keep]
@@ -687,7 +803,7 @@ class Simulator:
         self._first_token(rid, self.now)
         if self.output[rid] <= 1:
             self._finish(rid, self.now)
-            d.kv_reserved -= self.prompt[rid] + self.output[rid]
+            d.kv_reserved -= self._kv_need(rid)
             self._retry_memory()
             return
         # joins the batch with its KV in place: no transfer
@@ -700,7 +816,7 @@ class Simulator:
     def _retry_memory(self) -> None:
         while self.awaiting_memory:
             rid = self.awaiting_memory[0]
-            need = self.prompt[rid] + self.output[rid]
+            need = self._kv_need(rid)
             if not any(d.kv_reserved + need <= d.kv_capacity for d in self.dnodes):
                 return
             self.awaiting_memory.popleft()
