@@ -138,6 +138,84 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- sweep
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="load sweep and SQ/SL threshold sweeps against Kairos (and the Oracle)")
+    p.add_argument("--scenario", default="bursty")
+    p.add_argument("--loads", default="0.5,0.75,1.0,1.25", help="multipliers of the arrival rate ('' for none)")
+    p.add_argument("--policies", default="no-deflect,sq,sl,kairos", help="policies of the load sweep")
+    p.add_argument("--sq-thresholds", default="2048,8192,32768", help="SQ queue thresholds (tokens)")
+    p.add_argument("--sl-thresholds", default="1024,2048,8192", help="SL prompt-length thresholds (tokens)")
+    p.add_argument("--chunks", default="512,2048", help="fixed chunk sizes of SQ and SL")
+    p.add_argument("--references", default="no-deflect,kairos", help="policies on the threshold plot (e.g. oracle)")
+    p.add_argument("--seeds", default="0-2")
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--plots", metavar="DIR")
+    p.set_defaults(func=_cmd_sweep)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from train.evaluate import parse_seeds
+    from train.sweep import format_sweep, parse_floats, sweep
+
+    def names(text: str) -> list[str]:
+        return [x.strip() for x in text.split(",") if x.strip()]
+
+    chunks = tuple(int(c) for c in parse_floats("--chunks", args.chunks))
+    res = sweep(args.scenario, parse_floats("--loads", args.loads), names(args.policies), parse_seeds(args.seeds),
+                tuple(parse_floats("--sq-thresholds", args.sq_thresholds)),
+                tuple(parse_floats("--sl-thresholds", args.sl_thresholds)), chunks, names(args.references),
+                args.plots)
+    print(format_sweep(res))
+    if res.get("plots"):
+        print("plots: " + ", ".join(res["plots"]))
+    _write_json(args.json, res)
+    return 0
+
+
+# ---------------------------------------------------------------------------- results
+def _add_results(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("results", help="regenerate docs/results.md: the paper's claims next to the simulator's")
+    p.add_argument("--out", default="docs/results.md")
+    p.add_argument("--seeds", default="0-4")
+    p.add_argument("--trace-seeds", default="0-2")
+    p.add_argument("--json", metavar="PATH")
+    p.set_defaults(func=_cmd_results)
+
+
+def _cmd_results(args: argparse.Namespace) -> int:
+    from train.evaluate import parse_seeds
+    from train.results import build_results, results_md
+
+    res = build_results(parse_seeds(args.seeds), parse_seeds(args.trace_seeds))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(results_md(res), encoding="utf-8")
+    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
+    _write_json(args.json, res)
+    return 0
+
+
+# ---------------------------------------------------------------------------- leaderboard
+def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md")
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos")
+    p.add_argument("--out", default="LEADERBOARD.md")
+    p.add_argument("--json", metavar="PATH")
+    p.set_defaults(func=_cmd_leaderboard)
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from train.evaluate import parse_seeds
+    from train.leaderboard import SUITE, leaderboard_md, run_suite
+
+    suite = {n: parse_seeds(s) for n, s in SUITE.items()}
+    res = run_suite([p.strip() for p in args.policies.split(",") if p.strip()], suite)
+    Path(args.out).write_text(leaderboard_md(res, suite), encoding="utf-8")
+    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
+    _write_json(args.json, res)
+    return 0
+
+
 # ---------------------------------------------------------------------------- bench
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput of the simulator, the pricing and the env on this machine")
@@ -215,7 +293,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (_add_latency, _add_simulate, _add_evaluate, _add_bench, _add_demo)
+COMMANDS = (
+    _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_bench, _add_demo,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,17 +40,20 @@ def parse_seeds(text: str) -> list[int]:
     return out
 
 
-def run_one(scenario: ScenarioConfig, policy_name: str, seed: int, *, keep: bool = False) -> tuple[dict[str, Any], Any]:
-    """One run; returns (summary, simulator if keep else None)."""
+def run_one(scenario: ScenarioConfig, policy_name: str, seed: int, *, keep: bool = False,
+            params: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
+    """One run of ``policy_name`` (with policy ``params``); returns (summary, simulator if keep else None)."""
     from agents.registry import make_policy
 
     sim = Simulator(scenario, seed=seed, record_timeline=keep)
-    policy = make_policy(policy_name, scenario, seed=seed)
+    policy = make_policy(policy_name, scenario, seed=seed, **(params or {}))
     if hasattr(policy, "attach"):
         policy.attach(sim)
     sim.policy_name = policy_name
     summary = sim.run(policy)
     summary["policy"] = policy_name
+    if params:
+        summary["policy_params"] = dict(params)
     stats = policy.decision_stats() if hasattr(policy, "decision_stats") else {}
     summary["decision_us_p50"] = stats.get("decision_us_p50")
     summary["decision_us_p99"] = stats.get("decision_us_p99")
