@@ -276,6 +276,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from kairos_gym.config import load_scenario
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.report import seed_target_checks
     from train.evaluate import evaluate, format_table, parse_seeds
@@ -285,10 +286,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     for r in seed_target_checks(m):
         print(f"  {r['target']:<48} {r['value_ms']:>12} ms  bound {r['bound_ms']:>8} ms  {'ok' if r['ok'] else 'FAIL'}")
     print()
-    policies = ["no-deflect", "always-deflect", "sq", "sl", "kairos"]
+    from agents.registry import make_policy
+
+    policies = []
+    for name in ("no-deflect", "always-deflect", "random", "sq", "sl", "kairos", "ppo"):
+        try:
+            make_policy(name, "bursty")
+        except ConfigError as e:  # e.g. no trained checkpoint shipped for ppo
+            print(f"(skipping policy {name}: {e})")
+            continue
+        policies.append(name)
     result = evaluate("bursty", policies, parse_seeds(args.seeds), Path(args.out))
     print(format_table(result))
-    _write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"]})
+    # The Oracle rolls every option forward, so it runs on a 300-request prefix of the same workload.
+    prefix = load_scenario("bursty").with_overrides({"workload": {"num_requests": 300}})
+    oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], parse_seeds(args.seeds)[:1])
+    print()
+    print("Oracle (lookahead over the true simulator) on the first 300 requests of the same workload:")
+    print(format_table(oracle))
+    _write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
     print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
     return 0
 
