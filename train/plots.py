@@ -49,6 +49,12 @@ def write_plots(sims: dict[str, Any], out: Path, scenario: str) -> list[str]:
         _timeline(ax, sim)
         ax.set_title(name, fontsize=9)
     axes[-1, 0].set_xlabel("time (s), first 30 s")
+    from matplotlib.patches import Patch
+
+    fig.legend(handles=[Patch(color="tab:blue", label="prefill step"), Patch(color="tab:green", label="decode steps"),
+                        Patch(color="tab:red", label="decode step with a deflected chunk")],
+               loc="upper center", ncol=3, fontsize=8)
+    fig.suptitle(" ")
     paths.append(_save(fig, out / "timeline.png"))
     return paths
 
