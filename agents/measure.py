@@ -4,6 +4,7 @@ deflection rate and decision cost per policy, plus optional SQ/SL threshold swee
     python -m agents.measure                                  # the issue's dict scenario, 3000 requests at 20 req/s
     python -m agents.measure --scenario bursty --policies kairos,no-deflect
     python -m agents.measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
+    python -m agents.measure --acceptance --oracle-horizon-decisions 100   # issue 5's criteria, PASS/FAIL
 
 The default scenario is gamma arrivals (CV 3) at ``--rate`` req/s, lognormal prompts (median 1500,
 sigma 0.8, max 8000) and outputs (median 150, sigma 0.8, max 1000) on the default 2P2D cluster.
@@ -70,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ppo-path", help="SB3 model zip for the ppo policy")
     ap.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
     ap.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    ap.add_argument("--acceptance", action="store_true",
+                    help="check issue 5's criteria on the shipped bursty and decode-heavy scenarios")
     args = ap.parse_args(argv)
+    if args.acceptance:
+        return acceptance(args.seed, args.oracle_horizon_s, args.oracle_horizon_decisions)
     scenario: Any = args.scenario if args.scenario else dict_scenario(args.requests, args.rate)
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     runs: list[tuple[str, str, dict[str, Any]]] = []
@@ -103,6 +108,53 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def acceptance(seed: int = 0, horizon_s: float = 20.0, horizon_decisions: int | None = None) -> int:
+    """Issue 5's acceptance criteria, printed as PASS/FAIL lines; exit status 1 if any fails."""
+    checks: list[tuple[str, bool]] = []
+
+    def run(label: str, name: str, scenario: str, **kw: Any) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        s = run_policy(name, scenario, seed, **kw)
+        print(_fmt([_row(f"{scenario}: {label}", s, time.perf_counter() - t0)]).splitlines()[-1], flush=True)
+        return s
+
+    nd = run("no-deflect", "no-deflect", "bursty")
+    k = run("kairos", "kairos", "bursty")
+    o = run("oracle", "oracle", "bursty", horizon_s=horizon_s, horizon_decisions=horizon_decisions)
+    checks += [
+        ("bursty: kairos P95 TTFT <= 0.5 x no-deflect", k["ttft_p95"] <= 0.5 * nd["ttft_p95"]),
+        ("bursty: kairos TBT violation rate <= 1%", k["tbt_violation_rate"] <= 0.01),
+        ("bursty: kairos SLO attainment > no-deflect", k["slo_attainment"] > nd["slo_attainment"]),
+        ("bursty: oracle P95 TTFT <= kairos", o["ttft_p95"] <= k["ttft_p95"]),
+        ("bursty: kairos decision cost P50 < 100 us", k["decision_us_p50"] < 100.0),
+        ("bursty: kairos decision cost P99 < 1 ms", k["decision_us_p99"] < 1000.0),
+    ]
+    dnd = run("no-deflect", "no-deflect", "decode-heavy")
+    dk = run("kairos", "kairos", "decode-heavy")
+    checks += [
+        ("decode-heavy: kairos P95 TTFT <= 1.05 x no-deflect", dk["ttft_p95"] <= 1.05 * dnd["ttft_p95"]),
+        ("decode-heavy: kairos SLO attainment >= 0.95 x no-deflect",
+         dk["slo_attainment"] >= 0.95 * dnd["slo_attainment"]),
+    ]
+    for name, param, values in (("sq", "queue_threshold", SQ_THRESHOLDS), ("sl", "length_threshold", SL_THRESHOLDS)):
+        under = over = None
+        for c in SWEEP_CHUNKS:
+            for v in values:
+                s = run(f"{name}({param}={v}, chunk={c})", name, "bursty", **{param: v, "chunk": c})
+                if under is None and s["ttft_p95"] > k["ttft_p95"] and s["tbt_violation_rate"] <= 0.01:
+                    under = (v, c)
+                if over is None and s["tbt_violation_rate"] > 0.01:
+                    over = (v, c)
+        checks += [
+            (f"bursty: some {name} threshold under-deflects (TTFT worse than kairos): {under}", under is not None),
+            (f"bursty: some {name} threshold over-deflects (TBT violations > 1%): {over}", over is not None),
+        ]
+    print()
+    for text, ok in checks:
+        print(("PASS  " if ok else "FAIL  ") + text)
+    return 0 if all(ok for _, ok in checks) else 1
 
 
 if __name__ == "__main__":

@@ -69,6 +69,9 @@ class _PrefillNode:
     q_kv: float = 0.0  # sum over queued prompts of their full length (KV read by that attention)
     busy_until: float = -1.0  # end of the step in progress, -1 when idle
     step: list | None = None  # [(rid, chunk, prefix)] of the step in progress
+    step_tokens: int = 0  # tokens of the step in progress
+    step_pairs: float = 0.0  # attention token pairs of the step in progress
+    step_kv: float = 0.0  # KV tokens its attention reads
     step_start: float = 0.0
     busy_s: float = 0.0
     compute_s: float = 0.0
@@ -422,6 +425,9 @@ class Simulator:
         node.flops += b[1] + a[1]
         self._util_update(node, dur, (b[2] + a[2]) / dur)
         node.step = step
+        node.step_tokens = n_tok
+        node.step_pairs = pairs
+        node.step_kv = kv
         node.step_start = self.now
         node.busy_until = self.now + dur
         if self.record_timeline:
@@ -860,20 +866,22 @@ class Simulator:
         return B, d.sum_ctx
 
     def prefill_wait(self, node: _PrefillNode) -> float:
-        """Predicted seconds until a new arrival's prompt starts on this prefill node."""
+        """Predicted seconds until a new arrival's prompt starts on this prefill node: the rest of the
+        step in progress, then the queued tokens not in that step (full steps of the budget) and their
+        attention (token pairs are additive, so the running chunks' pairs are simply left out)."""
         wait = max(0.0, node.busy_until - self.now) if node.busy_until >= 0 else 0.0
-        in_step = sum(c for _, c, _ in node.step) if node.step else 0
+        in_step = node.step_tokens if node.step else 0
         rest = node.queued_tokens - in_step
         if rest > 0:
             budget = self.scenario.cluster.prefill_token_budget
             full, last = divmod(rest, budget)
             wait += full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
-            # attention over the queued prompts (each prompt alone, prefix 0): a cheap lower-order term
-            wait += self._queued_attn(node)
+            if node.step:
+                wait += self.pricer.attn_time(node.q_pairs - node.step_pairs, node.q_kv - node.step_kv)
+            else:
+                wait += self.pricer.attn_time(node.q_pairs, node.q_kv)
         return wait
 
-    def _queued_attn(self, node: _PrefillNode) -> float:
-        return self.pricer.attn_time(node.q_pairs, node.q_kv)
 
     def _build_context(self, rid: int) -> DecisionContext:
         sc = self.scenario

@@ -229,3 +229,21 @@ def test_decode_batch_never_exceeds_cap():
         sim.next_decision()
         biggest = max(biggest, *(len(d.rid) for d in sim.dnodes))
     assert 0 < biggest <= 4
+
+
+def test_prefill_wait_counts_running_step_once():
+    sc = {"name": "w", "cluster": {"prefill_nodes": 1},
+          "workload": {"arrival": {"kind": "poisson", "rate": 1.0}, "num_requests": 3,
+                       "lengths": {"kind": "fixed", "prompt_tokens": 2048, "output_tokens": 4}}}
+    sim = Simulator(sc, seed=0)
+    from kairos_gym.workload import Workload
+
+    wl = Workload(np.array([0.0, 0.001, 0.002]), np.array([2048, 2048, 2048]), np.array([4, 4, 4]), "hand")
+    sim.reset(0, workload=wl)
+    for _ in range(2):
+        sim.next_decision()
+        sim.apply(NoDeflect().decide(None))
+    ctx = sim.next_decision()
+    step = sim.model.prefill_time(2048)  # each 2048-token prompt is one full step
+    want = (step - (ctx.now_s - 0.0)) + step  # rest of the first step, then the whole second
+    assert math.isclose(ctx.prefill[0].predicted_wait_s, want, rel_tol=1e-9)
