@@ -15,6 +15,7 @@ runs through :func:`agents.runner.run_policy` like any baseline. They can also b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,31 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision, DecisionContext
 
 ALGOS = ("auto", "maskable_ppo", "ppo")
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-kairos-v0" / "model.zip"
+"""The shipped agent (agents/checkpoints/ppo-kairos-v0/README.md): used when no path is given."""
+
+
+def load_obs_normalizer(path: str | Path) -> Any:
+    """The VecNormalize statistics saved beside a model zip (``vecnormalize.pkl``, or
+    ``ckpt_vecnormalize_<n>_steps.pkl`` for ``ckpt_<n>_steps.zip``); None if absent or without norm_obs."""
+    import pickle
+    import re
+
+    p = Path(path)
+    if not p.is_file() and Path(str(p) + ".zip").is_file():
+        p = Path(str(p) + ".zip")
+    m = re.match(r"^ckpt_(\d+)_steps\.zip$", p.name)
+    cands = [p.with_name(f"ckpt_vecnormalize_{m.group(1)}_steps.pkl")] if m else []
+    cands.append(p.with_name("vecnormalize.pkl"))
+    stats = next((c for c in cands if c.is_file()), None)
+    if stats is None:
+        return None
+    with open(stats, "rb") as f:
+        vn = pickle.load(f)
+    if not getattr(vn, "norm_obs", False):
+        return None
+    vn.training = False
+    return vn
 
 
 def load_sb3_model(path: str | Path, algo: str = "auto", device: str = "cpu") -> Any:
@@ -43,13 +69,21 @@ def load_sb3_model(path: str | Path, algo: str = "auto", device: str = "cpu") ->
         raise ConfigError(where, "path", str(path), "an existing Stable-Baselines3 model .zip file")
     if algo == "auto":
         algo = "maskable_ppo" if _is_maskable(p) else "ppo"
+    st = p.stat()
+    return _load_cached(str(p.resolve()), st.st_mtime_ns, st.st_size, algo, device)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(path: str, mtime_ns: int, size: int, algo: str, device: str) -> Any:
+    """One load per file version: evaluations build a policy per seed, and loading costs seconds.
+    Inference does not change the model, so runs may share it."""
     if algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO
 
-        return MaskablePPO.load(str(p), device=device)
+        return MaskablePPO.load(path, device=device)
     from stable_baselines3 import PPO
 
-    return PPO.load(str(p), device=device)
+    return PPO.load(path, device=device)
 
 
 def _is_maskable(path: Path) -> bool:
@@ -66,6 +100,41 @@ def _is_maskable(path: Path) -> bool:
     pc = data.get("policy_class", {})
     module = pc.get("__module__", "") if isinstance(pc, dict) else str(pc)
     return "maskable" in str(module)
+
+
+class GreedyActor:
+    """Deterministic action of an SB3 actor-critic for one observation, ~10x faster than ``model.predict``.
+
+    Same result as ``model.predict(obs, deterministic=True, action_masks=mask)`` for a Discrete action
+    space (argmax of the masked logits), without SB3's per-call preprocessing and distribution objects.
+    ``normalizer`` (a VecNormalize) is applied to the raw observation first.
+    """
+
+    def __init__(self, model: Any, normalizer: Any = None, use_masks: bool | None = None) -> None:
+        import torch
+
+        self.torch = torch
+        self.policy = model.policy
+        self.normalizer = normalizer if normalizer is not None and getattr(normalizer, "norm_obs", False) else None
+        self.use_masks = type(model).__name__ == "MaskablePPO" if use_masks is None else use_masks
+
+    def normalize(self, obs: np.ndarray) -> np.ndarray:
+        return obs if self.normalizer is None else self.normalizer.normalize_obs(obs)
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        x = torch.as_tensor(np.asarray(self.normalize(obs), dtype=np.float32).reshape(1, -1))
+        pol = self.policy
+        with torch.no_grad():
+            feats = pol.extract_features(x, pol.pi_features_extractor)
+            latent = pol.mlp_extractor.forward_actor(feats)
+            return pol.action_net(latent)[0].numpy()
+
+    def act(self, obs: np.ndarray, mask: np.ndarray | None = None) -> int:
+        lg = self.logits(obs)
+        if self.use_masks and mask is not None:
+            lg = np.where(np.asarray(mask, dtype=bool), lg, -np.inf)
+        return int(np.argmax(lg))
 
 
 class PPOAgent(BasePolicy):
@@ -88,10 +157,16 @@ class PPOAgent(BasePolicy):
     ) -> None:
         super().__init__(seed)
         if model is None:
+            if path is None and DEFAULT_CHECKPOINT.is_file():
+                path = DEFAULT_CHECKPOINT
             if path is None:
                 raise ConfigError(f"policy {self.name}", "path", None, "the path of a Stable-Baselines3 model .zip")
             model = load_sb3_model(path, algo, device)
         self.path = None if path is None else str(path)
+        self.obs_normalizer = load_obs_normalizer(path) if path is not None else None
+        self._actor: GreedyActor | None = None  # fast deterministic path for flat observations
+        space = getattr(model, "action_space", None)
+        self._fast_ok = type(space).__name__ == "Discrete" and hasattr(getattr(model, "policy", None), "action_net")
         self.model = model
         self.maskable = type(model).__name__ == "MaskablePPO"
         self.oracle_obs = bool(oracle)
@@ -152,6 +227,12 @@ class PPOAgent(BasePolicy):
         """The model's action for an environment observation (or a Decision for a DecisionContext)."""
         if isinstance(observation, DecisionContext):
             return self.decide(observation), state
+        if deterministic and isinstance(observation, np.ndarray) and self._fast_ok:
+            if self._actor is None:
+                self._actor = GreedyActor(self.model, self.obs_normalizer)
+            return np.int64(self._actor.act(observation, action_masks)), state
+        if self.obs_normalizer is not None:
+            observation = self.obs_normalizer.normalize_obs(observation)
         if self.maskable:
             return self.model.predict(observation, state=state, episode_start=episode_start,
                                       deterministic=deterministic, action_masks=action_masks)

@@ -309,8 +309,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    from train.cli import add_train_parser
+
+    add_train_parser(sub)
+
+
 COMMANDS = (
     _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_bench, _add_demo,
+    _add_train,
 )
 
 

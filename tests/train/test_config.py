@@ -1,0 +1,95 @@
+"""Training configs (RL Zoo layout), the held-out seed wrapper and the CLI's error path (fast)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kairos_gym.errors import ConfigError
+from train.config import LinearSchedule, load_config, parse_config
+from train.envs import TRAIN_SEED_MIN, HeldOutSeeds, eval_env_kwargs, make_env_fn
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "configs" / "ppo").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
+def test_shipped_configs_parse(path):
+    cfg = load_config(path)
+    assert cfg.env_id.startswith("kairos_gym/")
+    assert cfg.n_envs <= 2  # the 2-core budget
+    assert all(s < TRAIN_SEED_MIN for s in cfg.eval.seeds)
+    again = parse_config(cfg.to_yaml_dict(), source="roundtrip")  # the run's config.yaml re-reads
+    assert again.hyperparams.keys() == cfg.hyperparams.keys() and again.env_kwargs == cfg.env_kwargs
+
+
+def test_zoo_syntax():
+    cfg = parse_config({"kairos_gym/KairosSmall-v0": {
+        "policy_kwargs": "dict(net_arch=dict(pi=[8], vf=[8]), activation_fn=nn.ReLU)",
+        "learning_rate": "lin_1e-3", "normalize": "{'norm_obs': False, 'norm_reward': True}",
+        "n_timesteps": 1e4, "env_kwargs": {"episode_window": 50}}})
+    assert cfg.algo == "maskable_ppo" and cfg.n_timesteps == 10_000
+    assert isinstance(cfg.hyperparams["learning_rate"], LinearSchedule)
+    assert cfg.hyperparams["learning_rate"](0.5) == pytest.approx(5e-4)
+    assert cfg.normalize == {"norm_obs": False, "norm_reward": True}
+    assert cfg.policy_kwargs["net_arch"] == {"pi": [8], "vf": [8]}
+    assert parse_config({"x": {"normalize": False}}).normalize is None
+    assert eval_env_kwargs({"episode_window": 50, "tbt_penalty": 1.0}, {"reward": "slo"}) == \
+        {"tbt_penalty": 1.0, "reward": "slo"}
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"algo": "dqn"}, "algo"),
+    ({"n_stepz": 5}, "n_stepz"),
+    ({"n_envs": 0}, "n_envs"),
+    ({"learning_rate": "lin_x"}, "learning_rate"),
+    ({"policy_kwargs": "dict(oops"}, "policy_kwargs"),
+    ({"normalize": {"norm_obz": True}}, "normalize.norm_obz"),
+    ({"eval": {"seeds": [TRAIN_SEED_MIN]}}, "eval.seeds"),
+    ({"eval": {"every": 5}}, "eval.every"),
+])
+def test_bad_values_name_the_field(body, field):
+    with pytest.raises(ConfigError) as e:
+        parse_config({"kairos_gym/KairosSmall-v0": body})
+    assert e.value.field == field
+
+
+def test_env_id_selection(tmp_path):
+    data = {"a": {}, "b": {"n_envs": 1}}
+    with pytest.raises(ConfigError, match="--env-id"):
+        parse_config(data)
+    assert parse_config(data, "b").n_envs == 1
+    with pytest.raises(ConfigError, match="--config"):
+        load_config(tmp_path / "missing.yaml")
+    # plain PPO has no mask-specific arguments; a maskable-only config stays valid for it
+    assert parse_config({"a": {"algo": "ppo", "n_steps": 64}}).hyperparams == {"n_steps": 64}
+
+
+def test_held_out_seeds_are_reproducible_and_never_evaluation_seeds():
+    env = make_env_fn("kairos_gym/KairosSmall-v0", {"workload": {"max_requests": 20}})()
+    assert isinstance(env, HeldOutSeeds)
+    seeds = []
+    for i in range(4):
+        _, info = env.reset(seed=3) if i == 0 else env.reset()
+        seeds.append(info["sim_seed"])
+    again = [env.reset(seed=3)[1]["sim_seed"]] + [env.reset()[1]["sim_seed"] for _ in range(3)]
+    assert seeds == again and min(seeds) >= TRAIN_SEED_MIN and len(set(seeds)) == 4
+    assert np.array_equal(env.action_masks(), env.unwrapped.action_masks())
+
+
+def test_cli_parser_and_error_exit(tmp_path, capsys):
+    from train.cli import add_train_parser, main
+
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["train", "--config", "x.yaml", "--algo", "ppo", "--timesteps", "10"])
+    assert args.algo == "ppo" and args.timesteps == 10 and callable(args.func)
+    assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "--config" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kairos_gym/KairosSmall-v0: {n_stepz: 3}\n")
+    assert main(["--config", str(bad)]) == 2
+    assert "n_stepz" in capsys.readouterr().err

@@ -1,0 +1,90 @@
+"""``kairos-gym train``: PPO training from an RL Zoo-layout config (see docs/training.md).
+
+Hook into ``kairos_gym/cli.py``::
+
+    from train.cli import add_train_parser
+    COMMANDS = (..., add_train_parser)
+
+Also runnable alone: ``python -m train.cli --config configs/ppo/kairos-v0.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kairos_gym.errors import ConfigError
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, help="RL Zoo-layout YAML, e.g. configs/ppo/kairos-v0.yaml")
+    p.add_argument("--env-id", help="the config section to use (default: its only env id)")
+    p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
+    p.add_argument("--timesteps", type=int, help="override n_timesteps (total, also when resuming)")
+    p.add_argument("--seed", type=int, help="override the config's seed")
+    p.add_argument("--n-envs", type=int, help="override n_envs (keep <= 2 on a 2-core machine)")
+    p.add_argument("--eval-freq", type=int, help="override eval.freq (timesteps; 0: no periodic evaluation)")
+    p.add_argument("--out", help="run folder (default runs/ppo/<config name>/seed<seed>)")
+    p.add_argument("--resume", metavar="PATH", help="continue from a checkpoint zip, checkpoint folder or run folder")
+    p.add_argument("--export", metavar="DIR", help="copy the best (else final) model, statistics, config and meta "
+                   "here at the end, e.g. agents/checkpoints/ppo-kairos-v0")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="print each evaluation")
+
+
+def add_train_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the ``train`` subcommand on a ``kairos-gym`` subparsers object."""
+    p = sub.add_parser("train", help="train a PPO / MaskablePPO agent from an RL Zoo-layout config")
+    _add_arguments(p)
+    p.set_defaults(func=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from train.config import load_config
+    from train.trainer import train, with_overrides
+
+    for flag in ("timesteps", "n_envs"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise ConfigError("train", "--" + flag.replace("_", "-"), v, "a whole number >= 1")
+    for flag in ("seed", "eval_freq"):
+        v = getattr(args, flag)
+        if v is not None and v < 0:
+            raise ConfigError("train", "--" + flag.replace("_", "-"), v, "a whole number >= 0")
+    cfg = load_config(args.config, args.env_id)
+    cfg = with_overrides(cfg, algo=args.algo, timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs,
+                         eval_freq=args.eval_freq)
+    out = Path(args.out) if args.out else Path("runs") / "ppo" / Path(args.config).stem / f"seed{cfg.seed}"
+    command = "kairos-gym train " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["train"] else sys.argv[1:])
+    meta = train(cfg, out, resume=args.resume, progress=not args.no_progress, export=args.export,
+                 command=command, verbose=args.verbose)
+    print(f"trained {cfg.algo} on {cfg.env_id}: {meta['timesteps']} timesteps in {meta['train_seconds']:.0f} s "
+          f"(evaluation {meta['eval_seconds']:.0f} s of it); run folder {out}")
+    for key in ("best_eval", "last_eval"):
+        ev = meta.get(key)
+        if ev:
+            ref = next(iter(ev["reference"].values()))
+            print(f"{key:<9} @ {ev['timesteps']}: " + ", ".join(
+                f"{k} {ev[k]:.4g} ({cfg.eval.reference} {ref[k]:.4g})"
+                for k in ("slo_attainment", "ttft_p95", "tbt_violation_rate", "deflection_rate")))
+    if args.export:
+        print(f"exported to {args.export}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m train.cli", description=__doc__.splitlines()[0])
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return cmd_train(args)
+    except ConfigError as e:
+        print(f"kairos-gym train: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""A trained checkpoint against the baselines on several scenarios and loads (the generalisation table).
+
+    python -m train.compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
+        --scenarios bursty,bursty:workload.arrival.rate=30,azure-conv,mooncake --markdown out/compare.md
+
+A scenario spec is a shipped name or YAML path, optionally followed by ``:section.key=value`` overrides
+(one ``:`` per override; specs are separated by ``,``), e.g. ``azure-conv:workload.arrival.rate_scale=6``
+or ``bursty:workload.arrival.rate=30:workload.num_requests=2000``.
+A policy spec is a registry name with optional ``:param=value`` parameters, e.g. ``always-deflect:chunk=1024``;
+``ppo`` is the checkpoint. Every policy runs on the same workloads (same seeds) through the simulator's policy hook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.errors import ConfigError
+
+MD_KEYS = (("ttft_p95", "TTFT P95 s", "{:.3g}"), ("slo_attainment", "SLO att", "{:.3f}"),
+           ("tbt_violation_rate", "TBT viol", "{:.4f}"), ("deflection_rate", "deflect", "{:.3f}"))
+DEFAULT_SCENARIOS = ("bursty", "bursty:workload.arrival.rate=16", "bursty:workload.arrival.rate=28", "steady",
+                     "decode-heavy", "azure-code", "azure-conv", "azure-conv:workload.arrival.rate_scale=6",
+                     "mooncake", "mooncake:workload.arrival.rate_scale=1.5")
+
+
+def parse_scenario(spec: str) -> tuple[str, ScenarioConfig]:
+    """``name[:a.b=v]...`` -> (label, ScenarioConfig)."""
+    name, *overs = spec.split(":")
+    sc = load_scenario(name)
+    if overs:
+        tree: dict[str, Any] = {}
+        for o in overs:
+            if "=" not in o:
+                raise ConfigError("compare", "--scenarios", spec, "name[:section.key=value]..., e.g. "
+                                  "azure-conv:workload.arrival.rate_scale=6")
+            path, value = o.split("=", 1)
+            node = tree
+            keys = path.split(".")
+            for k in keys[:-1]:
+                node = node.setdefault(k, {})
+            node[keys[-1]] = yaml.safe_load(value)
+        sc = sc.with_overrides(tree)
+    return spec, sc
+
+
+def parse_policy(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name[:param=value]...`` -> (registry name, parameters), e.g. ``always-deflect:chunk=1024``."""
+    name, *params = spec.split(":")
+    out: dict[str, Any] = {}
+    for p in params:
+        if "=" not in p:
+            raise ConfigError("compare", "--policies", spec, "name[:param=value]..., e.g. always-deflect:chunk=1024")
+        k, v = p.split("=", 1)
+        out[k] = yaml.safe_load(v)
+    return name, out
+
+
+def compare(checkpoint: str | Path, scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
+            *, log: Any = None) -> list[dict[str, Any]]:
+    """``[{"scenario": label, "seeds": [...], "policies": [...], "runs": [summary, ...]}, ...]``."""
+    from agents.runner import run_policy
+    from train.checkpoints import make_ppo_agent
+
+    out = []
+    for spec in scenarios:
+        label, sc = parse_scenario(spec)
+        runs = []
+        for name in policies:
+            t0 = time.perf_counter()
+            base, params = parse_policy(name)
+            for s in seeds:
+                if base == "ppo":
+                    r = run_policy(make_ppo_agent(checkpoint, sc, seed=s), sc, s)
+                else:
+                    r = run_policy(base, sc, s, **params)
+                r["policy"] = name
+                runs.append(r)
+            if log is not None:
+                print(f"{label}: {name} {time.perf_counter() - t0:.1f} s", file=log, flush=True)
+        out.append({"scenario": label, "seeds": list(seeds), "policies": list(policies), "runs": runs})
+    return out
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    v = [r[key] for r in rows if r.get(key) is not None and not math.isnan(r[key])]
+    return sum(v) / len(v) if v else math.nan
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    """One row per scenario and policy: means across seeds."""
+    head = "| scenario | policy | " + " | ".join(lbl for _, lbl, _ in MD_KEYS) + " |"
+    lines = [head, "|" + "---|" * (2 + len(MD_KEYS))]
+    for res in results:
+        for name in res["policies"]:
+            rows = [r for r in res["runs"] if r["policy"] == name]
+            cells = [fmt.format(_mean(rows, k)) for k, _, fmt in MD_KEYS]
+            lines.append(f"| {res['scenario']} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from train.evaluate import format_table, parse_seeds
+
+    p = argparse.ArgumentParser(prog="python -m train.compare", description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", default="agents/checkpoints/ppo-kairos-v0")
+    p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS))
+    p.add_argument("--policies", default="no-deflect,kairos,ppo")
+    p.add_argument("--seeds", default="0-4")
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--markdown", metavar="PATH")
+    args = p.parse_args(argv)
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
+                          [s for s in args.policies.split(",") if s], parse_seeds(args.seeds), log=sys.stderr)
+    except ConfigError as e:
+        print(f"compare: error: {e}", file=sys.stderr)
+        return 2
+    for res in results:
+        print(format_table(res))
+        print()
+    md = markdown(results)
+    print(md)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(md + "\n", encoding="utf-8")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

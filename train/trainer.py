@@ -1,0 +1,197 @@
+"""PPO training of a kairos-gym env: MaskablePPO (default) or PPO, VecNormalize, checkpoints, resume,
+periodic held-out evaluation with ``kairos/`` TensorBoard scalars. See docs/training.md.
+
+A run folder holds::
+
+    config.yaml              the resolved config (RL Zoo layout)
+    tb/                      TensorBoard event files (SB3 scalars + kairos/)
+    progress.csv             the same scalars as CSV
+    eval_history.jsonl       one line per periodic evaluation
+    checkpoints/             ckpt_<steps>_steps.zip + ckpt_vecnormalize_<steps>_steps.pkl
+    best/                    model.zip + vecnormalize.pkl + eval.json of the best evaluation
+    final/                   model.zip + vecnormalize.pkl at the end
+    meta.json                command, seconds, timesteps, versions, last / best evaluation
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kairos_gym.errors import ConfigError
+from train.callbacks import CheckpointEvery, KairosEvalCallback, ProgressBar
+from train.checkpoints import MODEL_NAME, STATS_NAME, resolve_model_path, save_checkpoint, stats_path_for
+from train.config import TrainConfig, _algo_class
+from train.envs import eval_env_kwargs, make_eval_env, make_vec_env
+
+
+def _versions() -> dict[str, str]:
+    import gymnasium
+    import sb3_contrib
+    import stable_baselines3
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "stable_baselines3":
+            stable_baselines3.__version__, "sb3_contrib": sb3_contrib.__version__, "gymnasium": gymnasium.__version__}
+
+
+def build_model(cfg: TrainConfig, venv: Any) -> Any:
+    """A fresh PPO / MaskablePPO for ``venv`` from the config's hyperparameters."""
+    algo = _algo_class(cfg.algo)
+    return algo(cfg.policy, venv, seed=cfg.seed, device=cfg.device, policy_kwargs=cfg.policy_kwargs or None,
+                verbose=0, **cfg.hyperparams)
+
+
+def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None, progress: bool = True,
+          export: str | Path | None = None, command: str | None = None, verbose: int = 0) -> dict[str, Any]:
+    """Train per ``cfg`` into run folder ``out``; ``resume`` continues from a checkpoint (a zip, a
+    checkpoint folder or a run folder: its latest checkpoint) up to ``cfg.n_timesteps`` in total.
+    ``export`` copies the best model (else the final one), its statistics, the config and meta.json
+    into a folder (the shipped-agent layout). Returns the run's meta dict."""
+    import torch
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.utils import set_random_seed
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    torch.set_num_threads(1)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    gamma = float(cfg.hyperparams.get("gamma", 0.99))
+    algo_cls = _algo_class(cfg.algo)
+    if resume is not None:
+        zip_path = resolve_model_path(resume)
+        set_random_seed(cfg.seed + 1)
+        model0 = algo_cls.load(zip_path, device=cfg.device)
+        done = int(model0.num_timesteps)
+        # reseed the envs past the steps done, so resumed episodes are new workloads
+        venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed + 7919 * (done + 1), None, gamma)
+        stats = stats_path_for(zip_path)
+        if cfg.normalize is not None:
+            if stats is None:
+                raise ConfigError("train", "--resume", str(resume), "a checkpoint saved with its vecnormalize "
+                                  "statistics (the config normalises)")
+            venv = VecNormalize.load(str(stats), venv)
+            venv.training = True
+        model = algo_cls.load(zip_path, env=venv, device=cfg.device)
+        del model0
+    else:
+        set_random_seed(cfg.seed)
+        venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed, cfg.normalize, gamma)
+        model = build_model(cfg, venv)
+        done = 0
+    model.set_logger(configure(str(out / "tb"), ["tensorboard", "csv"]))
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_yaml_dict(), sort_keys=False), encoding="utf-8")
+
+    callbacks: list[Any] = []
+    evaluator = None
+    if cfg.eval.freq:
+        eval_id = cfg.eval.env_id or cfg.env_id
+        eval_env = make_eval_env(eval_id, eval_env_kwargs(cfg.env_kwargs, cfg.eval.env_kwargs))
+        evaluator = KairosEvalCallback(eval_env, cfg.eval.seeds, cfg.eval.freq, reference=cfg.eval.reference,
+                                       best_dir=out / "best", history_path=out / "eval_history.jsonl", verbose=verbose)
+        if resume is not None and (out / "best" / "eval.json").is_file():
+            from train.callbacks import eval_score
+
+            prev = json.loads((out / "best" / "eval.json").read_text(encoding="utf-8"))
+            evaluator.best, evaluator.best_metrics = eval_score(prev), prev
+        callbacks.append(evaluator)
+    ckpt = CheckpointEvery(out / "checkpoints", cfg.checkpoint_freq)
+    callbacks.append(ckpt)
+    if progress:
+        callbacks.append(ProgressBar(cfg.n_timesteps, evaluator))
+
+    remaining = max(cfg.n_timesteps - done, 0)
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=remaining, callback=callbacks, reset_num_timesteps=resume is None,
+                log_interval=1)
+    seconds = time.perf_counter() - t0
+    ckpt.save()
+    save_checkpoint(model, venv, out / "final")
+
+    prev_meta = {}
+    if resume is not None and (out / "meta.json").is_file():
+        prev_meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    meta: dict[str, Any] = {
+        "command": command or shlex.join(sys.argv),
+        "config": cfg.source,
+        "env_id": cfg.env_id,
+        "algo": cfg.algo,
+        "seed": cfg.seed,
+        "timesteps": int(model.num_timesteps),
+        "train_seconds": round(seconds + float(prev_meta.get("train_seconds", 0.0)), 1),
+        "eval_seconds": round((evaluator.eval_seconds if evaluator else 0.0)
+                              + float(prev_meta.get("eval_seconds", 0.0)), 1),
+        "resumed_from": None if resume is None else str(resume),
+        "eval_seeds": cfg.eval.seeds,
+        "last_eval": evaluator.last if evaluator else None,
+        "best_eval": evaluator.best_metrics if evaluator else None,
+        "versions": _versions(),
+        "machine": {"cpus": _cpus(), "platform": platform.platform()},
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    if export is not None:
+        export_checkpoint(out, export)
+    venv.close()
+    return meta
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def export_checkpoint(run: str | Path, dest: str | Path, which: str = "auto") -> Path:
+    """Copy a run's ``best`` (``auto``: best if it exists, else ``final``) model, statistics, config and
+    meta into ``dest`` (the shipped layout: model.zip, vecnormalize.pkl, config.yaml, meta.json)."""
+    run, dest = Path(run), Path(dest)
+    src = run / ("best" if which == "auto" and (run / "best" / MODEL_NAME).is_file() else
+                 ("final" if which == "auto" else which))
+    if not (src / MODEL_NAME).is_file():
+        raise ConfigError("train", "--export", str(src), "a run folder with best/ or final/model.zip")
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / MODEL_NAME, dest / MODEL_NAME)
+    if (src / STATS_NAME).is_file():
+        shutil.copy2(src / STATS_NAME, dest / STATS_NAME)
+    elif (dest / STATS_NAME).exists():
+        (dest / STATS_NAME).unlink()
+    shutil.copy2(run / "config.yaml", dest / "config.yaml")
+    meta = json.loads((run / "meta.json").read_text(encoding="utf-8")) if (run / "meta.json").is_file() else {}
+    meta["exported"] = src.name
+    if (src / "eval.json").is_file():
+        meta["exported_eval"] = json.loads((src / "eval.json").read_text(encoding="utf-8"))
+    (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return dest
+
+
+def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int | None = None,
+                   seed: int | None = None, n_envs: int | None = None, eval_freq: int | None = None) -> TrainConfig:
+    """The config with command-line overrides applied (``algo`` re-validates the hyperparameters)."""
+    if algo is not None and algo != cfg.algo:
+        from train.config import hyperparam_names
+
+        if algo not in ("maskable_ppo", "ppo"):
+            raise ConfigError("train", "--algo", algo, "maskable_ppo or ppo")
+        names = hyperparam_names(algo)
+        bad = [k for k in cfg.hyperparams if k not in names]
+        if bad:
+            raise ConfigError("train", "--algo", algo, f"an algorithm accepting {bad}")
+        cfg = replace(cfg, algo=algo, raw={**cfg.raw, "algo": algo})
+    if timesteps is not None:
+        cfg = replace(cfg, n_timesteps=timesteps)
+    if seed is not None:
+        cfg = replace(cfg, seed=seed)
+    if n_envs is not None:
+        cfg = replace(cfg, n_envs=n_envs)
+    if eval_freq is not None:
+        cfg = replace(cfg, eval=replace(cfg.eval, freq=eval_freq))
+    return cfg
