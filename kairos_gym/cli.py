@@ -198,7 +198,7 @@ def _cmd_results(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- leaderboard
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md")
-    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos")
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo")
     p.add_argument("--out", default="LEADERBOARD.md")
     p.add_argument("--json", metavar="PATH")
     p.set_defaults(func=_cmd_leaderboard)
@@ -248,7 +248,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="every policy on the same workloads; table, JSON, plots")
     p.add_argument("--scenario", default="bursty")
-    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos")
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo")
     p.add_argument("--seeds", default="0-4")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--plots", metavar="DIR")
