@@ -300,6 +300,21 @@ class StepLatencyModel:
             t += ((dec_pairs * self._adec_c) ** p + (dec_pairs * self._kv_m) ** p) ** ip
         return t
 
+    def lm_head_time(self, n_seqs: float) -> float:
+        """The LM-head GEMM term of :meth:`step_time_fast` alone (seconds) for ``n_seqs`` sampling sequences."""
+        p = self._p
+        return ((n_seqs * self._lm_fc) ** p + self._lm_wm**p) ** self._inv_p
+
+    def lm_head_cost(self, n_seqs: float) -> tuple[float, float, float]:
+        """The LM-head GEMM as (seconds, FLOPs, compute seconds) for ``n_seqs`` sampling sequences."""
+        fl = n_seqs * self._lm_f
+        return self.lm_head_time(n_seqs), fl, fl / self._peak_c_dense
+
+    def prefill_attention_cost(self, pf_pairs: float, kv_read_tokens: float) -> tuple[float, float, float]:
+        """The prefill-attention term as (seconds, FLOPs, compute seconds)."""
+        fl = pf_pairs * self._attn_pf_pair
+        return self.prefill_attention_time(pf_pairs, kv_read_tokens), fl, fl / self._peak_c_attn_pf
+
     def prefill_attention_time(self, pf_pairs: float, kv_read_tokens: float) -> float:
         """The prefill-attention term of :meth:`step_time_fast` alone (seconds; 0 for no pairs)."""
         if pf_pairs <= 0.0:

@@ -13,6 +13,8 @@ All times in seconds, sizes in tokens.
 
 from __future__ import annotations
 
+import numpy as np
+
 from kairos_gym.latency.model import StepLatencyModel
 
 MEMO_LIMIT = 200_000
@@ -27,13 +29,17 @@ class ChunkPricer:
     grows by ``n_decode`` per step.
     """
 
-    __slots__ = ("_attn", "_cost", "_cum", "_f", "_kdec", "_kdec_cost", "_menu", "model")
+    __slots__ = ("_attn", "_cum", "_g", "_gc", "_kdec", "_kdec_cost", "_l", "_lc", "_menu", "model")
 
     def __init__(self, model: StepLatencyModel, menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)) -> None:
         self.model = model
         self._menu = frozenset(menu)
-        self._f: dict[tuple[int, int], float] = {}
-        self._cost: dict[tuple[int, int], tuple[float, float, float]] = {}
+        # F(T, S) = G[T] + L[S]: the LM head is the only term that depends on S (tables grown on demand)
+        self._g: list[float] = []
+        self._l: list[float] = []
+        self._gc: list[tuple[float, float, float]] = []  # the same split for (seconds, FLOPs, compute s)
+        self._lc: list[tuple[float, float, float]] = []
+        self._grow(4096, 512)
         self._attn: dict[tuple[int, int], float] = {}
         self._cum: dict[int, list[float]] = {c: [0.0] for c in menu}
         # K: seconds per decode pair (the decode-attention term is homogeneous of degree 1 in P).
@@ -43,14 +49,15 @@ class ChunkPricer:
         self._kdec_cost = (one[0] - z[0], one[1] - z[1], one[2] - z[2])
 
     def base_cost(self, n_tokens: int, n_seqs: int) -> tuple[float, float, float]:
-        """F(T, S) as (seconds, FLOPs, compute seconds), memoised (for utilization accounting)."""
-        key = (n_tokens, n_seqs)
-        v = self._cost.get(key)
-        if v is None:
-            t, f, c = self.model.step_cost_agg(float(n_tokens), float(n_seqs), 0.0, 0.0, 0.0)
-            v = (float(t), float(f), float(c))
-            self._cost[key] = v
-        return v
+        """F(T, S) as (seconds, FLOPs, compute seconds) (for utilization accounting; table look-ups)."""
+        try:
+            g = self._gc[n_tokens]
+            ll = self._lc[n_seqs]
+        except IndexError:
+            self._grow(n_tokens, n_seqs)
+            g = self._gc[n_tokens]
+            ll = self._lc[n_seqs]
+        return g[0] + ll[0], g[1] + ll[1], g[2] + ll[2]
 
     @property
     def decode_pair_cost(self) -> tuple[float, float, float]:
@@ -65,18 +72,30 @@ class ChunkPricer:
         """Prefill-attention (seconds, FLOPs, compute seconds) of aggregated chunks (not memoised)."""
         if pf_pairs <= 0.0:
             return 0.0, 0.0, 0.0
-        t, f, c = self.model.step_cost_agg(1.0, 1.0, 0.0, pf_pairs, kv_read)
-        b = self.base_cost(1, 1)
-        return float(t) - b[0], float(f) - b[1], float(c) - b[2]
+        return self.model.prefill_attention_cost(pf_pairs, kv_read)
+
+    def _grow(self, n_tokens: int, n_seqs: int) -> None:
+        """Extend the tables so that G covers [0, n_tokens] and L covers [0, n_seqs] (vectorised)."""
+        m = self.model
+        if n_tokens >= len(self._g):
+            t = np.arange(max(n_tokens + 1, 2 * len(self._g)), dtype=float)
+            tt, ff, cc = (np.broadcast_to(np.asarray(x, dtype=float), t.shape)
+                          for x in m.step_cost_agg(t, 0.0, 0.0, 0.0, 0.0))
+            lt, lf, lc = m.lm_head_cost(0.0)
+            g = tt - lt
+            self._g = g.tolist()
+            self._gc = list(zip(g.tolist(), (ff - lf).tolist(), (cc - lc).tolist(), strict=True))
+        if n_seqs >= len(self._l):
+            self._lc = [m.lm_head_cost(float(s)) for s in range(max(n_seqs + 1, 2 * len(self._l)))]
+            self._l = [x[0] for x in self._lc]
 
     def base(self, n_tokens: int, n_seqs: int) -> float:
-        """F(T, S): everything but attention, in seconds (memoised)."""
-        key = (n_tokens, n_seqs)
-        v = self._f.get(key)
-        if v is None:
-            v = self.model.step_time_fast(float(n_tokens), float(n_seqs), 0.0, 0.0, 0.0)
-            self._f[key] = v
-        return v
+        """F(T, S): everything but attention, in seconds (table look-ups)."""
+        try:
+            return self._g[n_tokens] + self._l[n_seqs]
+        except IndexError:
+            self._grow(n_tokens, n_seqs)
+            return self._g[n_tokens] + self._l[n_seqs]
 
     def attn(self, chunk: int, prefix: int) -> float:
         """G: prefill-attention seconds of one chunk of ``chunk`` tokens after ``prefix`` cached (memoised;
@@ -166,7 +185,6 @@ class ChunkPricer:
         """:meth:`fixed_schedule` from prefix 0 for every menu size at once (the env's features, the
         decision context): ``(first_step_s per size, total_s per size)``. Same numbers, less overhead."""
         kd = self._kdec
-        fget = self._f.get
         aget = self._attn.get
         cums = self._cum
         firsts: list[float] = []
@@ -177,9 +195,7 @@ class ChunkPricer:
             n_full, r = divmod(prompt, c)
             n = n_full + (1 if r else 0)
             if n_full:
-                bc = fget((n_decode + c, nd1))
-                if bc is None:
-                    bc = self.base(n_decode + c, nd1)
+                bc = self.base(n_decode + c, nd1)
                 a0 = aget((c, 0))
                 if a0 is None:
                     a0 = self.attn(c, 0)
@@ -233,4 +249,4 @@ class ChunkPricer:
 
     def cache_size(self) -> int:
         """Entries memoised so far (for diagnostics)."""
-        return len(self._f) + len(self._attn)
+        return len(self._attn)
