@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,13 @@ class _Timed:
 
 def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: int = 0, *, oracle: bool = False,
                **policy_kwargs: Any) -> dict[str, Any]:
+    """The summary of :func:`simulate` (see there)."""
+    return simulate(policy, scenario, seed, oracle=oracle, **policy_kwargs)[0]
+
+
+def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: int = 0, *, oracle: bool = False,
+             record_timeline: bool = False, progress: Callable[[], Any] | None = None,
+             **policy_kwargs: Any) -> tuple[dict[str, Any], Simulator]:
     """Simulate ``scenario`` (workload seed ``seed``) with ``policy`` deciding every request.
 
     ``policy`` is a policy object (anything with ``decide(ctx)``) or a registry name (then built with
@@ -38,14 +46,16 @@ def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed
     ``oracle=True`` lets policies see output lengths in the context. Returns the simulator's summary
     plus ``policy`` (name), ``policy_params``, ``decision_us_p50`` and ``decision_us_p99`` (wall time of
     each decision in microseconds, ``time.perf_counter_ns``) and ``decision_cpu_us_p50/p99`` (the deciding
-    thread's CPU time, free of OS descheduling; None for a hook-only policy object).
+    thread's CPU time, free of OS descheduling; None for a hook-only policy object), and the simulator
+    (for per-request records and plots: ``record_timeline`` keeps the node timeline). ``progress()`` is
+    called after every decision.
     """
     sc = load_scenario(scenario)
     if isinstance(policy, str):
         policy = make_policy(policy, sc, seed, **policy_kwargs)
     elif policy_kwargs:
         raise TypeError("run_policy: policy parameters are only accepted with a policy name")
-    sim = Simulator(sc, seed=seed, oracle=oracle)
+    sim = Simulator(sc, seed=seed, oracle=oracle, record_timeline=record_timeline)
     if isinstance(policy, BasePolicy):
         policy.reset()
     attach = getattr(policy, "attach", None)
@@ -55,11 +65,11 @@ def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed
     sim.policy_name = name  # type: ignore[attr-defined]
     if isinstance(policy, BasePolicy):
         policy.record_times = True
-        summary = sim.run(policy)
+        summary = sim.run(policy, progress)
         stats = policy.decision_stats()
     else:
         timed = _Timed(policy)
-        summary = sim.run(timed)
+        summary = sim.run(timed, progress)
         times = np.asarray(timed.decision_times_us, dtype=float)
         p50, p99 = (float(np.percentile(times, 50)), float(np.percentile(times, 99))) if times.size else (None, None)
         stats = {"decision_us_p50": p50, "decision_us_p99": p99, "decision_cpu_us_p50": None,
@@ -67,4 +77,4 @@ def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed
     summary["policy"] = name
     summary["policy_params"] = policy.describe() if isinstance(policy, BasePolicy) else {}
     summary.update(stats)
-    return summary
+    return summary, sim

@@ -103,33 +103,22 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from agents.registry import make_policy
+    from agents.runner import simulate
     from kairos_gym.config import load_scenario
     from kairos_gym.report import format_summary, write_requests_csv
-    from kairos_gym.sim import Simulator
 
     sc = load_scenario(args.scenario)
-    sim = Simulator(sc, seed=args.seed)
-    policy = make_policy(args.policy, sc, seed=args.seed)
-    if hasattr(policy, "attach"):
-        policy.attach(sim)
-    sim.policy_name = args.policy
     bar = None
-    if not args.no_progress and sim.n >= 5000 and sys.stderr.isatty():
+    if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=sim.n, desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr)
-    ctx = sim.next_decision()
-    while ctx is not None:
-        sim.apply(policy.decide(ctx))
+        bar = tqdm(desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr, mininterval=0.5)
+    try:
+        summary, sim = simulate(args.policy, sc, args.seed, progress=bar.update if bar is not None else None)
+    finally:
         if bar is not None:
-            bar.update(1)
-        ctx = sim.next_decision()
-    if bar is not None:
-        bar.close()
-    summary = sim.summary()
-    if hasattr(policy, "decision_stats"):
-        summary.update(policy.decision_stats())
+            bar.close()
+    summary["policy"] = args.policy
     if args.json != "-":
         print(format_summary(summary))
     _write_json(args.json, summary)

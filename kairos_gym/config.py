@@ -295,21 +295,14 @@ class ScenarioConfig:
         return ScenarioConfig.from_dict(_deep_merge(self.to_dict(), overrides), f"scenario {self.name!r} + overrides")
 
 
-def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` merged in, section by section. A section whose override names another
+    ``kind`` (e.g. a trace instead of gamma arrivals) is replaced, not merged."""
     out = dict(base)
     for k, v in over.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and k != "workload":
-            out[k] = _deep_merge(dict(out[k]), v)
-        elif isinstance(v, Mapping) and isinstance(out.get(k), Mapping) and k == "workload":
-            w = dict(out[k])
-            for wk, wv in v.items():
-                # a new arrival/lengths kind replaces the whole subsection
-                if isinstance(wv, Mapping) and isinstance(w.get(wk), Mapping) and wv.get("kind", w[wk].get("kind")) \
-                        == w[wk].get("kind"):
-                    w[wk] = {**w[wk], **wv}
-                else:
-                    w[wk] = wv
-            out[k] = w
+        old = out.get(k)
+        if isinstance(v, Mapping) and isinstance(old, Mapping) and v.get("kind", old.get("kind")) == old.get("kind"):
+            out[k] = _deep_merge(old, v)
         else:
             out[k] = v
     return out

@@ -13,7 +13,6 @@ import numpy as np
 
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim import Simulator
 
 TABLE_KEYS = (
     ("ttft_p50", "TTFT P50 s"), ("ttft_p95", "TTFT P95 s"), ("tbt_p99", "TBT P99 s"),
@@ -43,20 +42,10 @@ def parse_seeds(text: str) -> list[int]:
 def run_one(scenario: ScenarioConfig, policy_name: str, seed: int, *, keep: bool = False,
             params: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
     """One run of ``policy_name`` (with policy ``params``); returns (summary, simulator if keep else None)."""
-    from agents.registry import make_policy
+    from agents.runner import simulate
 
-    sim = Simulator(scenario, seed=seed, record_timeline=keep)
-    policy = make_policy(policy_name, scenario, seed=seed, **(params or {}))
-    if hasattr(policy, "attach"):
-        policy.attach(sim)
-    sim.policy_name = policy_name
-    summary = sim.run(policy)
+    summary, sim = simulate(policy_name, scenario, seed, record_timeline=keep, **(params or {}))
     summary["policy"] = policy_name
-    if params:
-        summary["policy_params"] = dict(params)
-    stats = policy.decision_stats() if hasattr(policy, "decision_stats") else {}
-    summary["decision_us_p50"] = stats.get("decision_us_p50")
-    summary["decision_us_p99"] = stats.get("decision_us_p99")
     return summary, (sim if keep else None)
 
 

@@ -18,6 +18,7 @@ import heapq
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,11 +310,14 @@ class Simulator:
         """True when every request has finished or been rejected."""
         return self._pending_rid is None and not self._events
 
-    def run(self, policy: Policy) -> dict[str, Any]:
-        """Run to the end, asking ``policy`` at every decision; returns the summary."""
+    def run(self, policy: Policy, progress: Callable[[], Any] | None = None) -> dict[str, Any]:
+        """Run to the end, asking ``policy`` at every decision (calling ``progress()`` after each);
+        returns the summary."""
         ctx = self.next_decision()
         while ctx is not None:
             self.apply(policy.decide(ctx))
+            if progress is not None:
+                progress()
             ctx = self.next_decision()
         return self.summary()
 
@@ -857,13 +861,16 @@ class Simulator:
         return node.util_ewma * math.exp(-gap / UTIL_WINDOW_S)
 
     # ------------------------------------------------------------------ views and pricing
-    def decode_progress(self, d: _DecodeNode) -> tuple[int, int]:
-        """(batch size, sum of contexts) of node d at the current time, mid-stretch included."""
+    def decode_progress(self, d: _DecodeNode) -> tuple[int, int, float]:
+        """(batch size, sum of contexts, seconds to the next step boundary) of node d now, mid-stretch
+        included (0 s when the node is idle)."""
         B = len(d.rid)
-        if d.mode == 1 and B:
-            j = _steps_within(d.t0, d.dt, self.now - d.start)
-            return B, d.sum_ctx + B * min(j, d.n)
-        return B, d.sum_ctx
+        if d.mode == 0:
+            return B, d.sum_ctx, 0.0
+        elapsed = self.now - d.start
+        j = _steps_within(d.t0, d.dt, elapsed) if d.mode == 1 else 0
+        to_boundary = max(0.0, (j + 1) * d.t0 + d.dt * (j + 1) * j / 2.0 - elapsed)
+        return B, d.sum_ctx + B * min(j, d.n), to_boundary
 
     def prefill_wait(self, node: _PrefillNode) -> float:
         """Predicted seconds until a new arrival's prompt starts on this prefill node: the rest of the
@@ -905,13 +912,8 @@ class Simulator:
         ls_t = []
         ls_first = []
         for d in self.dnodes:
-            B, sctx = self.decode_progress(d)
+            B, sctx, wait_boundary = self.decode_progress(d)
             pairs = sctx + B
-            wait_boundary = 0.0
-            if d.mode in (1, 2):
-                elapsed = self.now - d.start
-                j = _steps_within(d.t0, d.dt, elapsed) if d.mode == 1 else 0
-                wait_boundary = max(0.0, (j + 1) * d.t0 + d.dt * (j + 1) * j / 2.0 - elapsed)
             row_s, totals = pr.menu_schedules(B, pairs, prompt, self.menu)
             row_t = [wait_boundary + x for x in totals]
             ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, self.menu_desc)
@@ -963,8 +965,3 @@ class Simulator:
         memo = {id(getattr(self, k)): getattr(self, k) for k in self._SHARED}
         self.__dict__.update(copy.deepcopy(state, memo))
 
-
-def check_policy_name(name: str, allowed: list[str]) -> None:
-    """Raise ConfigError for an unknown policy name."""
-    if name not in allowed:
-        raise ConfigError("policy", "policy", name, "one of " + ", ".join(allowed))

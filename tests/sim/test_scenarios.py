@@ -94,3 +94,19 @@ def test_prompt_longer_than_context_rejected_when_configured(tmp_path):
     sc = {"name": "t", "cluster": {"overlong": "reject"}, "workload": {"arrival": {"kind": "trace", "path": str(p)}}}
     s = Simulator(sc, seed=0).run(NoDeflect())
     assert s["n_requests"] == 3 and s["n_rejected"] == 1 and s["n_completed"] == 2
+
+
+def test_overrides_merge_sections_and_replace_on_new_kind():
+    b = load_scenario("bursty")
+    same = b.with_overrides({"workload": {"arrival": {"rate": 5.0}}, "slo": {"tbt_s": 0.05}})
+    assert same.workload.arrival.rate == 5.0 and same.workload.arrival.cv == b.workload.arrival.cv
+    assert same.slo.tbt_s == 0.05 and same.slo.ttft_s == b.slo.ttft_s
+    new = b.with_overrides({"workload": {"arrival": {"kind": "poisson", "rate": 3.0}}})
+    assert new.workload.arrival.kind == "poisson" and new.workload.arrival.rate == 3.0
+
+
+def test_run_progress_called_once_per_decision():
+    calls = []
+    sim = Simulator("small", seed=0)
+    sim.run(NoDeflect(), progress=lambda: calls.append(1))
+    assert len(calls) == sim.n_decisions == sim.n - sim.n_rejected
