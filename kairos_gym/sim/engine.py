@@ -17,6 +17,7 @@ import copy
 import heapq
 import math
 import time
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ PATH_REJECTED = -1
 PATH_PREFILL = 0
 PATH_DEFLECT = 1
 
+_STACK_PRUNE = 1024
+"""Size past which a decode node's worst-step stack drops records no batch member can query."""
+
 UTIL_WINDOW_S = 5.0
 """Window of the per-node utilization shown to policies (exponentially weighted, seconds)."""
 
@@ -83,17 +87,24 @@ class _PrefillNode:
 
 @dataclass
 class _DecodeNode:
+    """A decode node. Its batch is kept without per-request arrays: every batch member gains one token per
+    step, so a request's context and remaining tokens follow from the node's step counter ``steps``
+    (``ctx = ctx_base[rid] + steps``, ``remaining = end_step[rid] - steps``), the next finish is the top of a
+    heap of end steps, and a request's worst token gap is a suffix maximum over the node's recorded
+    stretches. A stretch or chunk step then costs O(1) Python work plus O(log B) per finishing request.
+    """
+
     idx: int
     kv_capacity: int
     kv_reserved: int = 0
-    # batch (parallel arrays)
-    rid: np.ndarray = None  # type: ignore[assignment]
-    ctx: np.ndarray = None  # type: ignore[assignment]
-    rem: np.ndarray = None  # type: ignore[assignment]
-    n_fresh: int = 0  # the last n_fresh batch slots were admitted at this stretch's start (first decode step)
-    min_rem: int = 0  # smallest remaining token count in the batch when the activity was planned
-    mg: np.ndarray = None  # type: ignore[assignment]  # worst token gap so far per batch slot (s)
+    batch: dict = None  # type: ignore[assignment]  # rid -> None, in admission order (LIFO preemption)
+    steps: int = 0  # decode steps this node's batch has taken (each gives every member one token)
+    heap: list = None  # type: ignore[assignment]  # (end_step, rid) of the batch members
+    fresh: list = None  # type: ignore[assignment]  # rids admitted at this stretch's start (first decode step)
     sum_ctx: int = 0
+    n_rec: int = 0  # stretches recorded so far (their worst step feeds the members' worst gaps)
+    smax_idx: list = None  # type: ignore[assignment]  # monotonic stack: record index ...
+    smax_val: list = None  # type: ignore[assignment]  # ... and its worst step (s), decreasing: suffix maxima
     pending: deque = None  # type: ignore[assignment]  # rids whose KV arrived, waiting for a step boundary
     incoming: int = 0  # transfers in flight to this node
     swapped: deque = None  # type: ignore[assignment]  # swap policy: rids whose KV is in host memory (LIFO)
@@ -217,6 +228,12 @@ class Simulator:
         self.d_node = [-1] * n
         self.max_gap = [0.0] * n
         self.last_tok = [math.nan] * n  # time of the last token before a request (re)entered a batch
+        # decode-batch membership (see _DecodeNode): context = ctx_base + node steps, remaining tokens =
+        # end_step - node steps, worst gap = max(gap_own, the node's worst step since record from_rec)
+        self.ctx_base = [0] * n
+        self.end_step = [0] * n
+        self.gap_own = [0.0] * n
+        self.from_rec = [0] * n
         self.swap_state: dict[int, tuple[int, int, float]] = {}  # rid -> (cached tokens, tokens left, worst gap)
         self.n_preemptions = 0
         self.swap_bytes = 0
@@ -230,10 +247,11 @@ class Simulator:
         self.dnodes = []
         for i in range(cl.decode_nodes):
             d = _DecodeNode(i, self.kv_capacity)
-            d.rid = np.zeros(0, dtype=np.int64)
-            d.ctx = np.zeros(0, dtype=np.int64)
-            d.rem = np.zeros(0, dtype=np.int64)
-            d.mg = np.zeros(0, dtype=float)
+            d.batch = {}
+            d.heap = []
+            d.fresh = []
+            d.smax_idx = []
+            d.smax_val = []
             d.pending = deque()
             d.swapped = deque()
             self.dnodes.append(d)
@@ -381,7 +399,7 @@ class Simulator:
         node = self.dnodes[d]
         if cl.max_deflections_per_node < 1 or node.defl is not None:
             return "deflection in flight"
-        if len(node.rid) + len(node.pending) + node.incoming + len(node.swapped) + node.swapping_in \
+        if len(node.batch) + len(node.pending) + node.incoming + len(node.swapped) + node.swapping_in \
                 >= cl.decode_max_batch:
             return "batch full"
         if node.kv_reserved + self._kv_need(rid) > node.kv_capacity:
@@ -563,33 +581,25 @@ class Simulator:
         if d.swapped:
             self._try_swap_in(d)
         cap = self.scenario.cluster.decode_max_batch
-        room = cap - len(d.rid) - (1 if d.defl is not None else 0)  # keep a slot for the deflection in flight
+        room = cap - len(d.batch) - (1 if d.defl is not None else 0)  # keep a slot for the deflection in flight
         if d.pending and room > 0:
             k = min(len(d.pending), room)
-            new = [d.pending.popleft() for _ in range(k)]
-            includes = self.scenario.cluster.ttft_includes_transfer
-            ctx, rem, mg = [], [], []
-            for r in new:
+            drop1 = 0 if self.scenario.cluster.ttft_includes_transfer else 1
+            fresh = []
+            for _ in range(k):
+                r = d.pending.popleft()
                 st = self.swap_state.pop(r, None) if self.swap_state else None
                 if st is None:
-                    ctx.append(self.prompt[r])
-                    rem.append(self.output[r] - (0 if includes else 1))
-                    mg.append(0.0)
+                    self._join(d, r, self.prompt[r], self.output[r] - drop1, 0.0)
                 else:
-                    ctx.append(st[0])
-                    rem.append(st[1])
-                    mg.append(st[2])
-            d.rid = np.concatenate([d.rid, np.array(new, dtype=np.int64)])
-            d.ctx = np.concatenate([d.ctx, np.array(ctx, dtype=np.int64)])
-            d.rem = np.concatenate([d.rem, np.array(rem, dtype=np.int64)])
-            d.n_fresh = k
-            d.mg = np.concatenate([d.mg, np.array(mg, dtype=float)])
-            d.sum_ctx += sum(ctx)
-        if self.swap_policy and len(d.rid):
+                    self._join(d, r, st[0], st[1], st[2])
+                fresh.append(r)
+            d.fresh = fresh
+        if self.swap_policy and d.batch:
             self._preempt_until_fits(d)
-            if not len(d.rid) and d.swapped:
+            if not d.batch and d.swapped:
                 self._try_swap_in(d)  # memory just freed: nothing else may wake this node
-        B = len(d.rid)
+        B = len(d.batch)
         pr = self.pricer
         kt, kf, kc = pr.decode_pair_cost
         pairs = d.sum_ctx + B
@@ -613,7 +623,6 @@ class Simulator:
             dur = bt + kt * pairs + at
             comp = bc + kc * pairs + at  # attention compute time ~ its time (compute-bound prefill)
             d.mode = 2
-            d.min_rem = int(d.rem.min()) if B else 0
             d.chunk = c
             d.start, d.t0, d.dt, d.n = now, dur, 0.0, 1
             d.busy_s += dur
@@ -628,8 +637,7 @@ class Simulator:
         if B == 0:
             d.mode = 0
             return
-        n = int(d.rem.min())
-        d.min_rem = n
+        n = d.heap[0][0] - d.steps  # steps to the first finish
         if self.swap_policy:
             n = min(n, self._steps_that_fit(d, n))
         bt, bf, bc = pr.base_cost(B, B)
@@ -645,7 +653,7 @@ class Simulator:
         """The stretch or chunk step of node d ended now: materialise its steps, then plan again."""
         now = self.now
         n, t0, dt = d.n, d.t0, d.dt
-        B = len(d.rid)
+        B = len(d.batch)
         if d.mode == 1:
             span = n * t0 + dt * n * (n - 1) / 2.0
             pr = self.pricer
@@ -674,15 +682,21 @@ class Simulator:
         b = self.block
         return int((-(-(ctx + extra) // b)).sum()) * b
 
+    def _ctx_array(self, d: _DecodeNode) -> np.ndarray:
+        """Current KV-cache lengths (tokens) of node d's batch (swap policy only: built on demand)."""
+        cb = self.ctx_base
+        return np.fromiter((cb[r] for r in d.batch), dtype=np.int64, count=len(d.batch)) + d.steps
+
     def _steps_that_fit(self, d: _DecodeNode, n_max: int) -> int:
         """Largest n <= n_max such that n more decode steps of the batch fit in KV memory."""
-        held = self._blocks_tokens(d.ctx)
+        ctx = self._ctx_array(d)
+        held = self._blocks_tokens(ctx)
         other = d.kv_reserved - held
         room = d.kv_capacity - other
         lo, hi = 0, n_max  # invariant: lo fits
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self._blocks_tokens(d.ctx, mid) <= room:
+            if self._blocks_tokens(ctx, mid) <= room:
                 lo = mid
             else:
                 hi = mid - 1
@@ -690,15 +704,16 @@ class Simulator:
 
     def _preempt_until_fits(self, d: _DecodeNode) -> None:
         """Swap out the most recently admitted requests until one more step fits (LIFO, as vLLM)."""
-        while len(d.rid) and self._steps_that_fit(d, 1) < 1:
-            i = len(d.rid) - 1
-            r, c, rem, g = int(d.rid[i]), int(d.ctx[i]), int(d.rem[i]), float(d.mg[i])
+        while d.batch and self._steps_that_fit(d, 1) < 1:
+            r = next(reversed(d.batch))
+            c, rem, g = self.ctx_base[r] + d.steps, self.end_step[r] - d.steps, self._worst_gap(d, r)
+            self._leave(d, r)
+            d.heap.remove((self.end_step[r], r))
+            heapq.heapify(d.heap)
             b = self.block
             d.kv_reserved -= -(-c // b) * b
-            d.sum_ctx -= c
-            d.rid, d.ctx, d.rem, d.mg = d.rid[:i], d.ctx[:i], d.rem[:i], d.mg[:i]
-            if d.n_fresh:
-                d.n_fresh -= 1  # a fresh slot keeps its pending first token / gap (last_tok unchanged)
+            if d.fresh:
+                d.fresh.pop()  # a fresh slot keeps its pending first token / gap (last_tok unchanged)
             elif not math.isnan(self.first_token[r]):
                 self.last_tok[r] = self.now
             self.swap_state[r] = (c, rem, g)
@@ -716,7 +731,7 @@ class Simulator:
             need = -(-c // b) * b
             # room for its next token and one more block for every other request that will decode here
             step_need = -(-(c + 1) // b) * b
-            headroom = b * (len(d.rid) + len(d.pending) + d.swapping_in)
+            headroom = b * (len(d.batch) + len(d.pending) + d.swapping_in)
             if d.kv_reserved + step_need + headroom > d.kv_capacity:
                 return
             d.swapped.pop()
@@ -726,23 +741,69 @@ class Simulator:
             self.swap_bytes += int(nbytes)
             self._push(self.now + nbytes / self.scenario.cluster.swap_bandwidth_bytes_per_s, _SWAP_IN_DONE, r, d.idx)
 
+    # ------------------------------------------------------------------ decode batch membership
+    def _join(self, d: _DecodeNode, rid: int, ctx: int, rem: int, gap: float) -> None:
+        """Request ``rid`` joins node d's batch with ``ctx`` cached tokens, ``rem`` tokens to decode and a
+        worst gap of ``gap`` seconds so far."""
+        d.batch[rid] = None
+        self.ctx_base[rid] = ctx - d.steps
+        e = d.steps + rem
+        self.end_step[rid] = e
+        heapq.heappush(d.heap, (e, rid))
+        self.gap_own[rid] = gap
+        self.from_rec[rid] = d.n_rec
+        d.sum_ctx += ctx
+
+    def _leave(self, d: _DecodeNode, rid: int) -> None:
+        del d.batch[rid]
+        d.sum_ctx -= self.ctx_base[rid] + d.steps
+
+    def _worst_gap(self, d: _DecodeNode, rid: int) -> float:
+        """Worst token gap (s) of batch member ``rid`` so far: its own gaps and the node's worst step since
+        it joined (a suffix maximum of the recorded stretches: a binary search in a monotonic stack)."""
+        own = self.gap_own[rid]
+        ids = d.smax_idx
+        k = bisect_left(ids, self.from_rec[rid])
+        if k < len(ids):
+            v = d.smax_val[k]
+            return v if v > own else own
+        return own
+
+    def _record(self, d: _DecodeNode, worst: float) -> None:
+        """Record a stretch whose longest step took ``worst`` seconds (every batch member saw that gap)."""
+        ids, vals = d.smax_idx, d.smax_val
+        while vals and vals[-1] <= worst:
+            vals.pop()
+            ids.pop()
+        ids.append(d.n_rec)
+        vals.append(worst)
+        d.n_rec += 1
+        if len(ids) >= _STACK_PRUNE and d.n_rec % _STACK_PRUNE == 0 and d.batch:
+            # records older than every member's join are never queried again: drop them
+            fr = self.from_rec
+            k = bisect_left(ids, min(fr[r] for r in d.batch))
+            del ids[:k], vals[:k]
+
     def _emit_tokens(self, d: _DecodeNode, n: int, t0: float, dt: float) -> None:
         """n steps of durations t0 + j dt each gave one token to every request of the batch."""
-        start = d.start
         slo = self.scenario.slo.tbt_s
         st = self.stats
-        n_fresh = d.n_fresh  # the last n_fresh slots were admitted at this stretch's start
-        d.n_fresh = 0
-        B = len(d.rid)
+        fresh = d.fresh  # admitted at this stretch's start: their first step's gap is their own
+        n_fresh = len(fresh)
+        B = len(d.batch)
         last = t0 + dt * (n - 1)
-        rids = d.rid
-        mg = d.mg
         if n_fresh:
-            t1 = start + t0
+            d.fresh = []
+            t1 = d.start + t0
             ft = self.first_token
             lt = self.last_tok
-            for i in range(B - n_fresh, B):
-                r = int(rids[i])
+            own = self.gap_own
+            fr = self.from_rec
+            nxt = d.n_rec + 1  # from the next record on; this stretch's steps 1.. are added here
+            for r in fresh:
+                fr[r] = nxt
+                if n > 1 and last > own[r]:
+                    own[r] = last
                 if math.isnan(ft[r]):  # TTFT includes transfer: the decode node produces the first token
                     self._first_token(r, t1)
                     continue
@@ -752,8 +813,8 @@ class Simulator:
                 g = t1 - ref
                 st.add_gap(g, 1)
                 self.tokens_out += 1
-                if g > mg[i]:
-                    mg[i] = g
+                if g > own[r]:
+                    own[r] = g
                 if g > slo:
                     self.tbt_violations += 1
         # step 0 gives a gap of t0 to every request that already had a token
@@ -776,27 +837,26 @@ class Simulator:
                     self.tbt_violations += B * (n - jmin)
                 else:
                     self.tbt_violations += B * (n - 1)
-        # per-request worst gap: durations grow along a stretch, so its last step is its longest
-        if n > 1:
-            np.maximum(mg, last, out=mg)
-        elif w0 > 0:
-            old = mg[: B - n_fresh]  # a view: the slots that had a token before this stretch
-            np.maximum(old, last, out=old)
+        # durations grow along a stretch, so its last step is its longest
+        self._record(d, last)
         if self.swap_policy:
-            d.kv_reserved += self._blocks_tokens(d.ctx, n) - self._blocks_tokens(d.ctx)
-        d.ctx += n
-        d.rem -= n
+            ctx = self._ctx_array(d)
+            d.kv_reserved += self._blocks_tokens(ctx, n) - self._blocks_tokens(ctx)
+        d.steps += n
         d.sum_ctx += B * n
-        if B and n >= d.min_rem:  # the stretch ran to its first finish (or a chunk step ended one)
-            done = d.rem <= 0
+        heap = d.heap
+        if heap and heap[0][0] <= d.steps:  # the stretch ran to its first finish (or a chunk step ended one)
+            steps = d.steps
+            now = self.now
+            swap = self.swap_policy
             b = self.block
-            for r, g, c in zip(d.rid[done].tolist(), d.mg[done].tolist(), d.ctx[done].tolist(), strict=True):
-                self.max_gap[r] = g
-                self._finish(r, self.now)
-                d.kv_reserved -= -(-c // b) * b if self.swap_policy else self.prompt[r] + self.output[r]
-            keep = ~done
-            d.sum_ctx -= int(d.ctx[done].sum())
-            d.rid, d.ctx, d.rem, d.mg = d.rid[keep], d.ctx[keep], d.rem[keep], d.mg[keep]
+            while heap and heap[0][0] <= steps:
+                r = heapq.heappop(heap)[1]
+                c = self.ctx_base[r] + steps
+                self.max_gap[r] = self._worst_gap(d, r)
+                self._leave(d, r)
+                self._finish(r, now)
+                d.kv_reserved -= -(-c // b) * b if swap else self.prompt[r] + self.output[r]
             self._retry_memory()
 
     def _advance_deflection(self, d: _DecodeNode) -> None:
@@ -817,11 +877,7 @@ class Simulator:
             self._retry_memory()
             return
         # joins the batch with its KV in place: no transfer
-        d.rid = np.append(d.rid, rid)
-        d.ctx = np.append(d.ctx, prompt)
-        d.rem = np.append(d.rem, self.output[rid] - 1)
-        d.mg = np.append(d.mg, 0.0)
-        d.sum_ctx += prompt
+        self._join(d, rid, prompt, self.output[rid] - 1, 0.0)
 
     def _retry_memory(self) -> None:
         while self.awaiting_memory:
@@ -864,7 +920,7 @@ class Simulator:
     def decode_progress(self, d: _DecodeNode) -> tuple[int, int, float]:
         """(batch size, sum of contexts, seconds to the next step boundary) of node d now, mid-stretch
         included (0 s when the node is idle)."""
-        B = len(d.rid)
+        B = len(d.batch)
         if d.mode == 0:
             return B, d.sum_ctx, 0.0
         elapsed = self.now - d.start

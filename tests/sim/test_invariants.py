@@ -52,7 +52,7 @@ def test_kv_memory_conservation(policy):
         ctx = sim.next_decision()
     assert peak > 0
     assert all(d.kv_reserved == 0 for d in sim.dnodes)
-    assert all(len(d.rid) == 0 and not d.pending and d.defl is None for d in sim.dnodes)
+    assert all(len(d.batch) == 0 and not d.pending and d.defl is None for d in sim.dnodes)
 
 
 def test_kv_memory_never_above_capacity_when_tight():
@@ -223,11 +223,11 @@ def test_decode_batch_never_exceeds_cap():
     ctx = sim.next_decision()
     while ctx is not None:
         sim.apply(pol.decide(ctx))
-        biggest = max(biggest, *(len(d.rid) for d in sim.dnodes))
+        biggest = max(biggest, *(len(d.batch) for d in sim.dnodes))
         ctx = sim.next_decision()
     while sim._events:  # drain, checking at every event
         sim.next_decision()
-        biggest = max(biggest, *(len(d.rid) for d in sim.dnodes))
+        biggest = max(biggest, *(len(d.batch) for d in sim.dnodes))
     assert 0 < biggest <= 4
 
 
