@@ -17,6 +17,9 @@ import numpy as np
 
 from kairos_gym.latency.model import StepLatencyModel
 
+MenuTerm = tuple[int, int, int, int, float, float, float]
+"""One menu size's prompt-only terms: (chunk, n_full, remainder, n_chunks, first_attn_s, full_attn_s, rest_attn_s)."""
+
 MEMO_LIMIT = 200_000
 """Entries kept in the attention memo before it is cleared (bounded memory on long runs)."""
 
@@ -29,11 +32,12 @@ class ChunkPricer:
     grows by ``n_decode`` per step.
     """
 
-    __slots__ = ("_attn", "_cum", "_g", "_gc", "_kdec", "_kdec_cost", "_l", "_lc", "_menu", "model")
+    __slots__ = ("_attn", "_cmax", "_cum", "_g", "_gc", "_kdec", "_kdec_cost", "_l", "_lc", "_menu", "model")
 
     def __init__(self, model: StepLatencyModel, menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)) -> None:
         self.model = model
         self._menu = frozenset(menu)
+        self._cmax = max(menu)
         # F(T, S) = G[T] + L[S]: the LM head is the only term that depends on S (tables grown on demand)
         self._g: list[float] = []
         self._l: list[float] = []
@@ -180,35 +184,55 @@ class ChunkPricer:
             done += c
         return t
 
-    def menu_schedules(self, n_decode: int, dec_pairs: float, prompt: int,
-                       menu: tuple[int, ...]) -> tuple[list[float], list[float]]:
-        """:meth:`fixed_schedule` from prefix 0 for every menu size at once (the env's features, the
-        decision context): ``(first_step_s per size, total_s per size)``. Same numbers, less overhead."""
-        kd = self._kdec
-        aget = self._attn.get
-        cums = self._cum
-        firsts: list[float] = []
-        totals: list[float] = []
-        nd1 = n_decode + 1
-        dp = kd * dec_pairs
+    def menu_terms(self, prompt: int, menu: tuple[int, ...]) -> tuple[MenuTerm, ...]:
+        """The decode-batch-independent part of :meth:`menu_schedules` for a ``prompt``: per menu size ``c``,
+        ``(c, n_full, r, n, first_attn_s, full_attn_s, rest_attn_s)`` with ``prompt = n_full c + r`` in
+        ``n`` chunks; ``first_attn_s`` the first chunk's attention, ``full_attn_s`` the attention of the
+        ``n_full`` full chunks, ``rest_attn_s`` that of the remainder. Compute once per decision, then price
+        every decode node with :meth:`menu_rows`."""
+        out = []
         for c in menu:
             n_full, r = divmod(prompt, c)
             n = n_full + (1 if r else 0)
             if n_full:
-                bc = self.base(n_decode + c, nd1)
-                a0 = aget((c, 0))
-                if a0 is None:
-                    a0 = self.attn(c, 0)
-                firsts.append(bc + dp + a0)
-                cum = cums[c]
-                total = n_full * bc + (cum[n_full] if len(cum) > n_full else self._cum_attn(c, n_full))
-                if r:
-                    total += self.base(n_decode + r, nd1) + self.attn(r, n_full * c)
+                cum = self._cum[c]
+                full = cum[n_full] if len(cum) > n_full else self._cum_attn(c, n_full)
+                out.append((c, n_full, r, n, self.attn(c, 0), full, self.attn(r, n_full * c) if r else 0.0))
             else:
-                total = self.base(n_decode + r, nd1) + self.attn(r, 0)
+                out.append((c, 0, r, 1, self.attn(r, 0), 0.0, 0.0))
+        return tuple(out)
+
+    def menu_rows(self, n_decode: int, dec_pairs: float,
+                  terms: tuple[MenuTerm, ...]) -> tuple[list[float], list[float]]:
+        """:meth:`menu_schedules` of one decode node from the prompt's :meth:`menu_terms`:
+        ``(first_step_s per size, total_s per size)``."""
+        g, ll = self._g, self._l
+        if n_decode + self._cmax >= len(g) or n_decode + 1 >= len(ll):
+            self._grow(n_decode + self._cmax, n_decode + 1)
+            g, ll = self._g, self._l
+        kd = self._kdec
+        l1 = ll[n_decode + 1]
+        dp = kd * dec_pairs
+        firsts: list[float] = []
+        totals: list[float] = []
+        for c, n_full, r, n, a_first, a_full, a_rest in terms:
+            if n_full:
+                bc = g[n_decode + c] + l1
+                firsts.append(bc + dp + a_first)
+                total = n_full * bc + a_full
+                if r:
+                    total += g[n_decode + r] + l1 + a_rest
+            else:
+                total = g[n_decode + r] + l1 + a_first
                 firsts.append(total + dp)
             totals.append(total + kd * (n * dec_pairs + n_decode * n * (n - 1) / 2.0))
         return firsts, totals
+
+    def menu_schedules(self, n_decode: int, dec_pairs: float, prompt: int,
+                       menu: tuple[int, ...]) -> tuple[list[float], list[float]]:
+        """:meth:`fixed_schedule` from prefix 0 for every menu size at once (the env's features, the
+        decision context): ``(first_step_s per size, total_s per size)``. Same numbers, less overhead."""
+        return self.menu_rows(n_decode, dec_pairs, self.menu_terms(prompt, menu))
 
     def largest_safe(self, n_decode: int, dec_pairs: float, prompt: int, budget_s: float,
                      menu_desc: tuple[int, ...], done: int = 0) -> tuple[bool, float, list[int]]:
@@ -219,6 +243,12 @@ class ChunkPricer:
         chosen size never increases and the scan keeps its place in the menu.
         """
         kd = self._kdec
+        g, ll = self._g, self._l
+        if n_decode + menu_desc[0] >= len(g) or n_decode + 1 >= len(ll):
+            self._grow(n_decode + menu_desc[0], n_decode + 1)
+            g, ll = self._g, self._l
+        l1 = ll[n_decode + 1]
+        aget = self._attn.get
         total = 0.0
         k = done
         i = 0
@@ -234,7 +264,10 @@ class ChunkPricer:
                 c = menu_desc[j]
                 if c > rest:
                     c = rest
-                s = self.base(n_decode + c, n_decode + 1) + kd * pairs + self.attn(c, k)
+                a = aget((c, k))
+                if a is None:
+                    a = self.attn(c, k)
+                s = g[n_decode + c] + l1 + kd * pairs + a
                 if s <= budget_s:
                     break
                 if c < menu_desc[j]:  # the remainder itself does not fit: a smaller size might

@@ -391,18 +391,21 @@ class Simulator:
         return self._deflect_invalid(rid, d, LARGEST_SAFE) is None
 
     def _deflect_invalid(self, rid: int, d: Any, chunk: Any) -> str | None:
-        cl = self.scenario.cluster
         if not isinstance(d, (int, np.integer)) or not 0 <= d < len(self.dnodes):
             return "decode_node"
         if chunk != LARGEST_SAFE and chunk not in self.menu:
             return "chunk"
-        node = self.dnodes[d]
+        return self._node_refuses(self.dnodes[d], self._kv_need(rid))
+
+    def _node_refuses(self, node: _DecodeNode, need: int) -> str | None:
+        """Why decode node ``node`` cannot take a deflection reserving ``need`` KV tokens now (None: it can)."""
+        cl = self.scenario.cluster
         if cl.max_deflections_per_node < 1 or node.defl is not None:
             return "deflection in flight"
         if len(node.batch) + len(node.pending) + node.incoming + len(node.swapped) + node.swapping_in \
                 >= cl.decode_max_batch:
             return "batch full"
-        if node.kv_reserved + self._kv_need(rid) > node.kv_capacity:
+        if node.kv_reserved + need > node.kv_capacity:
             return "memory"
         return None
 
@@ -948,19 +951,23 @@ class Simulator:
 
     def _build_context(self, rid: int) -> DecisionContext:
         sc = self.scenario
+        cl = sc.cluster
         prompt = self.prompt[rid]
         pr = self.pricer
         tr = self.transfer
-        include_xfer = sc.cluster.ttft_includes_transfer
-        own = pr.prefill_alone(prompt, sc.cluster.prefill_token_budget)
-        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and include_xfer) else 0.0
+        own = pr.prefill_alone(prompt, cl.prefill_token_budget)
+        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and cl.ttft_includes_transfer) \
+            else 0.0
         pviews = []
         ttft_p = []
         for node in self.pnodes:
             w = self.prefill_wait(node)
             pviews.append(PrefillNodeView(node.queued_tokens, len(node.queue), w, self._util_now(node)))
             ttft_p.append(w + own + xfer)
-        budget = sc.deflection.beta * sc.slo.tbt_s
+        tbt = sc.slo.tbt_s
+        budget = sc.deflection.beta * tbt
+        terms = pr.menu_terms(prompt, self.menu)
+        need = self._kv_need(rid)
         dviews = []
         step_s = []
         ttft_d = []
@@ -970,30 +977,23 @@ class Simulator:
         for d in self.dnodes:
             B, sctx, wait_boundary = self.decode_progress(d)
             pairs = sctx + B
-            row_s, totals = pr.menu_schedules(B, pairs, prompt, self.menu)
-            row_t = [wait_boundary + x for x in totals]
+            row_s, totals = pr.menu_rows(B, pairs, terms)
             ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, self.menu_desc)
-            allowed = self.deflect_allowed(rid, d.idx)
             step_s.append(tuple(row_s))
-            ttft_d.append(tuple(row_t))
+            ttft_d.append(tuple([wait_boundary + x for x in totals]))
             ls_ok.append(bool(ok))
             ls_t.append(wait_boundary + total if ok else math.inf)
             ls_first.append(sizes[0] if ok and sizes else 0)
+            defl = d.defl
             dviews.append(DecodeNodeView(
-                batch_size=B, total_context=sctx, pending_admissions=len(d.pending) + d.incoming,
-                free_kv_fraction=1.0 - d.kv_reserved / d.kv_capacity, free_kv_tokens=d.kv_capacity - d.kv_reserved,
-                deflection_in_flight=d.defl is not None,
-                deflection_remaining_tokens=(d.defl[1] - d.defl[2]) if d.defl is not None else 0,
-                decode_step_s=pr.step(B, pairs, 0, 0), tbt_slo_s=sc.slo.tbt_s, utilization=self._util_now(d),
-                can_deflect=allowed,
+                B, sctx, len(d.pending) + d.incoming, 1.0 - d.kv_reserved / d.kv_capacity,
+                d.kv_capacity - d.kv_reserved, defl is not None, (defl[1] - defl[2]) if defl is not None else 0,
+                pr.step(B, pairs, 0, 0), tbt, self._util_now(d), self._node_refuses(d, need) is None,
             ))
         req = RequestView(rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None)
         return DecisionContext(
-            now_s=self.now, request=req, prefill=tuple(pviews), decode=tuple(dviews), chunk_menu=self.menu,
-            step_s=tuple(step_s), ttft_deflect_s=tuple(ttft_d), ttft_prefill_s=tuple(ttft_p),
-            largest_safe_feasible=tuple(ls_ok), largest_safe_ttft_s=tuple(ls_t),
-            largest_safe_first_chunk=tuple(ls_first), ttft_slo_s=sc.slo.ttft_s, tbt_slo_s=sc.slo.tbt_s,
-            beta=sc.deflection.beta,
+            self.now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
+            tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta,
         )
 
     # ------------------------------------------------------------------ results
