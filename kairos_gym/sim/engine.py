@@ -41,7 +41,7 @@ from kairos_gym.sim.hook import (
     PrefillNodeView,
     RequestView,
 )
-from kairos_gym.sim.metrics import RunStats, summarize
+from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PENDING, PATH_PREFILL, PATH_REJECTED, RunStats, summarize
 from kairos_gym.workload import Workload, generate
 
 # event kinds
@@ -52,11 +52,6 @@ _XFER_DONE = 3
 _DECODE_BOUNDARY = 4
 _SWAP_IN_DONE = 5
 
-# request paths
-PATH_PENDING = -2
-PATH_REJECTED = -1
-PATH_PREFILL = 0
-PATH_DEFLECT = 1
 
 _STACK_PRUNE = 1024
 """Size past which a decode node's worst-step stack drops records no batch member can query."""

@@ -15,6 +15,12 @@ import numpy as np
 if TYPE_CHECKING:
     from kairos_gym.sim.engine import Simulator
 
+# request paths (``Simulator.path``)
+PATH_PENDING = -2
+PATH_REJECTED = -1
+PATH_PREFILL = 0
+PATH_DEFLECT = 1
+
 
 class RunStats:
     """Append-only records of token gaps: stretches (t0, dt, n, weight) and single gaps."""
@@ -76,6 +82,18 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q, method="inverted_cdf")) if x.size else math.nan
 
 
+def sorted_percentile(s: np.ndarray, q: float) -> float:
+    """``np.percentile(x, q, method="inverted_cdf")`` of ``s = np.sort(x)`` (NaN-free), bit for bit, without
+    numpy's per-call overhead: sort once, then each percentile is an index (NaN if empty)."""
+    n = s.size
+    if n == 0:
+        return math.nan
+    idx = n * (q / 100.0) - 1.0
+    prev = math.floor(idx)
+    k = prev if idx - prev == 0 else prev + 1
+    return float(s[k if k > 0 else 0])
+
+
 def requests_table(sim: Simulator) -> dict[str, np.ndarray]:
     """Per-request columns: times in seconds from the run's start, -1 for "none" in integer columns."""
     arr = np.asarray(sim.arrival)
@@ -117,56 +135,82 @@ def requests_table(sim: Simulator) -> dict[str, np.ndarray]:
 
 
 def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
-    """The summary JSON of a run (keys documented in docs/metrics.md)."""
+    """The summary JSON of a run (keys documented in docs/metrics.md). Computed from the simulator's
+    per-request lists directly (the same quantities as :func:`requests_table`, without its string columns)."""
     sc = sim.scenario
-    t = requests_table(sim)
-    done = ~np.isnan(t["finish_s"])
-    ttft = t["ttft_s"][done]
-    e2e = t["e2e_s"][done]
-    outp = t["output_tokens"][done]
-    tpot = np.where(outp > 1, (t["finish_s"][done] - t["first_token_s"][done]) / np.maximum(outp - 1, 1), np.nan)
+    f64 = np.float64
+    arr = np.array(sim.arrival, dtype=f64)
+    first = np.array(sim.first_token, dtype=f64)
+    fin = np.array(sim.finish, dtype=f64)
+    path = np.array(sim.path, dtype=np.int64)
+    outp_all = np.array(sim.output, dtype=np.int64)
+    max_gap = np.array(sim.max_gap, dtype=f64)
+    done = ~np.isnan(fin)
+    any_done = bool(done.any())
+    ttft_all = first - arr
+    ttft = np.sort(ttft_all[done])
+    e2e = np.sort((fin - arr)[done])
+    outp = outp_all[done]
+    tpot = np.where(outp > 1, (fin[done] - first[done]) / np.maximum(outp - 1, 1), np.nan)
     tpot = tpot[~np.isnan(tpot)]
     gv, gw = sim.stats.gaps()
     tbt50, tbt95, tbt99 = weighted_percentiles(gv, gw, (50, 95, 99))
     n_gaps = int(gw.sum())
-    ok = (t["ttft_s"] <= sc.slo.ttft_s) & (t["max_tbt_s"] <= sc.slo.tbt_s) & done
-    makespan = float(np.nanmax(t["finish_s"])) if done.any() else 0.0
+    n_ok = int(((ttft_all <= sc.slo.ttft_s) & (max_gap <= sc.slo.tbt_s) & done).sum())
+    n_done = int(done.sum())
+    makespan = float(np.nanmax(fin)) if any_done else 0.0
     span = makespan if makespan > 0 else 1.0
-    n_deflect = int((t["path"] == "deflect").sum())
-    n_routed = int(np.isin(t["path"], ["deflect", "prefill"]).sum())
-    hist: dict[str, int] = {}
+    n_deflect = int((path == PATH_DEFLECT).sum())
+    n_routed = n_deflect + int((path == PATH_PREFILL).sum())
+    hist: dict[int, int] = {}
     for cs in sim.chunks:
-        for c in cs or ():
-            hist[str(c)] = hist.get(str(c), 0) + 1
+        if cs:
+            for c in cs:
+                hist[c] = hist.get(c, 0) + 1
     peak = sim.model.gpu.peak_flops * sim.model.tp
     p_sm = [n.compute_s / span for n in sim.pnodes]
     d_sm = [n.compute_s / span for n in sim.dnodes]
-    sel_p = done & (t["path"] == "prefill")
-    q95 = _pct(t["ttft_s"][sel_p], 95)
-    exec_share = float(np.nanmean(t["ttft_exec_s"][sel_p]) / q95) if sel_p.any() and q95 > 0 else math.nan
+    sel_p = done & (path == PATH_PREFILL)
+    any_p = bool(sel_p.any())
+    if any_p:
+        pstart = np.array(sim.prefill_start, dtype=f64)[sel_p]
+        exec_s = np.array(sim.exec_s, dtype=f64)[sel_p]
+        queue = pstart - arr[sel_p]  # NaN where the prefill never started (not for finished requests)
+        if sc.cluster.ttft_includes_transfer:
+            xs = np.array(sim.xfer_start, dtype=f64)[sel_p]
+            xe = np.array(sim.xfer_end, dtype=f64)[sel_p]
+            transfer = np.where(np.isnan(xe), 0.0, xe - xs)
+            decode_wait = ttft_all[sel_p] - np.nan_to_num(queue) - exec_s - transfer
+        else:
+            transfer = decode_wait = np.zeros(int(sel_p.sum()))
+        q95 = sorted_percentile(np.sort(ttft_all[sel_p]), 95)
+        exec_share = float(np.nanmean(exec_s) / q95) if q95 > 0 else math.nan
+    else:
+        exec_share = math.nan
     out: dict[str, Any] = {
         "scenario": sc.name,
         "source": sim.workload.source,
         "policy": getattr(sim, "policy_name", "custom"),
         "seed": sim.seed,
         "n_requests": sim.n,
-        "n_completed": int(done.sum()),
+        "n_completed": n_done,
         "n_rejected": sim.n_rejected,
         "n_invalid_actions": sim.n_invalid,
-        "ttft_p50": _pct(ttft, 50), "ttft_p90": _pct(ttft, 90), "ttft_p95": _pct(ttft, 95), "ttft_p99": _pct(ttft, 99),
-        "ttft_mean": float(ttft.mean()) if ttft.size else math.nan,
+        "ttft_p50": sorted_percentile(ttft, 50), "ttft_p90": sorted_percentile(ttft, 90),
+        "ttft_p95": sorted_percentile(ttft, 95), "ttft_p99": sorted_percentile(ttft, 99),
+        "ttft_mean": float(ttft_all[done].mean()) if ttft.size else math.nan,
         "tbt_p50": tbt50, "tbt_p95": tbt95, "tbt_p99": tbt99,
         "tbt_violation_rate": sim.tbt_violations / n_gaps if n_gaps else 0.0,
         "tpot_mean": float(tpot.mean()) if tpot.size else math.nan,
-        "e2e_p50": _pct(e2e, 50), "e2e_p95": _pct(e2e, 95),
+        "e2e_p50": sorted_percentile(e2e, 50), "e2e_p95": sorted_percentile(e2e, 95),
         "slo_ttft_s": sc.slo.ttft_s, "slo_tbt_s": sc.slo.tbt_s,
-        "slo_attainment": float(ok.sum() / sim.n) if sim.n else math.nan,
-        "goodput_rps": float(ok.sum() / span),
-        "throughput_rps": float(done.sum() / span),
-        "output_tokens_per_s": float(outp.sum() / span),
+        "slo_attainment": float(n_ok / sim.n) if sim.n else math.nan,
+        "goodput_rps": float(n_ok / span),
+        "throughput_rps": float(n_done / span),
+        "output_tokens_per_s": float(int(outp.sum()) / span),
         "deflection_rate": n_deflect / n_routed if n_routed else 0.0,
-        "chunk_histogram": dict(sorted(hist.items(), key=lambda kv: int(kv[0]))),
-        "kv_bytes_transferred": int(t["kv_bytes_transferred"].sum()),
+        "chunk_histogram": {str(c): hist[c] for c in sorted(hist)},
+        "kv_bytes_transferred": int(sum(sim.kv_moved)),
         "memory_policy": sc.cluster.memory_policy,
         "n_preemptions": sim.n_preemptions,
         "swap_bytes": sim.swap_bytes,
@@ -179,10 +223,10 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "prefill_mfu": float(np.mean([n.flops * sim.model.tp / (peak * span) for n in sim.pnodes])),
         "decode_mfu": float(np.mean([n.flops * sim.model.tp / (peak * span) for n in sim.dnodes])),
         "ttft_breakdown_mean": {
-            "queue": float(np.nanmean(t["ttft_queue_s"][sel_p])) if sel_p.any() else math.nan,
-            "execution": float(np.mean(t["ttft_exec_s"][sel_p])) if sel_p.any() else math.nan,
-            "transfer": float(np.mean(t["ttft_transfer_s"][sel_p])) if sel_p.any() else math.nan,
-            "decode_wait": float(np.mean(t["ttft_decode_wait_s"][sel_p])) if sel_p.any() else math.nan,
+            "queue": float(np.nanmean(queue)) if any_p else math.nan,
+            "execution": float(np.mean(exec_s)) if any_p else math.nan,
+            "transfer": float(np.mean(transfer)) if any_p else math.nan,
+            "decode_wait": float(np.mean(decode_wait)) if any_p else math.nan,
         },
         "prefill_exec_share_of_p95_ttft": exec_share,
         "tbt_gaps": n_gaps,

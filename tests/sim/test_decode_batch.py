@@ -1,0 +1,66 @@
+"""The decode batch's bookkeeping (node step counter, end-step heap, suffix-max worst gaps) against
+brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.sim import Simulator, engine
+from tests.sim.conftest import SMALL, DeflectAll
+
+
+@pytest.mark.parametrize("prune", [4, 1024])
+def test_worst_gap_is_max_over_records_since_join(monkeypatch, prune):
+    monkeypatch.setattr(engine, "_STACK_PRUNE", prune)
+    sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=0)
+    d = sim.dnodes[0]
+    rng = np.random.default_rng(7)
+    history: list[float] = []
+    members: dict[int, tuple[int, float]] = {}  # rid -> (first record index, own gap)
+    rid = 0
+    for i in range(400):
+        if rng.random() < 0.3 or not members:  # a request joins
+            own = float(rng.random() * 0.05)
+            sim._join(d, rid, 100, 1000, own)
+            members[rid] = (d.n_rec, own)
+            rid += 1
+        if members and rng.random() < 0.28:  # one leaves
+            r = int(rng.choice(list(members)))
+            start, own = members.pop(r)
+            assert sim._worst_gap(d, r) == max([own, *history[start:]])
+            sim._leave(d, r)
+        # a falling trend (a long stack, worth pruning) with noise and ties
+        v = float(rng.choice([0.1 - 2e-4 * i + rng.random() * 0.004, 0.02, 0.05]))
+        sim._record(d, v)
+        history.append(v)
+        for r, (start, own) in members.items():
+            assert sim._worst_gap(d, r) == max([own, *history[start:]])
+    # records that are a strict suffix maximum: what the stack would hold without pruning
+    unpruned = sum(1 for i, v in enumerate(history) if all(v > w for w in history[i + 1:]))
+    if prune == 4:
+        assert len(d.smax_idx) < unpruned  # pruned, and every query above still answered correctly
+    else:
+        assert len(d.smax_idx) == unpruned
+
+
+def test_batch_state_matches_brute_force_throughout_a_run():
+    """At every decision: sum of contexts, batch size and next finish agree with per-request recomputation."""
+    sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=2)
+    pol = DeflectAll(256)
+    ctx = sim.next_decision()
+    checked = 0
+    while ctx is not None:
+        for d in sim.dnodes:
+            ctxs = [sim.ctx_base[r] + d.steps for r in d.batch]
+            rems = [sim.end_step[r] - d.steps for r in d.batch]
+            assert d.sum_ctx == sum(ctxs)
+            assert all(c >= sim.prompt[r] for c, r in zip(ctxs, d.batch, strict=True))
+            assert all(x >= 0 for x in rems)
+            assert sorted(d.heap) == sorted((sim.end_step[r], r) for r in d.batch)
+            checked += len(d.batch)
+        sim.apply(pol.decide(ctx))
+        ctx = sim.next_decision()
+    assert checked > 0
+    assert all(not d.batch and not d.heap for d in sim.dnodes)
