@@ -41,7 +41,7 @@ def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
 
 
-def run_bench(env_seconds: float = 3.0) -> dict[str, Any]:
+def run_bench(env_seconds: float = 3.0, env_repeats: int = 3) -> dict[str, Any]:
     """All figures as one dict."""
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.bench import bench_pricing
@@ -53,6 +53,7 @@ def run_bench(env_seconds: float = 3.0) -> dict[str, Any]:
     except ImportError as e:  # the adapter is optional for the simulator figures
         out["env"] = f"unavailable: {e}"
     else:
-        out["env"] = [bench_env(i, seconds=env_seconds) for i in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0")]
+        out["env"] = [bench_env(i, seconds=env_seconds, repeats=env_repeats)
+                      for i in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0")]
     out["peak_rss_mib"] = peak_rss_mib()
     return out

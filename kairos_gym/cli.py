@@ -209,14 +209,16 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput of the simulator, the pricing and the env on this machine")
     p.add_argument("--json", metavar="PATH")
-    p.add_argument("--env-seconds", type=float, default=3.0)
+    p.add_argument("--env-seconds", type=float, default=3.0, help="length of one env timing run (s)")
+    p.add_argument("--env-repeats", type=int, default=3,
+                   help="env timing runs per id; the median is reported (the VM's speed drifts)")
     p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from kairos_gym.bench import run_bench
 
-    res = run_bench(env_seconds=args.env_seconds)
+    res = run_bench(env_seconds=args.env_seconds, env_repeats=args.env_repeats)
     for row in res["simulator"]:
         print(f"simulator {row['scenario']:<11} {row['requests']:>6} requests  {row['wall_time_s']:>7.2f} s wall  "
               f"{row['sim_s_per_wall_s']:>7.1f} sim-s/wall-s  {row['requests_per_wall_s']:>8.1f} req/wall-s")
@@ -225,7 +227,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
           f"scalar p50 {pr['scalar_us_p50']} us, p99 {pr['scalar_us_p99']} us")
     if isinstance(res["env"], list):
         for row in res["env"]:
-            print(f"env       {row['env_id']:<28} {row['decisions_per_s']:>8.0f} decisions/s (random masked policy)")
+            runs = ", ".join(f"{r:,}" for r in row["decisions_per_s_runs"])
+            print(f"env       {row['env_id']:<28} {row['decisions_per_s']:>8,.0f} decisions/s median "
+                  f"(random masked policy; runs: {runs})")
     else:
         print(f"env       {res['env']}")
     print(f"peak RSS  {res['peak_rss_mib']} MiB")
