@@ -45,6 +45,7 @@ class ActionLayout:
         self.decisions: tuple[Decision, ...] = tuple(decisions)
         self.node = np.array(node, dtype=np.intp)  # decode node of each action (-1: prefill path)
         self.chunk = tuple(chunk)  # chunk of each action (0: prefill path or LargestSafe)
+        self._rows: dict[tuple[bool, ...] | None, np.ndarray] = {}
 
     def index(self, action: object) -> int:
         """The action as an int: an int, a numpy integer or a one-element integer array, in ``[0, n)``;
@@ -63,17 +64,22 @@ class ActionLayout:
         """The Decision of an action (validated as in :meth:`index`)."""
         return self.decisions[self.index(action)]
 
-    def mask(self, ctx: DecisionContext | None, out: np.ndarray) -> np.ndarray:
-        """Write the int8 mask of valid actions for ``ctx`` into ``out`` (only 0 when ``ctx`` is None)."""
-        out[0] = 1
-        if ctx is None:
-            out[1:] = 0
-            return out
-        W = self.W
-        lo = 1
-        for dv in ctx.decode:
-            out[lo:lo + W] = dv.can_deflect
-            lo += W
+    def mask(self, ctx: DecisionContext | None, out: np.ndarray | None = None) -> np.ndarray:
+        """The int8 mask of valid actions for ``ctx`` (only action 0 when ``ctx`` is None). Without ``out``
+        the returned array is shared by every call with the same pattern of deflectable nodes: copy it
+        before changing it. With ``out``, the mask is written there and ``out`` is returned."""
+        key = None if ctx is None else tuple([dv.can_deflect for dv in ctx.decode])
+        row = self._rows.get(key)
+        if row is None:  # one row per pattern of deflectable nodes (at most 2**D + 1), built once
+            row = np.zeros(self.n, dtype=np.int8)
+            row[0] = 1
+            for j, ok in enumerate(key or ()):
+                row[1 + j * self.W:1 + (j + 1) * self.W] = ok
+            row.flags.writeable = False
+            self._rows[key] = row
+        if out is None:
+            return row
+        out[:] = row
         return out
 
     def describe(self, action: int) -> str:

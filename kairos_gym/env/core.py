@@ -99,7 +99,6 @@ class KairosEnv(gym.Env):
         self.action_layout = ActionLayout(sc)
         self.action_space = gym.spaces.Discrete(self.action_layout.n)
         self.observation_space = (self.obs_layout.flat_space() if obs_mode == "flat" else self.obs_layout.dict_space())
-        self._obs = np.zeros(self.obs_layout.size, dtype=np.float32)
         self._zero_obs = np.zeros(self.obs_layout.size, dtype=np.float32)
         self._mask = np.zeros(self.action_layout.n, dtype=np.int8)
         self._ttft_s = sc.slo.ttft_s
@@ -250,11 +249,11 @@ class KairosEnv(gym.Env):
 
     # ------------------------------------------------------------------ internals
     def _observe(self, ctx: DecisionContext | None) -> Any:
-        self.action_layout.mask(ctx, self._mask)
+        self._mask = self.action_layout.mask(ctx)  # read-only and shared: infos and action_masks() get copies
         if ctx is None:
             flat = self._zero_obs.copy()
         else:
-            flat = self.obs_layout.encode(ctx, self._obs).copy()
+            flat = np.array(self.obs_layout.values(ctx), dtype=np.float32)  # a new array: nothing to copy
         return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
 
     def _window(self, sim_seed: int) -> Workload:

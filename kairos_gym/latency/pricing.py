@@ -32,11 +32,15 @@ class ChunkPricer:
     grows by ``n_decode`` per step.
     """
 
-    __slots__ = ("_attn", "_cmax", "_cum", "_g", "_gc", "_kdec", "_kdec_cost", "_l", "_lc", "_menu", "model")
+    __slots__ = ("_alone", "_attn", "_cmax", "_cum", "_g", "_gc", "_kdec", "_kdec_cost", "_l", "_lc", "_menu",
+                 "_menu_t", "_terms", "model")
 
     def __init__(self, model: StepLatencyModel, menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)) -> None:
         self.model = model
         self._menu = frozenset(menu)
+        self._menu_t = tuple(menu)
+        self._terms: dict[int, tuple[MenuTerm, ...]] = {}  # prompt -> menu_terms(prompt, menu)
+        self._alone: dict[tuple[int, int], float] = {}  # (prompt, budget) -> prefill_alone
         self._cmax = max(menu)
         # F(T, S) = G[T] + L[S]: the LM head is the only term that depends on S (tables grown on demand)
         self._g: list[float] = []
@@ -175,13 +179,21 @@ class ChunkPricer:
         return first, total, i
 
     def prefill_alone(self, prompt: int, budget: int) -> float:
-        """Seconds to prefill ``prompt`` tokens alone on a prefill node, in steps of at most ``budget``."""
+        """Seconds to prefill ``prompt`` tokens alone on a prefill node, in steps of at most ``budget``
+        (memoised; cleared past ``MEMO_LIMIT`` entries)."""
+        key = (prompt, budget)
+        t = self._alone.get(key)
+        if t is not None:
+            return t
         t = 0.0
         done = 0
         while done < prompt:
             c = budget if prompt - done > budget else prompt - done
             t += self.base(c, 1) + self.attn(c, done)
             done += c
+        if len(self._alone) >= MEMO_LIMIT:
+            self._alone.clear()
+        self._alone[key] = t
         return t
 
     def menu_terms(self, prompt: int, menu: tuple[int, ...]) -> tuple[MenuTerm, ...]:
@@ -189,7 +201,12 @@ class ChunkPricer:
         ``(c, n_full, r, n, first_attn_s, full_attn_s, rest_attn_s)`` with ``prompt = n_full c + r`` in
         ``n`` chunks; ``first_attn_s`` the first chunk's attention, ``full_attn_s`` the attention of the
         ``n_full`` full chunks, ``rest_attn_s`` that of the remainder. Compute once per decision, then price
-        every decode node with :meth:`menu_rows`."""
+        every decode node with :meth:`menu_rows`. Memoised per prompt for the pricer's own menu."""
+        own_menu = menu is self._menu_t or menu == self._menu_t
+        if own_menu:
+            hit = self._terms.get(prompt)
+            if hit is not None:
+                return hit
         out = []
         for c in menu:
             n_full, r = divmod(prompt, c)
@@ -200,7 +217,12 @@ class ChunkPricer:
                 out.append((c, n_full, r, n, self.attn(c, 0), full, self.attn(r, n_full * c) if r else 0.0))
             else:
                 out.append((c, 0, r, 1, self.attn(r, 0), 0.0, 0.0))
-        return tuple(out)
+        terms = tuple(out)
+        if own_menu:
+            if len(self._terms) >= MEMO_LIMIT:
+                self._terms.clear()
+            self._terms[prompt] = terms
+        return terms
 
     def menu_rows(self, n_decode: int, dec_pairs: float,
                   terms: tuple[MenuTerm, ...]) -> tuple[list[float], list[float]]:
@@ -281,5 +303,5 @@ class ChunkPricer:
         return True, total, sizes
 
     def cache_size(self) -> int:
-        """Entries memoised so far (for diagnostics)."""
+        """Attention entries memoised so far (for diagnostics)."""
         return len(self._attn)

@@ -79,11 +79,16 @@ class FairShareLink:
 
     def next_completion(self) -> tuple[float, int] | None:
         """(time, tid) of the transfer that completes first if nothing changes, else None."""
-        if not self._remaining:
+        remaining = self._remaining
+        if not remaining:
             return None
-        tid = min(self._remaining, key=lambda k: (self._remaining[k], k))
-        rem = max(self._remaining[tid], 0.0)
-        return self._last + rem * len(self._remaining) / self.bandwidth, tid
+        if len(remaining) == 1:
+            tid, rem = next(iter(remaining.items()))
+        else:
+            rem, tid = min([(v, k) for k, v in remaining.items()])  # least remaining; ties: smallest id
+        if rem < 0.0:
+            rem = 0.0
+        return self._last + rem * len(remaining) / self.bandwidth, tid
 
     def state(self) -> tuple[float, dict[int, float], int]:
         """A copy of the link's state (for snapshots)."""

@@ -179,6 +179,13 @@ class Simulator:
         self.oracle = oracle
         self.record_timeline = record_timeline
         self._fixed_workload = workload
+        # scenario constants read on the hot path (the scenario is frozen)
+        self._cap = cl.decode_max_batch
+        self._p_budget = cl.prefill_token_budget
+        self._includes = cl.ttft_includes_transfer
+        self._tbt = sc.slo.tbt_s
+        self._ls_budget = sc.deflection.beta * sc.slo.tbt_s  # LargestSafe step budget (s)
+        self._kcost = self.pricer.decode_pair_cost  # (s, FLOPs, compute s) per decode pair
         self.reset(seed)
 
     # ------------------------------------------------------------------ set-up
@@ -288,18 +295,23 @@ class Simulator:
         if self._pending_rid is not None:
             return self._ctx
         ev = self._events
+        pop = heapq.heappop
         while ev:
-            t, _, kind, a, b = heapq.heappop(ev)
-            self._advance_clock(t)
-            if kind == _ARRIVAL:
+            t, _, kind, a, b = pop(ev)
+            if t < self.now:
+                raise RuntimeError(f"clock went backwards: {t} < {self.now}")  # invariant: monotone clock
+            self.wait_area += self.waiting * (t - self._area_t)  # as _advance_clock
+            self._area_t = t
+            self.now = t
+            if kind == _DECODE_BOUNDARY:
+                d = self.dnodes[a]
+                if b == d.version:
+                    self._on_decode_boundary(d)
+            elif kind == _ARRIVAL:
                 if self._on_arrival(a):
                     return self._ctx
             elif kind == _PREFILL_DONE:
                 self._on_prefill_done(self.pnodes[a])
-            elif kind == _DECODE_BOUNDARY:
-                d = self.dnodes[a]
-                if b == d.version:
-                    self._on_decode_boundary(d)
             elif kind == _SWAP_IN_DONE:
                 d = self.dnodes[b]
                 d.swapping_in -= 1
@@ -417,7 +429,7 @@ class Simulator:
             self._start_prefill_step(node)
 
     def _start_prefill_step(self, node: _PrefillNode) -> None:
-        budget = self.scenario.cluster.prefill_token_budget
+        budget = self._p_budget
         step = []
         n_tok = 0
         pairs = 0.0
@@ -578,11 +590,10 @@ class Simulator:
         now = self.now
         if d.swapped:
             self._try_swap_in(d)
-        cap = self.scenario.cluster.decode_max_batch
-        room = cap - len(d.batch) - (1 if d.defl is not None else 0)  # keep a slot for the deflection in flight
+        room = self._cap - len(d.batch) - (1 if d.defl is not None else 0)  # keep a slot for the deflection in flight
         if d.pending and room > 0:
             k = min(len(d.pending), room)
-            drop1 = 0 if self.scenario.cluster.ttft_includes_transfer else 1
+            drop1 = 0 if self._includes else 1
             fresh = []
             for _ in range(k):
                 r = d.pending.popleft()
@@ -599,12 +610,13 @@ class Simulator:
                 self._try_swap_in(d)  # memory just freed: nothing else may wake this node
         B = len(d.batch)
         pr = self.pricer
-        kt, kf, kc = pr.decode_pair_cost
+        kt, kf, kc = self._kcost
         pairs = d.sum_ctx + B
-        if d.defl is not None:
-            rid, prompt, done, chunk = d.defl
+        defl = d.defl
+        if defl is not None:
+            rid, prompt, done, chunk = defl
             if chunk == LARGEST_SAFE:
-                budget = self.scenario.deflection.beta * self.scenario.slo.tbt_s
+                budget = self._ls_budget
                 c = self.menu_desc[-1]
                 for size in self.menu_desc:
                     cc = min(size, prompt - done)
@@ -613,24 +625,31 @@ class Simulator:
                         break
             else:
                 c = chunk
-            c = min(c, prompt - done)
-            if math.isnan(self.prefill_start[rid]):
+            if c > prompt - done:
+                c = prompt - done
+            if done == 0 and math.isnan(self.prefill_start[rid]):
                 self.prefill_start[rid] = now
             bt, bf, bc = pr.base_cost(B + c, B + 1)
             at = pr.attn(c, done)
             dur = bt + kt * pairs + at
             comp = bc + kc * pairs + at  # attention compute time ~ its time (compute-bound prefill)
+            if comp > dur:
+                comp = dur
             d.mode = 2
             d.chunk = c
-            d.start, d.t0, d.dt, d.n = now, dur, 0.0, 1
+            d.start = now
+            d.t0 = dur
+            d.dt = 0.0
+            d.n = 1
             d.busy_s += dur
-            d.compute_s += min(comp, dur)
+            d.compute_s += comp
             d.flops += bf + kf * pairs
-            self._util_update(d, dur, min(comp, dur) / dur)
+            self._util_update(d, dur, comp / dur)
             d.version += 1
             if self.record_timeline:
                 self.timeline.append(("D", d.idx, now, now + dur, f"chunk{c}"))
-            self._push(now + dur, _DECODE_BOUNDARY, d.idx, d.version)
+            self._seq += 1
+            heapq.heappush(self._events, (now + dur, self._seq, _DECODE_BOUNDARY, d.idx, d.version))
             return
         if B == 0:
             d.mode = 0
@@ -649,14 +668,12 @@ class Simulator:
 
     def _on_decode_boundary(self, d: _DecodeNode) -> None:
         """The stretch or chunk step of node d ended now: materialise its steps, then plan again."""
-        now = self.now
         n, t0, dt = d.n, d.t0, d.dt
         B = len(d.batch)
         if d.mode == 1:
             span = n * t0 + dt * n * (n - 1) / 2.0
-            pr = self.pricer
-            _, bf, bc = pr.base_cost(B, B)
-            _, kf, kc = pr.decode_pair_cost
+            _, bf, bc = self.pricer.base_cost(B, B)
+            _, kf, kc = self._kcost
             pairs0 = d.sum_ctx + B
             # sums over steps j of (c0 + j * B * kc): closed form
             sum_pairs = n * pairs0 + B * n * (n - 1) / 2.0
@@ -666,10 +683,12 @@ class Simulator:
             d.flops += n * bf + kf * sum_pairs
             self._util_update(d, span, comp / span if span > 0 else 0.0)
             if self.record_timeline:
-                self.timeline.append(("D", d.idx, d.start, now, "decode"))
-        if B:
-            self._emit_tokens(d, n, t0, dt)
-        if d.mode == 2:
+                self.timeline.append(("D", d.idx, d.start, self.now, "decode"))
+            if B:
+                self._emit_tokens(d, n, t0, dt)
+        else:
+            if B:
+                self._emit_tokens(d, n, t0, dt)
             self._advance_deflection(d)
         d.mode = 0
         self._plan_decode(d)
@@ -784,7 +803,7 @@ class Simulator:
 
     def _emit_tokens(self, d: _DecodeNode, n: int, t0: float, dt: float) -> None:
         """n steps of durations t0 + j dt each gave one token to every request of the batch."""
-        slo = self.scenario.slo.tbt_s
+        slo = self._tbt
         st = self.stats
         fresh = d.fresh  # admitted at this stretch's start: their first step's gap is their own
         n_fresh = len(fresh)
@@ -901,12 +920,12 @@ class Simulator:
     # ------------------------------------------------------------------ utilization shown to policies
     def _util_update(self, node: Any, dur: float, util: float) -> None:
         """Exponentially weighted SM-utilization proxy over ~UTIL_WINDOW_S, updated per step/stretch."""
-        gap = max(0.0, self.now - node.util_t)
-        decay = math.exp(-gap / UTIL_WINDOW_S)
-        node.util_ewma *= decay  # idle time counts as zero utilization
+        now = self.now
+        gap = now - node.util_t
+        ewma = node.util_ewma * math.exp(-(gap if gap > 0.0 else 0.0) / UTIL_WINDOW_S)  # idle time counts as 0
         w = 1.0 - math.exp(-dur / UTIL_WINDOW_S)
-        node.util_ewma = node.util_ewma * (1.0 - w) + util * w
-        node.util_t = self.now + dur
+        node.util_ewma = ewma * (1.0 - w) + util * w
+        node.util_t = now + dur
 
     def _util_now(self, node: Any) -> float:
         gap = self.now - node.util_t
@@ -934,7 +953,7 @@ class Simulator:
         in_step = node.step_tokens if node.step else 0
         rest = node.queued_tokens - in_step
         if rest > 0:
-            budget = self.scenario.cluster.prefill_token_budget
+            budget = self._p_budget
             full, last = divmod(rest, budget)
             wait += full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
             if node.step:
@@ -945,24 +964,30 @@ class Simulator:
 
 
     def _build_context(self, rid: int) -> DecisionContext:
+        """The decision context of request ``rid`` now (decode_progress, prefill_wait and _util_now inlined
+        where marked: this runs at every decision)."""
         sc = self.scenario
-        cl = sc.cluster
+        now = self.now
         prompt = self.prompt[rid]
         pr = self.pricer
         tr = self.transfer
-        own = pr.prefill_alone(prompt, cl.prefill_token_budget)
-        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and cl.ttft_includes_transfer) \
-            else 0.0
+        exp = math.exp
+        own = pr.prefill_alone(prompt, self._p_budget)
+        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and self._includes) else 0.0
         pviews = []
         ttft_p = []
         for node in self.pnodes:
             w = self.prefill_wait(node)
-            pviews.append(PrefillNodeView(node.queued_tokens, len(node.queue), w, self._util_now(node)))
+            gap = now - node.util_t  # as _util_now
+            u = node.util_ewma if gap <= 0 else node.util_ewma * exp(-gap / UTIL_WINDOW_S)
+            pviews.append(PrefillNodeView(node.queued_tokens, len(node.queue), w, u))
             ttft_p.append(w + own + xfer)
-        tbt = sc.slo.tbt_s
-        budget = sc.deflection.beta * tbt
+        tbt = self._tbt
+        budget = self._ls_budget
+        menu_desc = self.menu_desc
         terms = pr.menu_terms(prompt, self.menu)
         need = self._kv_need(rid)
+        kd = pr.sec_per_decode_pair
         dviews = []
         step_s = []
         ttft_d = []
@@ -970,24 +995,35 @@ class Simulator:
         ls_t = []
         ls_first = []
         for d in self.dnodes:
-            B, sctx, wait_boundary = self.decode_progress(d)
+            B = len(d.batch)  # as decode_progress
+            mode = d.mode
+            if mode == 0:
+                sctx, wait_boundary = d.sum_ctx, 0.0
+            else:
+                elapsed = now - d.start
+                t0, dt = d.t0, d.dt
+                j = _steps_within(t0, dt, elapsed) if mode == 1 else 0
+                wait_boundary = max(0.0, (j + 1) * t0 + dt * (j + 1) * j / 2.0 - elapsed)
+                sctx = d.sum_ctx + B * min(j, d.n)
             pairs = sctx + B
             row_s, totals = pr.menu_rows(B, pairs, terms)
-            ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, self.menu_desc)
+            ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, menu_desc)
             step_s.append(tuple(row_s))
             ttft_d.append(tuple([wait_boundary + x for x in totals]))
-            ls_ok.append(bool(ok))
+            ls_ok.append(ok)
             ls_t.append(wait_boundary + total if ok else math.inf)
             ls_first.append(sizes[0] if ok and sizes else 0)
             defl = d.defl
+            gap = now - d.util_t
+            u = d.util_ewma if gap <= 0 else d.util_ewma * exp(-gap / UTIL_WINDOW_S)
             dviews.append(DecodeNodeView(
                 B, sctx, len(d.pending) + d.incoming, 1.0 - d.kv_reserved / d.kv_capacity,
                 d.kv_capacity - d.kv_reserved, defl is not None, (defl[1] - defl[2]) if defl is not None else 0,
-                pr.step(B, pairs, 0, 0), tbt, self._util_now(d), self._node_refuses(d, need) is None,
+                (pr.base(B, B) + kd * pairs) if B else 0.0, tbt, u, self._node_refuses(d, need) is None,
             ))
         req = RequestView(rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None)
         return DecisionContext(
-            self.now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
+            now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
             tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta,
         )
 
