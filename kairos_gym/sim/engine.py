@@ -386,8 +386,12 @@ class Simulator:
         if pn is not None and not (isinstance(pn, int) and 0 <= pn < len(self.pnodes)):
             valid = False
             pn = None
-        if pn is None:
-            pn = min(range(len(self.pnodes)), key=lambda i: (self.pnodes[i].queued_tokens, i))
+        if pn is None:  # join the shortest queue (fewest queued tokens; ties: lowest index)
+            first = self.pnodes[0]
+            pn, fewest = first.idx, first.queued_tokens
+            for node in self.pnodes:
+                if node.queued_tokens < fewest:
+                    pn, fewest = node.idx, node.queued_tokens
         if not valid:
             self.n_invalid += 1
         self._enqueue_prefill(rid, self.pnodes[pn])
@@ -964,8 +968,10 @@ class Simulator:
 
 
     def _build_context(self, rid: int) -> DecisionContext:
-        """The decision context of request ``rid`` now (decode_progress, prefill_wait and _util_now inlined
-        where marked: this runs at every decision)."""
+        """The decision context of request ``rid`` now (decode_progress and _util_now inlined where marked,
+        views built with ``tuple.__new__``, the NamedTuples' own constructor minus its Python-level call:
+        this runs at every decision)."""
+        new = tuple.__new__
         sc = self.scenario
         now = self.now
         prompt = self.prompt[rid]
@@ -980,7 +986,7 @@ class Simulator:
             w = self.prefill_wait(node)
             gap = now - node.util_t  # as _util_now
             u = node.util_ewma if gap <= 0 else node.util_ewma * exp(-gap / UTIL_WINDOW_S)
-            pviews.append(PrefillNodeView(node.queued_tokens, len(node.queue), w, u))
+            pviews.append(new(PrefillNodeView, (node.queued_tokens, len(node.queue), w, u)))
             ttft_p.append(w + own + xfer)
         tbt = self._tbt
         budget = self._ls_budget
@@ -1016,16 +1022,16 @@ class Simulator:
             defl = d.defl
             gap = now - d.util_t
             u = d.util_ewma if gap <= 0 else d.util_ewma * exp(-gap / UTIL_WINDOW_S)
-            dviews.append(DecodeNodeView(
+            dviews.append(new(DecodeNodeView, (
                 B, sctx, len(d.pending) + d.incoming, 1.0 - d.kv_reserved / d.kv_capacity,
                 d.kv_capacity - d.kv_reserved, defl is not None, (defl[1] - defl[2]) if defl is not None else 0,
                 (pr.base(B, B) + kd * pairs) if B else 0.0, tbt, u, self._node_refuses(d, need) is None,
-            ))
-        req = RequestView(rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None)
-        return DecisionContext(
+            )))
+        req = new(RequestView, (rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None))
+        return new(DecisionContext, (
             now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
             tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta,
-        )
+        ))
 
     # ------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:

@@ -64,3 +64,21 @@ def test_batch_state_matches_brute_force_throughout_a_run():
         ctx = sim.next_decision()
     assert checked > 0
     assert all(not d.batch and not d.heap for d in sim.dnodes)
+
+
+def test_context_views_have_every_field():
+    """The context is built with tuple.__new__ (no arity check): every view must be complete and typed."""
+    from kairos_gym.sim.hook import DecisionContext, DecodeNodeView, PrefillNodeView, RequestView
+
+    sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=1)
+    pol = DeflectAll(512)
+    ctx = sim.next_decision()
+    for _ in range(50):
+        assert type(ctx) is DecisionContext and len(ctx) == len(DecisionContext._fields)
+        assert type(ctx.request) is RequestView and len(ctx.request) == len(RequestView._fields)
+        assert all(type(v) is PrefillNodeView and len(v) == len(PrefillNodeView._fields) for v in ctx.prefill)
+        assert all(type(v) is DecodeNodeView and len(v) == len(DecodeNodeView._fields) for v in ctx.decode)
+        assert all(isinstance(v.can_deflect, bool) and isinstance(v.batch_size, int) for v in ctx.decode)
+        assert isinstance(ctx.beta, float) and ctx.chunk_menu == sim.menu
+        sim.apply(pol.decide(ctx))
+        ctx = sim.next_decision()
