@@ -224,10 +224,11 @@ class ChunkPricer:
             self._terms[prompt] = terms
         return terms
 
-    def menu_rows(self, n_decode: int, dec_pairs: float,
-                  terms: tuple[MenuTerm, ...]) -> tuple[list[float], list[float]]:
+    def menu_rows(self, n_decode: int, dec_pairs: float, terms: tuple[MenuTerm, ...],
+                  wait_s: float = 0.0) -> tuple[list[float], list[float]]:
         """:meth:`menu_schedules` of one decode node from the prompt's :meth:`menu_terms`:
-        ``(first_step_s per size, total_s per size)``."""
+        ``(first_step_s per size, wait_s + total_s per size)`` (``wait_s``: time until the schedule can
+        start, e.g. the rest of the step in progress)."""
         g, ll = self._g, self._l
         if n_decode + self._cmax >= len(g) or n_decode + 1 >= len(ll):
             self._grow(n_decode + self._cmax, n_decode + 1)
@@ -247,7 +248,7 @@ class ChunkPricer:
             else:
                 total = g[n_decode + r] + l1 + a_first
                 firsts.append(total + dp)
-            totals.append(total + kd * (n * dec_pairs + n_decode * n * (n - 1) / 2.0))
+            totals.append(wait_s + (total + kd * (n * dec_pairs + n_decode * n * (n - 1) / 2.0)))
         return firsts, totals
 
     def menu_schedules(self, n_decode: int, dec_pairs: float, prompt: int,

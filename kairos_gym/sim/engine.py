@@ -841,7 +841,7 @@ class Simulator:
         # step 0 gives a gap of t0 to every request that already had a token
         w0 = B - n_fresh
         if w0 > 0:
-            st.add_stretch(t0, 0.0, 1, w0)
+            st.add_gap(t0, w0)
             self.tokens_out += w0
             if t0 > slo:
                 self.tbt_violations += w0
@@ -1012,10 +1012,10 @@ class Simulator:
                 wait_boundary = max(0.0, (j + 1) * t0 + dt * (j + 1) * j / 2.0 - elapsed)
                 sctx = d.sum_ctx + B * min(j, d.n)
             pairs = sctx + B
-            row_s, totals = pr.menu_rows(B, pairs, terms)
+            row_s, row_t = pr.menu_rows(B, pairs, terms, wait_boundary)
             ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, menu_desc)
             step_s.append(tuple(row_s))
-            ttft_d.append(tuple([wait_boundary + x for x in totals]))
+            ttft_d.append(tuple(row_t))
             ls_ok.append(ok)
             ls_t.append(wait_boundary + total if ok else math.inf)
             ls_first.append(sizes[0] if ok and sizes else 0)
