@@ -160,8 +160,11 @@ class KairosEnv(gym.Env):
         met, met_tokens, missed = self._slo.update(sim) if track else (0, 0, 0)
         d_wait = sim.wait_area - w0
         d_viol = sim.tbt_violations - v0
-        reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
-                             ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
+        if track:
+            reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
+                                 ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
+        else:  # the default "ttft" reward, as step_reward computes it
+            reward = -(d_wait / self._ttft_s) - self.tbt_penalty * d_viol
         terminated = ctx is None
         truncated = (not terminated) and self.max_decisions is not None and self._decisions >= self.max_decisions
         obs = self._observe(ctx)

@@ -67,6 +67,7 @@ class _PrefillNode:
     queued_tokens: int = 0
     q_pairs: float = 0.0  # sum over queued prompts of rem * (done + (rem + 1) / 2): attention work left
     q_kv: float = 0.0  # sum over queued prompts of their full length (KV read by that attention)
+    wait_cache: tuple[float, float] | None = None  # prefill_wait's queue terms; None after any queue change
     busy_until: float = -1.0  # end of the step in progress, -1 when idle
     step: list | None = None  # [(rid, chunk, prefix)] of the step in progress
     step_tokens: int = 0  # tokens of the step in progress
@@ -429,6 +430,7 @@ class Simulator:
         node.queued_tokens += p
         node.q_pairs += p * (p + 1) / 2.0
         node.q_kv += p
+        node.wait_cache = None
         if node.busy_until < 0:
             self._start_prefill_step(node)
 
@@ -452,6 +454,7 @@ class Simulator:
         if not step:
             node.busy_until = -1.0
             node.step = None
+            node.wait_cache = None
             return
         b = self.pricer.base_cost(n_tok, len(step))
         a = self.pricer.attn_cost(pairs, kv)
@@ -461,6 +464,7 @@ class Simulator:
         node.flops += b[1] + a[1]
         self._util_update(node, dur, (b[2] + a[2]) / dur)
         node.step = step
+        node.wait_cache = None
         node.step_tokens = n_tok
         node.step_pairs = pairs
         node.step_kv = kv
@@ -490,6 +494,7 @@ class Simulator:
             else:
                 node.q_pairs += rem * (dn + (rem + 1) / 2.0)
         node.step = None
+        node.wait_cache = None
         node.busy_until = -1.0
         self._start_prefill_step(node)
 
@@ -954,17 +959,23 @@ class Simulator:
         step in progress, then the queued tokens not in that step (full steps of the budget) and their
         attention (token pairs are additive, so the running chunks' pairs are simply left out)."""
         wait = max(0.0, node.busy_until - self.now) if node.busy_until >= 0 else 0.0
-        in_step = node.step_tokens if node.step else 0
-        rest = node.queued_tokens - in_step
-        if rest > 0:
-            budget = self._p_budget
-            full, last = divmod(rest, budget)
-            wait += full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
-            if node.step:
-                wait += self.pricer.attn_time(node.q_pairs - node.step_pairs, node.q_kv - node.step_kv)
+        cache = node.wait_cache
+        if cache is None:  # the queue terms change only with the queue: computed once per change
+            in_step = node.step_tokens if node.step else 0
+            rest = node.queued_tokens - in_step
+            if rest > 0:
+                budget = self._p_budget
+                full, last = divmod(rest, budget)
+                steps_s = full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
+                if node.step:
+                    attn_s = self.pricer.attn_time(node.q_pairs - node.step_pairs, node.q_kv - node.step_kv)
+                else:
+                    attn_s = self.pricer.attn_time(node.q_pairs, node.q_kv)
+                cache = (steps_s, attn_s)
             else:
-                wait += self.pricer.attn_time(node.q_pairs, node.q_kv)
-        return wait
+                cache = (0.0, 0.0)
+            node.wait_cache = cache
+        return wait + cache[0] + cache[1]
 
 
     def _build_context(self, rid: int) -> DecisionContext:

@@ -46,7 +46,8 @@ def test_worst_gap_is_max_over_records_since_join(monkeypatch, prune):
 
 
 def test_batch_state_matches_brute_force_throughout_a_run():
-    """At every decision: sum of contexts, batch size and next finish agree with per-request recomputation."""
+    """At every decision: sum of contexts, batch size and next finish agree with per-request recomputation,
+    and each prefill node's cached wait terms with a fresh computation."""
     sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=2)
     pol = DeflectAll(256)
     ctx = sim.next_decision()
@@ -60,6 +61,10 @@ def test_batch_state_matches_brute_force_throughout_a_run():
             assert all(x >= 0 for x in rems)
             assert sorted(d.heap) == sorted((sim.end_step[r], r) for r in d.batch)
             checked += len(d.batch)
+        for p in sim.pnodes:  # the cached queue terms of prefill_wait equal a fresh computation
+            cached = sim.prefill_wait(p)
+            p.wait_cache = None
+            assert sim.prefill_wait(p) == cached
         sim.apply(pol.decide(ctx))
         ctx = sim.next_decision()
     assert checked > 0
