@@ -106,13 +106,45 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
     }
 
 
-def main() -> None:  # pragma: no cover - manual use: python -m kairos_gym.env.bench
-    import json
-    import sys
+def run_decisions(env_id: str = "kairos_gym/Kairos-v0", decisions: int = 3000, seed: int = 0) -> dict[str, Any]:
+    """Exactly ``decisions`` steps of the same random masked policy as :func:`bench_env` (a fixed amount of
+    work: what ``tools/count_instructions.sh`` runs under callgrind for a machine-independent cost)."""
+    if isinstance(decisions, bool) or not isinstance(decisions, int) or decisions < 0:
+        raise ConfigError("run_decisions", "decisions", decisions, "a whole number >= 0")
+    env = gym.make(env_id)
+    rng = np.random.default_rng(seed)
+    draws = rng.random(decisions).tolist()
+    start = time.perf_counter()
+    _, info = env.reset(seed=seed)
+    episodes = 0
+    for u in draws:
+        valid = info["action_mask"].nonzero()[0]
+        _, _, terminated, truncated, info = env.step(int(valid[int(u * valid.size)]))
+        if terminated or truncated:
+            episodes += 1
+            _, info = env.reset(seed=seed + episodes)
+    elapsed = time.perf_counter() - start
+    env.close()
+    return {"env_id": env_id, "decisions": decisions, "episodes": episodes, "seconds": elapsed}
 
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
-    for env_id in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"):
-        print(json.dumps(bench_env(env_id, seconds=seconds, repeats=3)))
+
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual use: python -m kairos_gym.env.bench
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m kairos_gym.env.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--seconds", type=float, default=5.0, help="length of one timing run (s)")
+    p.add_argument("--repeats", type=int, default=3, help="timing runs per id (the median is reported)")
+    p.add_argument("--env", action="append", help="env id (repeatable; default Kairos-v0 and KairosSmall-v0)")
+    p.add_argument("--decisions", type=int, default=None,
+                   help="instead of timing: run exactly this many decisions (for instruction counts)")
+    args = p.parse_args(argv)
+    ids = args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]
+    for env_id in ids:
+        if args.decisions is not None:
+            print(json.dumps(run_decisions(env_id, args.decisions)))
+        else:
+            print(json.dumps(bench_env(env_id, seconds=args.seconds, repeats=args.repeats)))
 
 
 if __name__ == "__main__":  # pragma: no cover

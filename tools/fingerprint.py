@@ -1,0 +1,118 @@
+"""Fingerprints of simulator and env results, to check that a refactor or a speed-up changed nothing.
+
+    python tools/fingerprint.py before.json            # on the old checkout (PYTHONPATH=<that checkout>)
+    python tools/fingerprint.py after.json             # on the new one
+    diff before.json after.json                        # no output: bit-identical results
+
+Each entry hashes, for one scenario x policy x seed, every per-request record of the simulator (arrival,
+first token, finish, prefill start/end, execution, transfer, nodes, worst gap, path, KV moved, chunks)
+and the run's summary (minus wall-clock keys); the tight-memory entries cover the ``swap`` policy, the
+``incl`` entries a scenario whose TTFT excludes the transfer. The env entries hash 4,000 steps of
+observations, rewards and end-of-episode summaries on ``Kairos-v0`` and ``KairosSmall-v0`` under a
+seeded random masked policy. Takes about a minute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path.cwd()))  # the checkout being fingerprinted (run from its root)
+
+import gymnasium as gym
+
+import kairos_gym.env  # noqa: F401
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.sim import Decision, Simulator
+from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+
+_COLUMNS = ("arrival", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
+            "p_node", "d_node", "max_gap", "path", "kv_moved")
+
+
+class RandomDeflect:
+    """Uniform over the prefill path and every (node, chunk) deflection, LargestSafe included."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def decide(self, ctx: Any) -> Decision:
+        opts = [Decision.prefill_path()]
+        for i, d in enumerate(ctx.decode):
+            if d.can_deflect:
+                opts += [Decision.deflect(i, c) for c in (0, *ctx.chunk_menu)]
+        return opts[int(self.rng.integers(len(opts)))]
+
+
+def _stable(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in summary.items() if "wall" not in k and "per_s" not in k}
+
+
+def fingerprint(sim: Simulator, summary: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    for k in _COLUMNS:
+        h.update(np.asarray(getattr(sim, k)).tobytes())
+    h.update(repr(sim.chunks).encode())
+    h.update(json.dumps(_stable(summary), sort_keys=True, default=str).encode())
+    h.update(repr((sim.wait_area, sim.tbt_violations, sim.tokens_out, sim.now, sim.n_preemptions,
+                   sim.swap_bytes)).encode())
+    return h.hexdigest()[:16]
+
+
+def _tight(policy: str, capacity: int = 12_000, **cluster: Any) -> Simulator:
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": policy, "overlong": "reject", **cluster}})
+    sim = Simulator(sc, seed=0)
+    for d in sim.dnodes:
+        d.kv_capacity = capacity
+    sim.kv_capacity = capacity
+    return sim
+
+
+def main(out_path: str) -> None:
+    out: dict[str, str] = {}
+    for scen in ("bursty", "decode-heavy", "azure-code", "mooncake", "small"):
+        for name in ("nodef", "d512", "dls", "rand"):
+            for seed in (0, 1):
+                pol = {"nodef": NoDeflect(), "d512": DeflectAll(512), "dls": DeflectAll(0),
+                       "rand": RandomDeflect(seed)}[name]
+                sim = Simulator(scen, seed=seed)
+                out[f"{scen}/{name}/{seed}"] = fingerprint(sim, sim.run(pol))
+    for mp in ("swap", "reserve"):
+        for name, pol in (("nodef", NoDeflect()), ("d256", DeflectAll(256)), ("rand", RandomDeflect(3))):
+            sim = _tight(mp)
+            out[f"tight-{mp}/{name}"] = fingerprint(sim, sim.run(pol))
+    sim = _tight("swap", swap_bandwidth_bytes_per_s=1e8)
+    out["tight-swap-slow"] = fingerprint(sim, sim.run(DeflectAll(128)))
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
+    for name, pol in (("nodef", NoDeflect()), ("rand", RandomDeflect(5))):
+        sim = Simulator(sc, seed=2)
+        out[f"incl/{name}"] = fingerprint(sim, sim.run(pol))
+    for env_id in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"):
+        env = gym.make(env_id)
+        rng = np.random.default_rng(0)
+        h = hashlib.sha256()
+        obs, info = env.reset(seed=0)
+        episodes = 0
+        for _ in range(4000):
+            valid = np.flatnonzero(info["action_mask"])
+            obs, reward, terminated, truncated, info = env.step(int(valid[rng.integers(valid.size)]))
+            h.update(obs.tobytes())
+            h.update(np.float64(reward).tobytes())
+            if terminated or truncated:
+                episodes += 1
+                h.update(json.dumps(_stable(info.get("summary", {})), sort_keys=True, default=str).encode())
+                obs, info = env.reset(seed=episodes)
+        out[env_id] = h.hexdigest()[:16]
+    Path(out_path).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"{len(out)} fingerprints -> {out_path}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tools/fingerprint.py OUT.json  (run from the checkout's root)")
+    main(sys.argv[1])
