@@ -68,3 +68,20 @@ def test_bench_env_reports_rate():
     res = bench_env("kairos_gym/Kairos-v0", seconds=0.3, scenario={"name": "b", "workload": {"num_requests": 50}})
     assert res["decisions"] > 0 and res["decisions_per_s"] > 0 and 0 < res["sim_share"] < 1
     assert res["episodes"] >= 1
+
+
+def test_bench_env_repeats_and_fixed_work():
+    from kairos_gym.env.bench import run_decisions
+    from kairos_gym.errors import ConfigError
+
+    res = bench_env("kairos_gym/KairosSmall-v0", seconds=0.1, repeats=3)
+    assert len(res["decisions_per_s_runs"]) == 3
+    runs = res["decisions_per_s_runs"]  # rounded rates; the median is one of them (3 runs)
+    assert any(abs(res["decisions_per_s"] - r) <= 0.5 for r in runs) and min(runs) - 0.5 <= res["decisions_per_s"]
+    fixed = run_decisions("kairos_gym/KairosSmall-v0", decisions=450)
+    assert fixed["decisions"] == 450 and fixed["episodes"] >= 2  # 200-request episodes: resets happened
+    for bad in ({"repeats": 0}, {"repeats": 1.5}, {"seconds": 0}):
+        with pytest.raises(ConfigError):
+            bench_env("kairos_gym/KairosSmall-v0", **bad)
+    with pytest.raises(ConfigError):
+        run_decisions("kairos_gym/KairosSmall-v0", decisions=-1)
