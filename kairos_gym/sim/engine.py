@@ -5,7 +5,8 @@ or completion, a deflected chunk completing, and the end of a decode *stretch* (
 steps with a fixed batch, ended by the first request to finish or by an admission). Within a stretch
 the step time grows exactly linearly with the step index (decode attention is the only term that
 depends on the contexts, and it is linear in them), so a stretch of any length costs O(1) Python work:
-``S(n) = n * t0 + dt * n (n - 1) / 2``.
+``S(n) = n * t0 + dt * n (n - 1) / 2``. The batch itself is bookkept without per-request arrays (see
+:class:`_DecodeNode`): a stretch or chunk step costs O(1) plus O(log B) per request that finishes.
 
 Event ties are broken by (time, sequence number). All randomness comes from one seeded
 ``numpy.random.Generator`` (the workload). No gymnasium import here.
