@@ -696,7 +696,7 @@ class Simulator:
                 self.timeline.append(("D", d.idx, d.start, self.now, "decode"))
             if B:
                 self._emit_tokens(d, n, t0, dt)
-        else:
+        elif d.mode == 2:  # a chunk step of the deflection in flight
             if B:
                 self._emit_tokens(d, n, t0, dt)
             self._advance_deflection(d)
