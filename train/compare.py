@@ -30,7 +30,7 @@ MD_KEYS = (("ttft_p95", "TTFT P95 s", "{:.3g}"), ("slo_attainment", "SLO att", "
            ("tbt_violation_rate", "TBT viol", "{:.4f}"), ("deflection_rate", "deflect", "{:.3f}"))
 DEFAULT_SCENARIOS = ("bursty", "bursty:workload.arrival.rate=16", "bursty:workload.arrival.rate=28", "steady",
                      "decode-heavy", "azure-code", "azure-conv", "azure-conv:workload.arrival.rate_scale=6",
-                     "mooncake", "mooncake:workload.arrival.rate_scale=1.5")
+                     "mooncake", "mooncake:workload.arrival.rate_scale=0.225")
 
 
 def parse_scenario(spec: str) -> tuple[str, ScenarioConfig]:
