@@ -45,11 +45,18 @@ def test_worst_gap_is_max_over_records_since_join(monkeypatch, prune):
         assert len(d.smax_idx) == unpruned
 
 
-def test_batch_state_matches_brute_force_throughout_a_run():
+@pytest.mark.parametrize("variant", ["reserve", "swap-tight", "ttft-without-transfer", "largest-safe"])
+def test_batch_state_matches_brute_force_throughout_a_run(variant):
     """At every decision: sum of contexts, batch size and next finish agree with per-request recomputation,
     and each prefill node's cached wait terms with a fresh computation."""
-    sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=2)
-    pol = DeflectAll(256)
+    cluster = {"swap-tight": {"memory_policy": "swap", "overlong": "reject"},
+               "ttft-without-transfer": {"ttft_includes_transfer": False}}.get(variant, {})
+    sim = Simulator(ScenarioConfig.from_dict({**SMALL, "cluster": cluster}), seed=2)
+    if variant == "swap-tight":  # memory so tight that requests get preempted and swapped back
+        for d in sim.dnodes:
+            d.kv_capacity = 12_000
+        sim.kv_capacity = 12_000
+    pol = DeflectAll(0 if variant == "largest-safe" else 256)
     ctx = sim.next_decision()
     checked = 0
     while ctx is not None:
@@ -69,6 +76,8 @@ def test_batch_state_matches_brute_force_throughout_a_run():
         ctx = sim.next_decision()
     assert checked > 0
     assert all(not d.batch and not d.heap for d in sim.dnodes)
+    if variant == "swap-tight":
+        assert sim.n_preemptions > 0
 
 
 def test_context_views_have_every_field():
