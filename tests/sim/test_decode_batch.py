@@ -72,6 +72,12 @@ def test_batch_state_matches_brute_force_throughout_a_run(variant):
             cached = sim.prefill_wait(p)
             p.wait_cache = None
             assert sim.prefill_wait(p) == cached
+        # the context inlines decode_progress, _util_now and prefill_wait: same numbers as the methods
+        for d, view in zip(sim.dnodes, ctx.decode, strict=True):
+            assert sim.decode_progress(d)[:2] == (view.batch_size, view.total_context)
+            assert sim._util_now(d) == view.utilization
+        for p, view in zip(sim.pnodes, ctx.prefill, strict=True):
+            assert (sim.prefill_wait(p), sim._util_now(p)) == (view.predicted_wait_s, view.utilization)
         sim.apply(pol.decide(ctx))
         ctx = sim.next_decision()
     assert checked > 0
