@@ -5,9 +5,9 @@
 #   tools/count_instructions.sh [ENV_ID] [DECISIONS]      e.g. tools/count_instructions.sh kairos_gym/Kairos-v0 3000
 #   SRC=/path/to/other/checkout tools/count_instructions.sh ...   (measure another commit with this venv)
 #
-# Steps the env DECISIONS times with the random masked policy of `kairos-gym bench` (uniform over the
-# valid actions, draws from numpy's default_rng(0); the same loop as kairos_gym.env.bench.run_decisions,
-# inlined here so that it runs on any checkout) and once with 1 decision, and prints
+# Runs `kairos_gym.env.bench.run_decisions` (the random masked policy of `kairos-gym bench`, numpy
+# default_rng(0) draws) from THIS checkout's bench.py against SRC's package, so any commit is measured
+# with the same driver: DECISIONS decisions and 1 decision, printing
 # (instructions(N) - instructions(1)) / (N - 1): imports and env construction cancel out.
 # Takes ~30x the plain run time (about a minute for 3,000 decisions).
 set -euo pipefail
@@ -19,24 +19,14 @@ PY="${PYTHON:-$HERE/.venv/bin/python}"
 command -v valgrind >/dev/null || { echo "count_instructions.sh: valgrind not found (install valgrind)" >&2; exit 2; }
 [[ "$N" =~ ^[0-9]+$ && "$N" -gt 1 ]] || { echo "count_instructions.sh: DECISIONS must be a whole number > 1, got '$N'" >&2; exit 2; }
 DRIVER='
-import sys
-import numpy as np, gymnasium as gym
-import kairos_gym.env  # noqa: F401
-env_id, n = sys.argv[1], int(sys.argv[2])
-env = gym.make(env_id)
-draws = np.random.default_rng(0).random(n).tolist()
-_, info = env.reset(seed=0)
-episodes = 0
-for u in draws:
-    valid = info["action_mask"].nonzero()[0]
-    _, _, terminated, truncated, info = env.step(int(valid[int(u * valid.size)]))
-    if terminated or truncated:
-        episodes += 1
-        _, info = env.reset(seed=episodes)
+import runpy, sys
+bench, env_id, n = sys.argv[1:4]
+sys.argv = [bench, "--env", env_id, "--decisions", n]
+runpy.run_path(bench, run_name="__main__")  # a file path: sys.path is left alone, kairos_gym comes from SRC
 '
 count() {
   (cd "$SRC" && PYTHONPATH="$SRC" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-    "$PY" -c "$DRIVER" "$ENV_ID" "$1" 2>&1 >/dev/null | awk '/Collected/ {print $4}')
+    "$PY" -c "$DRIVER" "$HERE/kairos_gym/env/bench.py" "$ENV_ID" "$1" 2>&1 >/dev/null | awk '/Collected/ {print $4}')
 }
 one=$(count 1)
 many=$(count "$N")

@@ -1,8 +1,11 @@
 """Fingerprints of simulator and env results, to check that a refactor or a speed-up changed nothing.
 
-    python tools/fingerprint.py before.json            # on the old checkout (PYTHONPATH=<that checkout>)
-    python tools/fingerprint.py after.json             # on the new one
-    diff before.json after.json                        # no output: bit-identical results
+    cd <old checkout> && python <this checkout>/tools/fingerprint.py /tmp/before.json
+    cd <new checkout> && python tools/fingerprint.py /tmp/after.json
+    diff /tmp/before.json /tmp/after.json              # no output: bit-identical results
+
+The package under test is the one in the current directory; the workloads, policies and memory set-up
+come from this checkout (``tests/sim/conftest.py`` next to this file), so both sides run the same cases.
 
 Each entry hashes, for one scenario x policy x seed, every per-request record of the simulator (arrival,
 first token, finish, prefill start/end, execution, transfer, nodes, worst gap, path, KV moved, chunks)
@@ -15,6 +18,7 @@ seeded random masked policy. Takes about a minute.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -29,7 +33,14 @@ import gymnasium as gym
 import kairos_gym.env  # noqa: F401
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
-from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+
+_spec = importlib.util.spec_from_file_location(
+    "fingerprint_cases", Path(__file__).resolve().parent.parent / "tests" / "sim" / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+_cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_cases)
+SMALL, DeflectAll, NoDeflect = _cases.SMALL, _cases.DeflectAll, _cases.NoDeflect
+tight_memory_sim = _cases.tight_memory_sim
 
 _COLUMNS = ("arrival", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
             "p_node", "d_node", "max_gap", "path", "kv_moved")
@@ -64,15 +75,6 @@ def fingerprint(sim: Simulator, summary: dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def _tight(policy: str, capacity: int = 12_000, **cluster: Any) -> Simulator:
-    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": policy, "overlong": "reject", **cluster}})
-    sim = Simulator(sc, seed=0)
-    for d in sim.dnodes:
-        d.kv_capacity = capacity
-    sim.kv_capacity = capacity
-    return sim
-
-
 def main(out_path: str) -> None:
     out: dict[str, str] = {}
     for scen in ("bursty", "decode-heavy", "azure-code", "mooncake", "small"):
@@ -84,9 +86,9 @@ def main(out_path: str) -> None:
                 out[f"{scen}/{name}/{seed}"] = fingerprint(sim, sim.run(pol))
     for mp in ("swap", "reserve"):
         for name, pol in (("nodef", NoDeflect()), ("d256", DeflectAll(256)), ("rand", RandomDeflect(3))):
-            sim = _tight(mp)
+            sim = tight_memory_sim(mp)
             out[f"tight-{mp}/{name}"] = fingerprint(sim, sim.run(pol))
-    sim = _tight("swap", swap_bandwidth_bytes_per_s=1e8)
+    sim = tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8)
     out["tight-swap-slow"] = fingerprint(sim, sim.run(DeflectAll(128)))
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
     for name, pol in (("nodef", NoDeflect()), ("rand", RandomDeflect(5))):

@@ -22,6 +22,18 @@ import kairos_gym.env  # noqa: F401  (registers the ids)
 from kairos_gym.errors import ConfigError
 
 
+def _random_step(env: Any, info: dict[str, Any], u: float, seed: int, episodes: int) -> tuple[dict[str, Any], int]:
+    """One decision of the benchmark's policy: uniform over the valid actions (``u``: a uniform draw in
+    [0, 1), scaled to their number); at an episode's end, reset with seed ``seed + episodes``. Returns
+    ``(info, episodes)``."""
+    valid = info["action_mask"].nonzero()[0]
+    _, _, terminated, truncated, info = env.step(int(valid[int(u * valid.size)]))
+    if terminated or truncated:
+        episodes += 1
+        _, info = env.reset(seed=seed + episodes)
+    return info, episodes
+
+
 def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: int = 0, repeats: int = 1,
               **make_kwargs: Any) -> dict[str, Any]:
     """Step ``gym.make(env_id, **make_kwargs)`` with a random masked policy for about ``seconds``, ``repeats``
@@ -75,17 +87,12 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
             start = pc()
             deadline = start + seconds
             while True:
-                valid = info["action_mask"].nonzero()[0]
                 if k == 4096:
                     draws = rng.random(4096).tolist()
                     k = 0
-                action = int(valid[int(draws[k] * valid.size)])
+                info, episodes = _random_step(env, info, draws[k], seed, episodes)
                 k += 1
-                _, _, terminated, truncated, info = env.step(action)
                 n += 1
-                if terminated or truncated:
-                    episodes += 1
-                    _, info = env.reset(seed=seed + episodes)
                 if n % 64 == 0 and pc() >= deadline:
                     break
             run = pc() - start
@@ -118,11 +125,7 @@ def run_decisions(env_id: str = "kairos_gym/Kairos-v0", decisions: int = 3000, s
     _, info = env.reset(seed=seed)
     episodes = 0
     for u in draws:
-        valid = info["action_mask"].nonzero()[0]
-        _, _, terminated, truncated, info = env.step(int(valid[int(u * valid.size)]))
-        if terminated or truncated:
-            episodes += 1
-            _, info = env.reset(seed=seed + episodes)
+        info, episodes = _random_step(env, info, u, seed, episodes)
     elapsed = time.perf_counter() - start
     env.close()
     return {"env_id": env_id, "decisions": decisions, "episodes": episodes, "seconds": elapsed}

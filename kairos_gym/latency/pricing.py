@@ -97,6 +97,12 @@ class ChunkPricer:
             self._lc = [m.lm_head_cost(float(s)) for s in range(max(n_seqs + 1, 2 * len(self._l)))]
             self._l = [x[0] for x in self._lc]
 
+    def _tables(self, n_tokens: int, n_seqs: int) -> tuple[list[float], list[float]]:
+        """The G and L tables (seconds), grown first if they do not reach ``n_tokens`` / ``n_seqs``."""
+        if n_tokens >= len(self._g) or n_seqs >= len(self._l):
+            self._grow(n_tokens, n_seqs)
+        return self._g, self._l
+
     def base(self, n_tokens: int, n_seqs: int) -> float:
         """F(T, S): everything but attention, in seconds (table look-ups)."""
         try:
@@ -229,10 +235,7 @@ class ChunkPricer:
         """:meth:`menu_schedules` of one decode node from the prompt's :meth:`menu_terms`:
         ``(first_step_s per size, wait_s + total_s per size)`` (``wait_s``: time until the schedule can
         start, e.g. the rest of the step in progress)."""
-        g, ll = self._g, self._l
-        if n_decode + self._cmax >= len(g) or n_decode + 1 >= len(ll):
-            self._grow(n_decode + self._cmax, n_decode + 1)
-            g, ll = self._g, self._l
+        g, ll = self._tables(n_decode + self._cmax, n_decode + 1)
         kd = self._kdec
         l1 = ll[n_decode + 1]
         dp = kd * dec_pairs
@@ -266,10 +269,7 @@ class ChunkPricer:
         chosen size never increases and the scan keeps its place in the menu.
         """
         kd = self._kdec
-        g, ll = self._g, self._l
-        if n_decode + menu_desc[0] >= len(g) or n_decode + 1 >= len(ll):
-            self._grow(n_decode + menu_desc[0], n_decode + 1)
-            g, ll = self._g, self._l
+        g, ll = self._tables(n_decode + menu_desc[0], n_decode + 1)
         l1 = ll[n_decode + 1]
         aget = self._attn.get
         total = 0.0

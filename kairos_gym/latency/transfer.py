@@ -82,10 +82,7 @@ class FairShareLink:
         remaining = self._remaining
         if not remaining:
             return None
-        if len(remaining) == 1:
-            tid, rem = next(iter(remaining.items()))
-        else:
-            rem, tid = min([(v, k) for k, v in remaining.items()])  # least remaining; ties: smallest id
+        rem, tid = min([(v, k) for k, v in remaining.items()])  # least remaining; ties: smallest id
         if rem < 0.0:
             rem = 0.0
         return self._last + rem * len(remaining) / self.bandwidth, tid

@@ -300,11 +300,7 @@ class Simulator:
         pop = heapq.heappop
         while ev:
             t, _, kind, a, b = pop(ev)
-            if t < self.now:
-                raise RuntimeError(f"clock went backwards: {t} < {self.now}")  # invariant: monotone clock
-            self.wait_area += self.waiting * (t - self._area_t)  # as _advance_clock
-            self._area_t = t
-            self.now = t
+            self._advance_clock(t)
             if kind == _DECODE_BOUNDARY:
                 d = self.dnodes[a]
                 if b == d.version:
@@ -658,8 +654,7 @@ class Simulator:
             d.version += 1
             if self.record_timeline:
                 self.timeline.append(("D", d.idx, now, now + dur, f"chunk{c}"))
-            self._seq += 1
-            heapq.heappush(self._events, (now + dur, self._seq, _DECODE_BOUNDARY, d.idx, d.version))
+            self._push(now + dur, _DECODE_BOUNDARY, d.idx, d.version)
             return
         if B == 0:
             d.mode = 0
@@ -980,32 +975,27 @@ class Simulator:
 
 
     def _build_context(self, rid: int) -> DecisionContext:
-        """The decision context of request ``rid`` now (decode_progress and _util_now inlined where marked,
-        views built with ``tuple.__new__``, the NamedTuples' own constructor minus its Python-level call:
-        this runs at every decision)."""
+        """The decision context of request ``rid`` now (views built with ``tuple.__new__``, the NamedTuples'
+        own constructor minus its Python-level call: this runs at every decision)."""
         new = tuple.__new__
         sc = self.scenario
         now = self.now
         prompt = self.prompt[rid]
         pr = self.pricer
         tr = self.transfer
-        exp = math.exp
         own = pr.prefill_alone(prompt, self._p_budget)
         xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and self._includes) else 0.0
         pviews = []
         ttft_p = []
         for node in self.pnodes:
             w = self.prefill_wait(node)
-            gap = now - node.util_t  # as _util_now
-            u = node.util_ewma if gap <= 0 else node.util_ewma * exp(-gap / UTIL_WINDOW_S)
-            pviews.append(new(PrefillNodeView, (node.queued_tokens, len(node.queue), w, u)))
+            pviews.append(new(PrefillNodeView, (node.queued_tokens, len(node.queue), w, self._util_now(node))))
             ttft_p.append(w + own + xfer)
         tbt = self._tbt
         budget = self._ls_budget
         menu_desc = self.menu_desc
         terms = pr.menu_terms(prompt, self.menu)
         need = self._kv_need(rid)
-        kd = pr.sec_per_decode_pair
         dviews = []
         step_s = []
         ttft_d = []
@@ -1013,16 +1003,7 @@ class Simulator:
         ls_t = []
         ls_first = []
         for d in self.dnodes:
-            B = len(d.batch)  # as decode_progress
-            mode = d.mode
-            if mode == 0:
-                sctx, wait_boundary = d.sum_ctx, 0.0
-            else:
-                elapsed = now - d.start
-                t0, dt = d.t0, d.dt
-                j = _steps_within(t0, dt, elapsed) if mode == 1 else 0
-                wait_boundary = max(0.0, (j + 1) * t0 + dt * (j + 1) * j / 2.0 - elapsed)
-                sctx = d.sum_ctx + B * min(j, d.n)
+            B, sctx, wait_boundary = self.decode_progress(d)
             pairs = sctx + B
             row_s, row_t = pr.menu_rows(B, pairs, terms, wait_boundary)
             ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, menu_desc)
@@ -1032,12 +1013,10 @@ class Simulator:
             ls_t.append(wait_boundary + total if ok else math.inf)
             ls_first.append(sizes[0] if ok and sizes else 0)
             defl = d.defl
-            gap = now - d.util_t
-            u = d.util_ewma if gap <= 0 else d.util_ewma * exp(-gap / UTIL_WINDOW_S)
             dviews.append(new(DecodeNodeView, (
                 B, sctx, len(d.pending) + d.incoming, 1.0 - d.kv_reserved / d.kv_capacity,
                 d.kv_capacity - d.kv_reserved, defl is not None, (defl[1] - defl[2]) if defl is not None else 0,
-                (pr.base(B, B) + kd * pairs) if B else 0.0, tbt, u, self._node_refuses(d, need) is None,
+                pr.step(B, pairs, 0, 0), tbt, self._util_now(d), self._node_refuses(d, need) is None,
             )))
         req = new(RequestView, (rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None))
         return new(DecisionContext, (

@@ -78,10 +78,6 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[floa
     return out
 
 
-def _pct(x: np.ndarray, q: float) -> float:
-    return float(np.percentile(x, q, method="inverted_cdf")) if x.size else math.nan
-
-
 def sorted_percentile(s: np.ndarray, q: float) -> float:
     """``np.percentile(x, q, method="inverted_cdf")`` of ``s = np.sort(x)`` (NaN-free), bit for bit, without
     numpy's per-call overhead: sort once, then each percentile is an index (NaN if empty)."""

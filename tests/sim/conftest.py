@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kairos_gym.sim import Decision
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.sim import Decision, Simulator
 
 SMALL = {
     "name": "t",
@@ -15,6 +16,17 @@ SMALL = {
                     "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
     },
 }
+
+
+def tight_memory_sim(policy: str, capacity: int = 12_000, seed: int = 0, **cluster) -> Simulator:
+    """SMALL under memory policy ``policy`` with every decode node's KV capacity cut to ``capacity`` tokens
+    (overlong requests rejected): memory is the binding constraint and ``swap`` preempts."""
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": policy, "overlong": "reject", **cluster}})
+    sim = Simulator(sc, seed=seed)
+    for d in sim.dnodes:
+        d.kv_capacity = capacity
+    sim.kv_capacity = capacity
+    return sim
 
 
 class NoDeflect:

@@ -11,16 +11,7 @@ import pytest
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.sim import Simulator
-from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
-
-
-def _tight(policy: str, capacity: int = 12_000, **cluster) -> Simulator:
-    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": policy, "overlong": "reject", **cluster}})
-    sim = Simulator(sc, seed=0)
-    for d in sim.dnodes:
-        d.kv_capacity = capacity
-    sim.kv_capacity = capacity
-    return sim
+from tests.sim.conftest import SMALL, DeflectAll, NoDeflect, tight_memory_sim
 
 
 def _drive(sim: Simulator, policy) -> dict:
@@ -37,7 +28,7 @@ def _drive(sim: Simulator, policy) -> dict:
 
 @pytest.mark.parametrize("policy", [NoDeflect(), DeflectAll(512)], ids=["no-deflect", "deflect"])
 def test_swap_preempts_and_conserves(policy):
-    sim = _tight("swap")
+    sim = tight_memory_sim("swap")
     s = _drive(sim, policy)
     assert s["n_preemptions"] > 0 and s["swap_bytes"] > 0
     assert s["n_completed"] + s["n_rejected"] == sim.n
@@ -50,14 +41,14 @@ def test_swap_preempts_and_conserves(policy):
 
 
 def test_reserve_never_preempts_under_the_same_pressure():
-    sim = _tight("reserve")
+    sim = tight_memory_sim("reserve")
     s = _drive(sim, NoDeflect())
     assert s["n_preemptions"] == 0 and s["swap_bytes"] == 0
     assert s["n_completed"] + s["n_rejected"] == sim.n
 
 
 def test_swap_gaps_include_the_swap():
-    sim = _tight("swap", swap_bandwidth_bytes_per_s=1e8)  # a slow link: swapped requests see a long gap
+    sim = tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8)  # a slow link: swapped requests see a long gap
     s = _drive(sim, NoDeflect())
     assert s["n_preemptions"] > 0
     t = sim.requests_table()
@@ -65,8 +56,8 @@ def test_swap_gaps_include_the_swap():
 
 
 def test_swap_is_deterministic():
-    a = _drive(_tight("swap"), DeflectAll(256))
-    b = _drive(_tight("swap"), DeflectAll(256))
+    a = _drive(tight_memory_sim("swap"), DeflectAll(256))
+    b = _drive(tight_memory_sim("swap"), DeflectAll(256))
     a.pop("wall_time_s")
     b.pop("wall_time_s")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
