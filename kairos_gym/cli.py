@@ -218,6 +218,10 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from kairos_gym.bench import run_bench
 
+    if not args.env_seconds > 0:  # checked before the minutes of simulator timing, not after
+        raise ConfigError("kairos-gym bench", "--env-seconds", args.env_seconds, "a number of seconds > 0")
+    if args.env_repeats < 1:
+        raise ConfigError("kairos-gym bench", "--env-repeats", args.env_repeats, "a whole number >= 1")
     res = run_bench(env_seconds=args.env_seconds, env_repeats=args.env_repeats)
     for row in res["simulator"]:
         print(f"simulator {row['scenario']:<11} {row['requests']:>6} requests  {row['wall_time_s']:>7.2f} s wall  "

@@ -95,6 +95,8 @@ def test_cli_simulate_json(tmp_path, capsys):
     (["evaluate", "--seeds", "x"], "--seeds"),
     (["sweep", "--loads", "a"], "--loads"),
     (["latency", "--model", "gpt-9"], "gpt-9"),
+    (["bench", "--env-repeats", "0"], "--env-repeats"),
+    (["bench", "--env-seconds", "-1"], "--env-seconds"),
 ])
 def test_cli_bad_input_one_clear_error(argv, needle, capsys):
     assert main(argv) == 2
