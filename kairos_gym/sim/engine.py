@@ -259,6 +259,7 @@ class Simulator:
             d.pending = deque()
             d.swapped = deque()
             self.dnodes.append(d)
+        self._nodes = [*self.pnodes, *self.dnodes]  # prefill nodes first (the context's utilization list)
         self.links = [FairShareLink(sc.transfer.bandwidth_bytes_per_s) for _ in self.pnodes]
         self.awaiting_memory: deque[int] = deque()
         # statistics
@@ -285,12 +286,6 @@ class Simulator:
         self._seq += 1
         heapq.heappush(self._events, (t, self._seq, kind, a, b))
 
-    def _advance_clock(self, t: float) -> None:
-        if t < self.now:
-            raise RuntimeError(f"clock went backwards: {t} < {self.now}")  # invariant: monotone clock
-        self.wait_area += self.waiting * (t - self._area_t)
-        self._area_t = t
-        self.now = t
 
     def next_decision(self) -> DecisionContext | None:
         """Run events until a request needs a routing decision; None when every request is done."""
@@ -300,7 +295,11 @@ class Simulator:
         pop = heapq.heappop
         while ev:
             t, _, kind, a, b = pop(ev)
-            self._advance_clock(t)
+            if t < self.now:  # the only place the clock moves
+                raise RuntimeError(f"clock went backwards: {t} < {self.now}")  # invariant: monotone clock
+            self.wait_area += self.waiting * (t - self._area_t)
+            self._area_t = t
+            self.now = t
             if kind == _DECODE_BOUNDARY:
                 d = self.dnodes[a]
                 if b == d.version:
@@ -932,24 +931,7 @@ class Simulator:
         node.util_ewma = ewma * (1.0 - w) + util * w
         node.util_t = now + dur
 
-    def _util_now(self, node: Any) -> float:
-        gap = self.now - node.util_t
-        if gap <= 0:
-            return node.util_ewma
-        return node.util_ewma * math.exp(-gap / UTIL_WINDOW_S)
-
     # ------------------------------------------------------------------ views and pricing
-    def decode_progress(self, d: _DecodeNode) -> tuple[int, int, float]:
-        """(batch size, sum of contexts, seconds to the next step boundary) of node d now, mid-stretch
-        included (0 s when the node is idle)."""
-        B = len(d.batch)
-        if d.mode == 0:
-            return B, d.sum_ctx, 0.0
-        elapsed = self.now - d.start
-        j = _steps_within(d.t0, d.dt, elapsed) if d.mode == 1 else 0
-        to_boundary = max(0.0, (j + 1) * d.t0 + d.dt * (j + 1) * j / 2.0 - elapsed)
-        return B, d.sum_ctx + B * min(j, d.n), to_boundary
-
     def prefill_wait(self, node: _PrefillNode) -> float:
         """Predicted seconds until a new arrival's prompt starts on this prefill node: the rest of the
         step in progress, then the queued tokens not in that step (full steps of the budget) and their
@@ -985,11 +967,15 @@ class Simulator:
         tr = self.transfer
         own = pr.prefill_alone(prompt, self._p_budget)
         xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and self._includes) else 0.0
+        # utilization proxy of every node now: the EWMA decayed over the idle time since its last step
+        exp = math.exp
+        util = [n.util_ewma if now <= n.util_t else n.util_ewma * exp(-(now - n.util_t) / UTIL_WINDOW_S)
+                for n in self._nodes]
         pviews = []
         ttft_p = []
-        for node in self.pnodes:
+        for i, node in enumerate(self.pnodes):
             w = self.prefill_wait(node)
-            pviews.append(new(PrefillNodeView, (node.queued_tokens, len(node.queue), w, self._util_now(node))))
+            pviews.append(new(PrefillNodeView, (node.queued_tokens, len(node.queue), w, util[i])))
             ttft_p.append(w + own + xfer)
         tbt = self._tbt
         budget = self._ls_budget
@@ -1002,8 +988,20 @@ class Simulator:
         ls_ok = []
         ls_t = []
         ls_first = []
+        P = len(self.pnodes)
         for d in self.dnodes:
-            B, sctx, wait_boundary = self.decode_progress(d)
+            # progress of node d now, mid-stretch included: batch size, sum of contexts, seconds to the
+            # next step boundary (0 when idle)
+            B = len(d.batch)
+            mode = d.mode
+            if mode == 0:
+                sctx, wait_boundary = d.sum_ctx, 0.0
+            else:
+                elapsed = now - d.start
+                t0, dt = d.t0, d.dt
+                j = _steps_within(t0, dt, elapsed) if mode == 1 else 0
+                wait_boundary = max(0.0, (j + 1) * t0 + dt * (j + 1) * j / 2.0 - elapsed)
+                sctx = d.sum_ctx + B * min(j, d.n)
             pairs = sctx + B
             row_s, row_t = pr.menu_rows(B, pairs, terms, wait_boundary)
             ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, menu_desc)
@@ -1016,7 +1014,7 @@ class Simulator:
             dviews.append(new(DecodeNodeView, (
                 B, sctx, len(d.pending) + d.incoming, 1.0 - d.kv_reserved / d.kv_capacity,
                 d.kv_capacity - d.kv_reserved, defl is not None, (defl[1] - defl[2]) if defl is not None else 0,
-                pr.step(B, pairs, 0, 0), tbt, self._util_now(d), self._node_refuses(d, need) is None,
+                pr.step(B, pairs, 0, 0), tbt, util[P + d.idx], self._node_refuses(d, need) is None,
             )))
         req = new(RequestView, (rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None))
         return new(DecisionContext, (

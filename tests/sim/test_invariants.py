@@ -88,8 +88,9 @@ def test_monotone_clock():
 def test_clock_guard_raises():
     sim = Simulator(SMALL, seed=0)
     sim.now = 5.0
+    sim._push(4.0, 1, 0, 0)  # an event in the past (any kind: the guard runs before dispatch)
     with pytest.raises(RuntimeError, match="backwards"):
-        sim._advance_clock(4.0)
+        sim.next_decision()
 
 
 @pytest.mark.parametrize("policy", POLICIES[1:], ids=IDS[1:])
