@@ -97,12 +97,6 @@ class ChunkPricer:
             self._lc = [m.lm_head_cost(float(s)) for s in range(max(n_seqs + 1, 2 * len(self._l)))]
             self._l = [x[0] for x in self._lc]
 
-    def _tables(self, n_tokens: int, n_seqs: int) -> tuple[list[float], list[float]]:
-        """The G and L tables (seconds), grown first if they do not reach ``n_tokens`` / ``n_seqs``."""
-        if n_tokens >= len(self._g) or n_seqs >= len(self._l):
-            self._grow(n_tokens, n_seqs)
-        return self._g, self._l
-
     def base(self, n_tokens: int, n_seqs: int) -> float:
         """F(T, S): everything but attention, in seconds (table look-ups)."""
         try:
@@ -235,24 +229,28 @@ class ChunkPricer:
         """:meth:`menu_schedules` of one decode node from the prompt's :meth:`menu_terms`:
         ``(first_step_s per size, wait_s + total_s per size)`` (``wait_s``: time until the schedule can
         start, e.g. the rest of the step in progress)."""
-        g, ll = self._tables(n_decode + self._cmax, n_decode + 1)
-        kd = self._kdec
-        l1 = ll[n_decode + 1]
-        dp = kd * dec_pairs
-        firsts: list[float] = []
-        totals: list[float] = []
-        for c, n_full, r, n, a_first, a_full, a_rest in terms:
-            if n_full:
-                bc = g[n_decode + c] + l1
-                firsts.append(bc + dp + a_first)
-                total = n_full * bc + a_full
-                if r:
-                    total += g[n_decode + r] + l1 + a_rest
-            else:
-                total = g[n_decode + r] + l1 + a_first
-                firsts.append(total + dp)
-            totals.append(wait_s + (total + kd * (n * dec_pairs + n_decode * n * (n - 1) / 2.0)))
-        return firsts, totals
+        try:
+            g, ll = self._g, self._l
+            kd = self._kdec
+            l1 = ll[n_decode + 1]
+            dp = kd * dec_pairs
+            firsts: list[float] = []
+            totals: list[float] = []
+            for c, n_full, r, n, a_first, a_full, a_rest in terms:
+                if n_full:
+                    bc = g[n_decode + c] + l1
+                    firsts.append(bc + dp + a_first)
+                    total = n_full * bc + a_full
+                    if r:
+                        total += g[n_decode + r] + l1 + a_rest
+                else:
+                    total = g[n_decode + r] + l1 + a_first
+                    firsts.append(total + dp)
+                totals.append(wait_s + (total + kd * (n * dec_pairs + n_decode * n * (n - 1) / 2.0)))
+            return firsts, totals
+        except IndexError:  # the tables grow on demand (as in base()), then the same computation again
+            self._grow(n_decode + self._cmax, n_decode + 1)
+            return self.menu_rows(n_decode, dec_pairs, terms, wait_s)
 
     def menu_schedules(self, n_decode: int, dec_pairs: float, prompt: int,
                        menu: tuple[int, ...]) -> tuple[list[float], list[float]]:
@@ -268,40 +266,44 @@ class ChunkPricer:
         smallest size does not fit at some chunk. Step time only grows along the schedule, so the
         chosen size never increases and the scan keeps its place in the menu.
         """
-        kd = self._kdec
-        g, ll = self._tables(n_decode + menu_desc[0], n_decode + 1)
-        l1 = ll[n_decode + 1]
-        aget = self._attn.get
-        total = 0.0
-        k = done
-        i = 0
-        j = 0
-        sizes: list[int] = []
-        n_menu = len(menu_desc)
-        while k < prompt:
-            rest = prompt - k
-            pairs = dec_pairs + i * n_decode
-            while True:
-                if j >= n_menu:
-                    return False, total, sizes
-                c = menu_desc[j]
-                if c > rest:
-                    c = rest
-                a = aget((c, k))
-                if a is None:
-                    a = self.attn(c, k)
-                s = g[n_decode + c] + l1 + kd * pairs + a
-                if s <= budget_s:
-                    break
-                if c < menu_desc[j]:  # the remainder itself does not fit: a smaller size might
+        try:
+            kd = self._kdec
+            g, ll = self._g, self._l
+            l1 = ll[n_decode + 1]
+            aget = self._attn.get
+            total = 0.0
+            k = done
+            i = 0
+            j = 0
+            sizes: list[int] = []
+            n_menu = len(menu_desc)
+            while k < prompt:
+                rest = prompt - k
+                pairs = dec_pairs + i * n_decode
+                while True:
+                    if j >= n_menu:
+                        return False, total, sizes
+                    c = menu_desc[j]
+                    if c > rest:
+                        c = rest
+                    a = aget((c, k))
+                    if a is None:
+                        a = self.attn(c, k)
+                    s = g[n_decode + c] + l1 + kd * pairs + a
+                    if s <= budget_s:
+                        break
+                    if c < menu_desc[j]:  # the remainder itself does not fit: a smaller size might
+                        j += 1
+                        continue
                     j += 1
-                    continue
-                j += 1
-            sizes.append(c)
-            total += s
-            k += c
-            i += 1
-        return True, total, sizes
+                sizes.append(c)
+                total += s
+                k += c
+                i += 1
+            return True, total, sizes
+        except IndexError:  # the tables grow on demand (as in base()), then the same schedule again
+            self._grow(n_decode + menu_desc[0], n_decode + 1)
+            return self.largest_safe(n_decode, dec_pairs, prompt, budget_s, menu_desc, done)
 
     def cache_size(self) -> int:
         """Attention entries memoised so far (for diagnostics)."""

@@ -54,3 +54,20 @@ def test_menu_schedules_equal_fixed_schedule(prompt):
     for c, f, t in zip(menu, firsts, totals, strict=True):
         f2, t2, _ = P.fixed_schedule(9, 9 * 700.0, prompt, c)
         assert math.isclose(f, f2, rel_tol=1e-12) and math.isclose(t, t2, rel_tol=1e-12)
+
+
+def test_tables_grow_on_demand_with_the_same_numbers():
+    """A fresh pricer (tables sized for small batches) prices a batch far past them exactly as one whose
+    tables were grown first: menu rows, LargestSafe and plain steps (a fresh pricer for each)."""
+    menu = (128, 256, 512, 1024, 2048)
+    desc = tuple(sorted(menu, reverse=True))
+    grown = ChunkPricer(M, menu)
+    grown._grow(20_000, 9_000)
+    b, pairs = 8_500, 8_500 * 900.0
+    terms = grown.menu_terms(3000, menu)
+    calls = (lambda p: p.menu_rows(b, pairs, terms, 0.25), lambda p: p.largest_safe(b, pairs, 3000, 5.0, desc),
+             lambda p: p.step(b, pairs, 512, 0))
+    for call in calls:
+        fresh = ChunkPricer(M, menu)
+        assert b + max(menu) >= len(fresh._g)  # the fresh tables really are too short
+        assert call(fresh) == call(grown)
