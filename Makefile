@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench wheel-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,6 +22,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# Build the wheel, install it into a fresh venv outside the checkout, gym.make every id, run a short demo.
+wheel-check:
+	PY=$(PY) bash tools/wheel_check.sh
 
 bench: $(STAMP)
 	$(BIN)/kairos-gym bench

@@ -4,13 +4,13 @@ Every policy implements the simulator's hook ``decide(ctx: DecisionContext) -> D
 SB3-like ``predict``; build them by name with :func:`make_policy` and run them with :func:`run_policy`.
 """
 
-from agents.base import BasePolicy
-from agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
-from agents.kairos import Kairos, KairosEstimate
-from agents.oracle import Oracle
-from agents.ppo import PPOAgent
-from agents.registry import POLICIES, make_policy, policy_params
-from agents.runner import run_policy
+from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
+from kairos_gym.agents.kairos import Kairos, KairosEstimate
+from kairos_gym.agents.oracle import Oracle
+from kairos_gym.agents.ppo import PPOAgent
+from kairos_gym.agents.registry import POLICIES, make_policy, policy_params
+from kairos_gym.agents.runner import run_policy
 
 __all__ = [
     "POLICIES",

@@ -13,7 +13,7 @@ adds what every baseline shares:
   Stable-Baselines3's ``predict`` so evaluation code can treat baselines and learned agents alike. A
   non-learned policy needs the full :class:`DecisionContext` (not a feature vector): ``predict`` accepts a
   DecisionContext and returns ``(Decision, state)``; anything else raises a TypeError that says to use
-  ``decide(ctx)`` or :func:`agents.runner.run_policy`.
+  ``decide(ctx)`` or :func:`kairos_gym.agents.runner.run_policy`.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class BasePolicy:
             f"{type(self).__name__}.predict() needs a kairos_gym.sim.hook.DecisionContext, got "
             f"{type(observation).__name__}: a rule-based policy decides from the full simulator view, not an "
             "observation vector. Call policy.decide(ctx) at each decision, or run it with "
-            "agents.runner.run_policy(policy, scenario, seed)."
+            "kairos_gym.agents.runner.run_policy(policy, scenario, seed)."
         )
 
     # ------------------------------------------------------------------ decision cost

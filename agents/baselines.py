@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.base import (
+from kairos_gym.agents.base import (
     BasePolicy,
     check_chunk,
     check_chunk_in_menu,
@@ -19,6 +19,7 @@ from agents.base import (
     least_loaded_deflectable,
     scenario_or_none,
 )
+
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
 from kairos_gym.workload.rules import Number

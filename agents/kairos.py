@@ -51,7 +51,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from agents.base import BasePolicy
+from kairos_gym.agents.base import BasePolicy
+
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel

@@ -1,10 +1,10 @@
 """Measure the baselines on one scenario: a table of P95 TTFT, TBT violation rate, SLO attainment,
 deflection rate and decision cost per policy, plus optional SQ/SL threshold sweeps.
 
-    python -m agents.measure                                  # the issue's dict scenario, 3000 requests at 20 req/s
-    python -m agents.measure --scenario bursty --policies kairos,no-deflect
-    python -m agents.measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
-    python -m agents.measure --acceptance --oracle-horizon-decisions 100   # issue 5's criteria, PASS/FAIL
+    python -m kairos_gym.agents.measure                       # the issue's dict scenario, 3000 requests at 20 req/s
+    python -m kairos_gym.agents.measure --scenario bursty --policies kairos,no-deflect
+    python -m kairos_gym.agents.measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
+    python -m kairos_gym.agents.measure --acceptance --oracle-horizon-decisions 100   # issue 5's criteria, PASS/FAIL
 
 The default scenario is gamma arrivals (CV 3) at ``--rate`` req/s, lognormal prompts (median 1500,
 sigma 0.8, max 8000) and outputs (median 150, sigma 0.8, max 1000) on the default 2P2D cluster.
@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.registry import POLICIES
-from agents.runner import run_policy
+from kairos_gym.agents.registry import POLICIES
+from kairos_gym.agents.runner import run_policy
+
 from kairos_gym.errors import ConfigError
 
 COLUMNS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "decision_us_p50",
@@ -59,7 +60,7 @@ def _fmt(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m agents.measure", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m kairos_gym.agents.measure", description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", help="a scenario name or YAML path (default: the issue's dict scenario)")
     ap.add_argument("--requests", type=int, default=3000, help="requests of the dict scenario (default 3000)")
     ap.add_argument("--rate", type=float, default=20.0, help="arrival rate of the dict scenario (default 20)")

@@ -25,7 +25,7 @@ Cost: one snapshot plus one restore and one rollout per option (a deep copy of t
 tens of ms on a few thousand requests, and ~horizon_s x arrival rate decisions of the continuation per
 rollout): of the order of a second per decision at 20 req/s with the default horizon. When only the
 prefill path is valid no rollout is made. The Oracle must be attached to the simulator it decides for
-(``attach(sim)``; :func:`agents.runner.run_policy` does it).
+(``attach(sim)``; :func:`kairos_gym.agents.runner.run_policy` does it).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agents.base import BasePolicy
-from agents.kairos import Kairos
+from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.kairos import Kairos
+
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.engine import Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext, Policy
@@ -100,7 +101,7 @@ class Oracle(BasePolicy):
         sim = self.sim
         if sim is None:
             raise RuntimeError("Oracle needs the simulator it decides for: call oracle.attach(sim) first, or run it "
-                               "with agents.runner.run_policy(oracle, scenario, seed)")
+                               "with kairos_gym.agents.runner.run_policy(oracle, scenario, seed)")
         current = sim.next_decision()  # the pending context (no events run while a decision is pending)
         if current is None or current.request.rid != ctx.request.rid:
             raise RuntimeError("Oracle.decide(ctx): ctx is not the attached simulator's pending decision")

@@ -8,7 +8,7 @@ agent runs inside the Gymnasium environment.
 decoder. Given a ``scenario``, PPOAgent builds them from ``kairos_gym.env`` exactly as
 :class:`kairos_gym.env.KairosEnv` does (``ObservationLayout(...).encode``, flat or dict after the model's
 observation space; ``ActionLayout(...).decision`` and ``.mask``), so a model trained in the environment
-runs through :func:`agents.runner.run_policy` like any baseline. They can also be passed explicitly:
+runs through :func:`kairos_gym.agents.runner.run_policy` like any baseline. They can also be passed explicitly:
 ``obs_builder(ctx) -> observation``, ``action_decoder(ctx, action) -> Decision`` and optionally
 ``mask_builder(ctx) -> mask``. Without either, ``decide`` raises NotImplementedError.
 """
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.kairos import build_model
 
-from agents.base import BasePolicy
-from agents.kairos import build_model
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision, DecisionContext
@@ -77,13 +77,20 @@ def load_sb3_model(path: str | Path, algo: str = "auto", device: str = "cpu") ->
 def _load_cached(path: str, mtime_ns: int, size: int, algo: str, device: str) -> Any:
     """One load per file version: evaluations build a policy per seed, and loading costs seconds.
     Inference does not change the model, so runs may share it."""
+    # Schedules are cloudpickled functions of the training code: inference never uses them, so they are
+    # replaced instead of unpickled (they name modules such as the old top-level ``train``).
+    inference_only = {"learning_rate": 0.0, "lr_schedule": _zero, "clip_range": _zero}
     if algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO
 
-        return MaskablePPO.load(path, device=device)
+        return MaskablePPO.load(path, device=device, custom_objects=inference_only)
     from stable_baselines3 import PPO
 
-    return PPO.load(path, device=device)
+    return PPO.load(path, device=device, custom_objects=inference_only)
+
+
+def _zero(_progress: float) -> float:
+    return 0.0
 
 
 def _is_maskable(path: Path) -> bool:

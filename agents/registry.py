@@ -10,11 +10,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from agents.base import BasePolicy
-from agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
-from agents.kairos import Kairos
-from agents.oracle import Oracle
-from agents.ppo import PPOAgent
+from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
+from kairos_gym.agents.kairos import Kairos
+from kairos_gym.agents.oracle import Oracle
+from kairos_gym.agents.ppo import PPOAgent
+
 from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.registry import make_policy
 
-from agents.base import BasePolicy
-from agents.registry import make_policy
 from kairos_gym.config import load_scenario
 from kairos_gym.sim.engine import Simulator
 from kairos_gym.sim.hook import Decision, DecisionContext, Policy

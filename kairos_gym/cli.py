@@ -103,7 +103,7 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from agents.runner import simulate
+    from kairos_gym.agents.runner import simulate
     from kairos_gym.config import load_scenario
     from kairos_gym.report import format_summary, write_requests_csv
 
@@ -144,8 +144,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from train.evaluate import parse_seeds
-    from train.sweep import format_sweep, parse_floats, sweep
+    from kairos_gym.train.evaluate import parse_seeds
+    from kairos_gym.train.sweep import format_sweep, parse_floats, sweep
 
     def names(text: str) -> list[str]:
         return [x.strip() for x in text.split(",") if x.strip()]
@@ -173,8 +173,8 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
-    from train.evaluate import parse_seeds
-    from train.results import build_results, results_md
+    from kairos_gym.train.evaluate import parse_seeds
+    from kairos_gym.train.results import build_results, results_md
 
     res = build_results(parse_seeds(args.seeds), parse_seeds(args.trace_seeds))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -194,8 +194,8 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
-    from train.evaluate import parse_seeds
-    from train.leaderboard import SUITE, leaderboard_md, run_suite
+    from kairos_gym.train.evaluate import parse_seeds
+    from kairos_gym.train.leaderboard import SUITE, leaderboard_md, run_suite
 
     suite = {n: parse_seeds(s) for n, s in SUITE.items()}
     res = run_suite([p.strip() for p in args.policies.split(",") if p.strip()], suite)
@@ -253,7 +253,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from train.evaluate import evaluate, format_table, parse_seeds
+    from kairos_gym.train.evaluate import evaluate, format_table, parse_seeds
 
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     result = evaluate(args.scenario, policies, parse_seeds(args.seeds), args.plots)
@@ -267,6 +267,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- demo
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="the main job: evaluate the policies on the default bursty scenario")
+    p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path (default: bursty)")
     p.add_argument("--out", default="out/demo", help="folder for plots and JSON")
     p.add_argument("--seeds", default="0-2")
     p.set_defaults(func=_cmd_demo)
@@ -276,27 +277,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from kairos_gym.config import load_scenario
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.report import seed_target_checks
-    from train.evaluate import evaluate, format_table, parse_seeds
+    from kairos_gym.train.evaluate import evaluate, format_table, parse_seeds
 
     m = StepLatencyModel.from_preset()
     print("Step-latency model (deepseek-v2-lite / a100-80gb / TP1) against the seed targets:")
     for r in seed_target_checks(m):
         print(f"  {r['target']:<48} {r['value_ms']:>12} ms  bound {r['bound_ms']:>8} ms  {'ok' if r['ok'] else 'FAIL'}")
     print()
-    from agents.registry import make_policy
+    from kairos_gym.agents.registry import make_policy
 
     policies = []
     for name in ("no-deflect", "always-deflect", "random", "sq", "sl", "kairos", "ppo"):
         try:
-            make_policy(name, "bursty")
+            make_policy(name, args.scenario)
         except ConfigError as e:  # e.g. no trained checkpoint shipped for ppo
             print(f"(skipping policy {name}: {e})")
             continue
         policies.append(name)
-    result = evaluate("bursty", policies, parse_seeds(args.seeds), Path(args.out))
+    result = evaluate(args.scenario, policies, parse_seeds(args.seeds), Path(args.out))
     print(format_table(result))
     # The Oracle rolls every option forward, so it runs on a 300-request prefix of the same workload.
-    prefix = load_scenario("bursty").with_overrides({"workload": {"num_requests": 300}})
+    prefix = load_scenario(args.scenario).with_overrides({"workload": {"num_requests": 300}})
     oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], parse_seeds(args.seeds)[:1])
     print()
     print("Oracle (lookahead over the true simulator) on the first 300 requests of the same workload:")
@@ -307,7 +308,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
-    from train.cli import add_train_parser
+    from kairos_gym.train.cli import add_train_parser
 
     add_train_parser(sub)
 
@@ -320,7 +321,10 @@ COMMANDS = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
+    from kairos_gym import __version__
+
     parser = argparse.ArgumentParser(prog="kairos-gym", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"kairos-gym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(sub)

@@ -16,14 +16,15 @@ from typing import Any, ClassVar
 
 import yaml
 
+from kairos_gym.configs import SCENARIO_DIR
 from kairos_gym.errors import ConfigError, check_keys
 from kairos_gym.latency.calibration import default_calibration
 from kairos_gym.latency.presets import gpu_presets, model_presets
 from kairos_gym.workload import WorkloadConfig
 from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Text
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SCENARIO_DIRS = (REPO_ROOT / "configs" / "scenarios", Path(__file__).resolve().parent / "data" / "scenarios")
+SCENARIO_DIRS = (SCENARIO_DIR,)
+"""Where shipped scenarios are looked up by name: ``configs/scenarios`` (package data of ``kairos_gym.configs``)."""
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.train.checkpoints import GreedyActor, run_episode, save_checkpoint
 from stable_baselines3.common.callbacks import BaseCallback
-
-from train.checkpoints import GreedyActor, run_episode, save_checkpoint
 
 METRICS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate")
 """Figures logged under ``kairos/<name>`` and their gap to the reference under ``kairos/gap_<name>``."""
@@ -24,7 +23,7 @@ def eval_score(m: dict[str, float]) -> tuple[float, float]:
 
 def reference_figures(scenario: Any, policy: str, seeds: list[int]) -> dict[str, float]:
     """Mean figures of a baseline policy over ``seeds`` on the simulator (same workloads as the env's)."""
-    from agents.runner import run_policy
+    from kairos_gym.agents.runner import run_policy
 
     runs = [run_policy(policy, scenario, s) for s in seeds]
     return {k: float(sum(r[k] for r in runs) / len(runs)) for k in METRICS}

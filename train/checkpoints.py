@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agents.ppo import GreedyActor
+from kairos_gym.agents.ppo import GreedyActor
+
 from kairos_gym.errors import ConfigError
 
 MODEL_NAME = "model.zip"
@@ -73,7 +74,7 @@ def load_obs_normalizer(model_path: str | Path) -> Any:
 
 def load_model(path: str | Path, device: str = "cpu") -> tuple[Any, Any]:
     """``(model, obs_normalizer_or_None)`` from a zip / checkpoint folder / run folder."""
-    from agents.ppo import load_sb3_model
+    from kairos_gym.agents.ppo import load_sb3_model
 
     p = resolve_model_path(path)
     return load_sb3_model(p, "auto", device), load_obs_normalizer(p)
@@ -89,8 +90,8 @@ def run_episode(actor: GreedyActor, env: Any, seed: int) -> dict[str, Any]:
 
 
 def make_ppo_agent(path: str | Path, scenario: Any, seed: int = 0) -> Any:
-    """A :class:`agents.ppo.PPOAgent` for ``scenario`` from a checkpoint (zip, folder or run folder). The
+    """A :class:`kairos_gym.agents.ppo.PPOAgent` for ``scenario`` from a checkpoint (zip, folder or run folder). The
     agent applies the checkpoint's observation normalisation and acts with :class:`GreedyActor`."""
-    from agents.ppo import PPOAgent
+    from kairos_gym.agents.ppo import PPOAgent
 
     return PPOAgent(scenario, seed=seed, path=str(resolve_model_path(path)))

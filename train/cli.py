@@ -2,10 +2,10 @@
 
 Hook into ``kairos_gym/cli.py``::
 
-    from train.cli import add_train_parser
+    from kairos_gym.train.cli import add_train_parser
     COMMANDS = (..., add_train_parser)
 
-Also runnable alone: ``python -m train.cli --config configs/ppo/kairos-v0.yaml``.
+Also runnable alone: ``python -m kairos_gym.train.cli --config configs/ppo/kairos-v0.yaml``.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from train.config import load_config
-    from train.trainer import train, with_overrides
+    from kairos_gym.train.config import load_config
+    from kairos_gym.train.trainer import train, with_overrides
 
     for flag in ("timesteps", "n_envs"):
         v = getattr(args, flag)
@@ -76,7 +76,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m train.cli", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m kairos_gym.train.cli", description=__doc__.splitlines()[0])
     _add_arguments(parser)
     args = parser.parse_args(argv)
     try:

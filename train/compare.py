@@ -1,6 +1,6 @@
 """A trained checkpoint against the baselines on several scenarios and loads (the generalisation table).
 
-    python -m train.compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
+    python -m kairos_gym.train.compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
         --scenarios bursty,bursty:workload.arrival.rate=30,azure-conv,mooncake --markdown out/compare.md
 
 A scenario spec is a shipped name or YAML path, optionally followed by ``:section.key=value`` overrides
@@ -68,8 +68,8 @@ def parse_policy(spec: str) -> tuple[str, dict[str, Any]]:
 def compare(checkpoint: str | Path, scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
             *, log: Any = None) -> list[dict[str, Any]]:
     """``[{"scenario": label, "seeds": [...], "policies": [...], "runs": [summary, ...]}, ...]``."""
-    from agents.runner import run_policy
-    from train.checkpoints import make_ppo_agent
+    from kairos_gym.agents.runner import run_policy
+    from kairos_gym.train.checkpoints import make_ppo_agent
 
     out = []
     for spec in scenarios:
@@ -109,10 +109,12 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from train.evaluate import format_table, parse_seeds
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+    from kairos_gym.train.evaluate import format_table, parse_seeds
 
-    p = argparse.ArgumentParser(prog="python -m train.compare", description=__doc__.splitlines()[0])
-    p.add_argument("--checkpoint", default="agents/checkpoints/ppo-kairos-v0")
+    p = argparse.ArgumentParser(prog="python -m kairos_gym.train.compare", description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
+                   help="checkpoint folder or model file (default: the shipped agent)")
     p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS))
     p.add_argument("--policies", default="no-deflect,kairos,ppo")
     p.add_argument("--seeds", default="0-4")

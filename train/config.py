@@ -225,12 +225,12 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
             raise ConfigError(where, f"eval.{k}", ev[k], "one of " + ", ".join(EVAL_KEYS))
     seeds = ev["seeds"]
     if isinstance(seeds, str):
-        from train.evaluate import parse_seeds
+        from kairos_gym.train.evaluate import parse_seeds
 
         seeds = parse_seeds(seeds)
     if not isinstance(seeds, list) or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ConfigError(where, "eval.seeds", ev["seeds"], "a list of whole numbers >= 0 or a range like 100-102")
-    from train.envs import TRAIN_SEED_MIN
+    from kairos_gym.train.envs import TRAIN_SEED_MIN
 
     if any(s >= TRAIN_SEED_MIN for s in seeds):
         raise ConfigError(where, "eval.seeds", seeds, f"seeds below {TRAIN_SEED_MIN} (training workloads use seeds "

@@ -42,7 +42,7 @@ def parse_seeds(text: str) -> list[int]:
 def run_one(scenario: ScenarioConfig, policy_name: str, seed: int, *, keep: bool = False,
             params: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
     """One run of ``policy_name`` (with policy ``params``); returns (summary, simulator if keep else None)."""
-    from agents.runner import simulate
+    from kairos_gym.agents.runner import simulate
 
     summary, sim = simulate(policy_name, scenario, seed, record_timeline=keep, **(params or {}))
     summary["policy"] = policy_name
@@ -62,7 +62,7 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
 def evaluate(scenario: str | ScenarioConfig, policies: list[str], seeds: list[int],
              plots_dir: str | Path | None = None) -> dict[str, Any]:
     """Run every policy on every seed; returns ``{"runs": [summary, ...]}``; optionally writes plots."""
-    from agents.registry import POLICIES
+    from kairos_gym.agents.registry import POLICIES
 
     for p in policies:
         if p not in POLICIES:
@@ -78,7 +78,7 @@ def evaluate(scenario: str | ScenarioConfig, policies: list[str], seeds: list[in
                 kept[name] = sim
     result = {"scenario": sc.name, "seeds": seeds, "policies": policies, "runs": runs}
     if plots_dir is not None:
-        from train.plots import write_plots
+        from kairos_gym.train.plots import write_plots
 
         result["plots"] = write_plots(kept, Path(plots_dir), sc.name)
     return result

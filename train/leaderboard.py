@@ -10,8 +10,9 @@ import datetime
 import time
 from typing import Any
 
+from kairos_gym.train.evaluate import mean_ci, run_one
+
 from kairos_gym.config import load_scenario
-from train.evaluate import mean_ci, run_one
 
 SUITE = {"bursty": "0-4", "steady": "0-4", "decode-heavy": "0-4", "azure-code": "0-2"}
 """Scenario -> seeds of the standard suite."""

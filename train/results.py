@@ -9,9 +9,10 @@ import math
 import time
 from typing import Any
 
+from kairos_gym.train.evaluate import mean_ci, run_one
+from kairos_gym.train.sweep import classify, threshold_sweep
+
 from kairos_gym.config import load_scenario
-from train.evaluate import mean_ci, run_one
-from train.sweep import classify, threshold_sweep
 
 ORACLE_REQUESTS = 500
 PPO_SYNTHETIC = ["bursty", "bursty:workload.arrival.rate=16", "bursty:workload.arrival.rate=28", "steady",
@@ -43,9 +44,10 @@ def build_results(seeds: list[int], trace_seeds: list[int]) -> dict[str, Any]:
     out["oracle_seeds"] = osd
     out["sweep"] = classify(threshold_sweep(load_scenario("bursty"), seeds[:1], (2048.0, 8192.0, 32768.0),
                                             (1024.0, 2048.0, 8192.0), (512, 2048), ["kairos"]))
-    from train.compare import compare
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+    from kairos_gym.train.compare import compare
 
-    ckpt = "agents/checkpoints/ppo-kairos-v0"
+    ckpt = str(DEFAULT_CHECKPOINT.parent)  # the shipped agent, wherever the package is installed
     pols = ["no-deflect", "kairos", "ppo"]
     out["ppo_synthetic"] = compare(ckpt, PPO_SYNTHETIC, pols, seeds)
     out["ppo_traces"] = compare(ckpt, PPO_TRACES, pols, trace_seeds[:1])
@@ -164,7 +166,7 @@ def results_md(res: dict[str, Any]) -> str:
         lines.append(f"| {r['policy']} | {thr} | {r.get('chunk', '-')} | {r['ttft_p95']:.3f} | "
                      f"{r['tbt_violation_rate']:.4f} | {r['slo_attainment']:.3f} | {r['deflection_rate']:.3f} | "
                      f"{r.get('verdict', '')} |")
-    from train.compare import markdown
+    from kairos_gym.train.compare import markdown
 
     lines += [
         "",

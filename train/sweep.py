@@ -9,9 +9,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.train.evaluate import mean_ci, run_one
+
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
-from train.evaluate import mean_ci, run_one
 
 DEFAULT_SQ = (2048.0, 8192.0, 32768.0)
 DEFAULT_SL = (1024.0, 2048.0, 8192.0)

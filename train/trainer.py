@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kairos_gym.train.callbacks import CheckpointEvery, KairosEvalCallback, ProgressBar
+from kairos_gym.train.checkpoints import MODEL_NAME, STATS_NAME, resolve_model_path, save_checkpoint, stats_path_for
+from kairos_gym.train.config import TrainConfig, _algo_class
+from kairos_gym.train.envs import eval_env_kwargs, make_eval_env, make_vec_env
 
 from kairos_gym.errors import ConfigError
-from train.callbacks import CheckpointEvery, KairosEvalCallback, ProgressBar
-from train.checkpoints import MODEL_NAME, STATS_NAME, resolve_model_path, save_checkpoint, stats_path_for
-from train.config import TrainConfig, _algo_class
-from train.envs import eval_env_kwargs, make_eval_env, make_vec_env
 
 
 def _versions() -> dict[str, str]:
@@ -99,7 +99,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
         evaluator = KairosEvalCallback(eval_env, cfg.eval.seeds, cfg.eval.freq, reference=cfg.eval.reference,
                                        best_dir=out / "best", history_path=out / "eval_history.jsonl", verbose=verbose)
         if resume is not None and (out / "best" / "eval.json").is_file():
-            from train.callbacks import eval_score
+            from kairos_gym.train.callbacks import eval_score
 
             prev = json.loads((out / "best" / "eval.json").read_text(encoding="utf-8"))
             evaluator.best, evaluator.best_metrics = eval_score(prev), prev
@@ -177,7 +177,7 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
                    seed: int | None = None, n_envs: int | None = None, eval_freq: int | None = None) -> TrainConfig:
     """The config with command-line overrides applied (``algo`` re-validates the hyperparameters)."""
     if algo is not None and algo != cfg.algo:
-        from train.config import hyperparam_names
+        from kairos_gym.train.config import hyperparam_names
 
         if algo not in ("maskable_ppo", "ppo"):
             raise ConfigError("train", "--algo", algo, "maskable_ppo or ppo")

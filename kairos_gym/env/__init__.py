@@ -1,7 +1,7 @@
 """The Gymnasium environment of kairos-gym (``import kairos_gym.env`` registers the ids).
 
     import gymnasium as gym
-    import kairos_gym.env  # noqa: F401  (registers kairos_gym/Kairos-v0, KairosSmall-v0, ...)
+    import kairos_gym  # noqa: F401  (registers kairos_gym/Kairos-v0, KairosSmall-v0, ...)
 
     env = gym.make("kairos_gym/Kairos-v0", workload={"max_requests": 500})
     obs, info = env.reset(seed=0)
@@ -10,9 +10,24 @@
 See ``docs/env.md``.
 """
 
-from kairos_gym.env.core import KairosEnv
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from kairos_gym.env.registration import env_ids, register_envs, scenario_env_id
 
+if TYPE_CHECKING:
+    from kairos_gym.env.core import KairosEnv
+
 register_envs()
+
+
+def __getattr__(name: str) -> Any:
+    # KairosEnv loads the simulator: imported on first use, so registration (on ``import kairos_gym``) stays light
+    if name == "KairosEnv":
+        from kairos_gym.env.core import KairosEnv
+
+        return KairosEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["KairosEnv", "env_ids", "register_envs", "scenario_env_id"]

@@ -2,7 +2,7 @@
 
 ``kairos_gym/Kairos-v0`` (scenario ``bursty``), ``kairos_gym/KairosSmall-v0`` (scenario ``small``) and
 ``kairos_gym/Kairos-<name>-v0`` for every shipped scenario ``configs/scenarios/<name>.yaml`` found when
-:func:`register_envs` runs (it runs on ``import kairos_gym.env``; call it again to pick up scenario files
+:func:`register_envs` runs (it runs on ``import kairos_gym``; call it again to pick up scenario files
 added later). A missing scenario file only fails ``gym.make`` of its id, with a ConfigError.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from kairos_gym.config import scenario_names
+from kairos_gym.configs import SCENARIO_DIR
 
 NAMESPACE = "kairos_gym"
 ENTRY_POINT = "kairos_gym.env.core:KairosEnv"
@@ -25,7 +25,7 @@ def scenario_env_id(name: str) -> str:
 def register_envs() -> list[str]:
     """Register every kairos-gym id not yet registered; returns all kairos-gym ids (sorted)."""
     wanted = dict(FIXED_IDS)
-    for name in scenario_names():
+    for name in sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")):
         wanted.setdefault(scenario_env_id(name), name)
     for env_id, scenario in wanted.items():
         if env_id not in gym.registry:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kairos_gym.agents import SL, SQ, AlwaysDeflect, Kairos, NoDeflect, Random
 
-from agents import SL, SQ, AlwaysDeflect, Kairos, NoDeflect, Random
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL, Decision
 from tests.agents.ctx_helpers import MENU, SCENARIO, decode_view, make_ctx

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from agents import POLICIES, run_policy
+from kairos_gym.agents import POLICIES, run_policy
 
 BURSTY_300 = {
     "name": "t",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from kairos_gym.agents import Kairos
 
-from agents import Kairos
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL
 from tests.agents.ctx_helpers import MENU, SCENARIO, decode_view, make_ctx

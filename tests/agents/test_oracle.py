@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from kairos_gym.agents import Oracle, run_policy
 
-from agents import Oracle, run_policy
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DEFLECT, PREFILL
 from tests.agents.ctx_helpers import make_ctx

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kairos_gym.agents import PPOAgent, make_policy, run_policy
 
-from agents import PPOAgent, make_policy, run_policy
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision
 from tests.agents.ctx_helpers import make_ctx

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from kairos_gym.agents import POLICIES, Kairos, NoDeflect, make_policy, policy_params, run_policy
 
-from agents import POLICIES, Kairos, NoDeflect, make_policy, policy_params, run_policy
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision
 

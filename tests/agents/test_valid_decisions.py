@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kairos_gym.agents import SL, SQ, AlwaysDeflect, Kairos, NoDeflect, Random
 
-from agents import SL, SQ, AlwaysDeflect, Kairos, NoDeflect, Random
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL
 from tests.agents.ctx_helpers import MENU, SCENARIO, decode_view, make_ctx
 

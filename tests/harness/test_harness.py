@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from kairos_gym.train.evaluate import evaluate, format_table, mean_ci, parse_seeds
+from kairos_gym.train.leaderboard import leaderboard_md
+from kairos_gym.train.sweep import classify, pareto_front, scale_load
 
 from kairos_gym.cli import main
 from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
-from train.evaluate import evaluate, format_table, mean_ci, parse_seeds
-from train.leaderboard import leaderboard_md
-from train.sweep import classify, pareto_front, scale_load
 
 TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
         "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,

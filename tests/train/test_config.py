@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kairos_gym.train.config import LinearSchedule, load_config, parse_config
+from kairos_gym.train.envs import TRAIN_SEED_MIN, HeldOutSeeds, eval_env_kwargs, make_env_fn
 
 from kairos_gym.errors import ConfigError
-from train.config import LinearSchedule, load_config, parse_config
-from train.envs import TRAIN_SEED_MIN, HeldOutSeeds, eval_env_kwargs, make_env_fn
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs" / "ppo").glob("*.yaml"))
@@ -81,7 +81,7 @@ def test_held_out_seeds_are_reproducible_and_never_evaluation_seeds():
 
 
 def test_cli_parser_and_error_exit(tmp_path, capsys):
-    from train.cli import add_train_parser, main
+    from kairos_gym.train.cli import add_train_parser, main
 
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="command"))

@@ -23,14 +23,14 @@ def test_shipped_files_and_meta():
     assert meta["env_id"] == "kairos_gym/Kairos-v0" and meta["algo"] == "maskable_ppo"
     assert meta["commands"] and all(c.startswith("kairos-gym train --config") for c in meta["commands"])
     assert meta["train_seconds"] > 0
-    from train.config import load_config
+    from kairos_gym.train.config import load_config
 
     assert load_config(SHIPPED / "config.yaml").env_id == "kairos_gym/Kairos-v0"
 
 
 def test_shipped_agent_acts_validly_in_the_env():
-    from train.checkpoints import GreedyActor, load_model
-    from train.envs import make_eval_env
+    from kairos_gym.train.checkpoints import GreedyActor, load_model
+    from kairos_gym.train.envs import make_eval_env
 
     model, norm = load_model(SHIPPED)
     env = make_eval_env("kairos_gym/Kairos-v0", {"workload": {"max_requests": 150}})
@@ -52,8 +52,8 @@ def test_shipped_agent_acts_validly_in_the_env():
 def test_shipped_agent_acceptance_on_kairos_v0():
     """Issue 6: SLO attainment within 2 pp of Kairos and P95 TTFT within 10% of Kairos, or better
     (means over seeds 0-4, which no training or model selection ever saw)."""
-    from agents.runner import run_policy
-    from train.checkpoints import make_ppo_agent
+    from kairos_gym.agents.runner import run_policy
+    from kairos_gym.train.checkpoints import make_ppo_agent
 
     seeds = range(5)
     ppo = [run_policy(make_ppo_agent(SHIPPED, "bursty", seed=s), "bursty", s) for s in seeds]

@@ -11,11 +11,11 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from train.callbacks import METRICS
-from train.checkpoints import GreedyActor, load_model, make_ppo_agent, resolve_model_path
-from train.config import load_config
-from train.envs import make_eval_env
-from train.trainer import export_checkpoint, train, with_overrides
+from kairos_gym.train.callbacks import METRICS
+from kairos_gym.train.checkpoints import GreedyActor, load_model, make_ppo_agent, resolve_model_path
+from kairos_gym.train.config import load_config
+from kairos_gym.train.envs import make_eval_env
+from kairos_gym.train.trainer import export_checkpoint, train, with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "ppo" / "smoke.yaml"
@@ -77,7 +77,7 @@ def test_load_and_predict(run):
         if term or trunc:
             break
     # through the simulator's policy hook, as `evaluate` runs policies
-    from agents.runner import run_policy
+    from kairos_gym.agents.runner import run_policy
 
     s = run_policy(make_ppo_agent(out / "final", "small"), "small", seed=0)
     assert s["policy"] == "ppo" and s["n_invalid_actions"] == 0 and s["n_completed"] == 200
@@ -105,7 +105,7 @@ def test_plain_ppo_ablation(tmp_path):
 
 
 def test_compare_table(run):
-    from train.compare import compare, markdown, parse_policy, parse_scenario
+    from kairos_gym.train.compare import compare, markdown, parse_policy, parse_scenario
 
     out, _, _ = run
     assert parse_policy("kairos:alpha=1.5:staleness_s=0") == ("kairos", {"alpha": 1.5, "staleness_s": 0})

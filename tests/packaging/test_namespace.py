@@ -1,0 +1,90 @@
+"""The installed package has one top-level name, registers its ids on import, and finds its data anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_outside_checkout(code: str, tmp_path: Path) -> str:
+    """Run ``code`` in a fresh interpreter whose cwd and sys.path hold no part of the checkout."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_import_kairos_gym_registers_ids_without_loading_the_simulator(tmp_path):
+    out = _run_outside_checkout(
+        "import json, sys, kairos_gym, gymnasium as gym\n"
+        "ids = sorted(k for k in gym.registry if k.startswith('kairos_gym/'))\n"
+        "mods = sorted(m for m in sys.modules if m.startswith('kairos_gym'))\n"
+        "print(json.dumps({'ids': ids, 'mods': mods}))\n", tmp_path)
+    got = json.loads(out)
+    assert "kairos_gym/Kairos-v0" in got["ids"] and "kairos_gym/KairosSmall-v0" in got["ids"]
+    shipped = sorted(p.stem for p in (ROOT / "configs" / "scenarios").glob("*.yaml"))
+    for name in shipped:
+        assert f"kairos_gym/Kairos-{name}-v0" in got["ids"]
+    heavy = [m for m in got["mods"] if m.startswith(("kairos_gym.sim", "kairos_gym.env.core", "kairos_gym.config"))
+             and m != "kairos_gym.configs"]
+    assert heavy == [], f"import kairos_gym loaded {heavy}"
+
+
+def test_gym_make_after_plain_import(tmp_path):
+    out = _run_outside_checkout(
+        "import kairos_gym, gymnasium as gym\n"
+        "env = gym.make('kairos_gym/KairosSmall-v0')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "print(obs.shape[0], env.unwrapped.scenario.name)\n", tmp_path)
+    n, name = out.split()
+    assert int(n) > 0 and name == "small"
+
+
+def test_only_kairos_gym_is_a_top_level_name(tmp_path):
+    out = _run_outside_checkout(
+        "import importlib.util, json\n"
+        "print(json.dumps({n: importlib.util.find_spec(n) is not None for n in ('agents', 'train', 'configs',"
+        " 'kairos_gym.agents', 'kairos_gym.train', 'kairos_gym.configs')}))\n", tmp_path)
+    found = json.loads(out)
+    assert found == {"agents": False, "train": False, "configs": False, "kairos_gym.agents": True,
+                     "kairos_gym.train": True, "kairos_gym.configs": True}
+
+
+def test_shipped_data_resolves_through_the_package():
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+    from kairos_gym.configs import PPO_CONFIG_DIR, SCENARIO_DIR
+
+    from kairos_gym.config import scenario_names
+
+    assert "bursty" in scenario_names() and "small" in scenario_names()
+    assert (SCENARIO_DIR / "bursty.yaml").is_file() and (PPO_CONFIG_DIR / "kairos-v0.yaml").is_file()
+    assert DEFAULT_CHECKPOINT.parent.is_dir()
+
+
+def test_version_flag(capsys):
+    import pytest
+
+    import kairos_gym
+    from kairos_gym.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"kairos-gym {kairos_gym.__version__}"
+    assert kairos_gym.__version__ != "0.0.0+unknown"
+
+
+def test_pyproject_declares_no_top_level_packages_besides_kairos_gym():
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert all(p == "kairos_gym" or p.startswith("kairos_gym.") for p in cfg["packages"])
+    # every Python package folder of the source tree is installed
+    for d in ("agents", "train", "configs"):
+        assert cfg["package-dir"][f"kairos_gym.{d}"] == d
