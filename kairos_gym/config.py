@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
 from kairos_gym.configs import SCENARIO_DIR
 from kairos_gym.errors import ConfigError, check_keys
 from kairos_gym.latency.calibration import default_calibration
 from kairos_gym.latency.presets import gpu_presets, model_presets
 from kairos_gym.workload import WorkloadConfig
 from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Text
+from kairos_gym.yaml_io import load_yaml_file
 
 SCENARIO_DIRS = (SCENARIO_DIR,)
 """Where shipped scenarios are looked up by name: ``configs/scenarios`` (package data of ``kairos_gym.configs``)."""
@@ -340,8 +339,5 @@ def load_scenario(spec: str | Path | Mapping[str, Any] | ScenarioConfig = "burst
     if not path.is_file():
         raise ConfigError("scenario", "scenario", text, "an existing YAML file or a shipped scenario name "
                           f"({', '.join(scenario_names())})")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ConfigError(str(path), "(YAML)", str(e).splitlines()[0], "valid YAML") from None
+    data = load_yaml_file(path)
     return ScenarioConfig.from_dict(data if data is not None else {}, str(path))

@@ -21,10 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.yaml_io import load_yaml_text
 
 MD_KEYS = (("ttft_p95", "TTFT P95 s", "{:.3g}"), ("slo_attainment", "SLO att", "{:.3f}"),
            ("tbt_violation_rate", "TBT viol", "{:.4f}"), ("deflection_rate", "deflect", "{:.3f}"))
@@ -48,7 +47,7 @@ def parse_scenario(spec: str) -> tuple[str, ScenarioConfig]:
             keys = path.split(".")
             for k in keys[:-1]:
                 node = node.setdefault(k, {})
-            node[keys[-1]] = yaml.safe_load(value)
+            node[keys[-1]] = load_yaml_text(value, f"compare --scenarios {spec}")
         sc = sc.with_overrides(tree)
     return spec, sc
 
@@ -61,7 +60,7 @@ def parse_policy(spec: str) -> tuple[str, dict[str, Any]]:
         if "=" not in p:
             raise ConfigError("compare", "--policies", spec, "name[:param=value]..., e.g. always-deflect:chunk=1024")
         k, v = p.split("=", 1)
-        out[k] = yaml.safe_load(v)
+        out[k] = load_yaml_text(v, f"compare --policies {spec}")
     return name, out
 
 

@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kairos_gym.errors import ConfigError
+from kairos_gym.yaml_io import load_yaml_file
 
 ALGOS = ("maskable_ppo", "ppo")
 ZOO_KEYS = ("algo", "n_envs", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs", "policy_kwargs")
@@ -260,8 +259,5 @@ def load_config(path: str | Path, env_id: str | None = None) -> TrainConfig:
     p = Path(path)
     if not p.is_file():
         raise ConfigError("train", "--config", str(path), "an existing YAML file, e.g. configs/ppo/kairos-v0.yaml")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ConfigError(str(p), "(yaml)", str(e).splitlines()[0], "valid YAML") from None
+    data = load_yaml_file(p)
     return parse_config(data, env_id, source=str(p))
