@@ -10,8 +10,15 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kairos_gym.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kairos_gym.config import ScenarioConfig
+
+ORACLE_PREFIX = 300
+"""Requests of the demo's Oracle run (the first ones of the first seed's workload)."""
 
 
 def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
@@ -274,7 +281,6 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from kairos_gym.config import load_scenario
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.report import seed_target_checks
     from kairos_gym.train.evaluate import evaluate, format_table, parse_seeds
@@ -296,15 +302,30 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         policies.append(name)
     result = evaluate(args.scenario, policies, parse_seeds(args.seeds), Path(args.out))
     print(format_table(result))
-    # The Oracle rolls every option forward, so it runs on a 300-request prefix of the same workload.
-    prefix = load_scenario(args.scenario).with_overrides({"workload": {"num_requests": 300}})
-    oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], parse_seeds(args.seeds)[:1])
+    first_seed = parse_seeds(args.seeds)[0]
+    prefix, cap = _oracle_prefix(args.scenario, first_seed)
+    oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], [first_seed])
     print()
-    print("Oracle (lookahead over the true simulator) on the first 300 requests of the same workload:")
+    print(f"Oracle (lookahead over the true simulator) on the first {cap} requests of the seed-{first_seed} "
+          f"workload above (max_requests: {cap}, a true prefix):")
     print(format_table(oracle))
     _write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
     print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
     return 0
+
+
+def _oracle_prefix(scenario: str, seed: int, limit: int = ORACLE_PREFIX) -> tuple[ScenarioConfig, int]:
+    """The demo's Oracle scenario: ``scenario`` cut to the first ``min(limit, n)`` requests of its
+    seed-``seed`` workload (n requests) with ``max_requests``, a true prefix (workloads are prefix-stable,
+    docs/workloads.md). The Oracle rolls every option forward, so it only runs on a short prefix."""
+    import numpy as np
+
+    from kairos_gym.config import load_scenario
+    from kairos_gym.workload import generate
+
+    base = load_scenario(scenario)
+    cap = min(limit, len(generate(base.workload, np.random.default_rng(seed))))  # the simulator's draw
+    return base.with_overrides({"workload": {"max_requests": cap}}), cap
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:

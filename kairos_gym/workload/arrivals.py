@@ -2,6 +2,11 @@
 
 Synthetic processes start at t = 0; Poisson and Gamma are renewal processes whose first request
 arrives one inter-arrival time after 0. All randomness comes from the ``rng`` argument.
+
+Every sampler is prefix-stable: it draws sequentially (batch sizes never change which draw feeds which
+request, and running sums carry over between batches exactly), so the first N times are the same for
+``num_requests = N`` or any larger count, and the times < D are the same for ``duration_s = D`` or any
+longer duration.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from kairos_gym.workload.rules import (
     Text,
     fmt_value,
 )
+from kairos_gym.workload.streams import child_generators
 from kairos_gym.workload.traces import load_trace, resolve_trace_path
 from kairos_gym.workload.workload import Workload
 
@@ -135,24 +141,33 @@ class MMPPArrival(SyntheticArrival):
 
     def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
                duration_s: float | None = None) -> np.ndarray:
+        """Arrival times; see :meth:`SyntheticArrival.sample`.
+
+        Three child streams of ``rng`` (:func:`child_generators`) draw the sojourn lengths, the
+        per-sojourn Poisson counts and the uniform positions of the arrivals within a sojourn, each in
+        sojourn order, so the times of sojourn k depend only on sojourns 0..k (prefix-stable).
+        """
         per_cycle = self.rate_on * self.mean_on_s + self.rate_off * self.mean_off_s  # mean arrivals
         cycle_s = self.mean_on_s + self.mean_off_s
         want_cycles = num_requests / per_cycle if num_requests is not None else duration_s / cycle_s
         batch = int(min(max(1.1 * want_cycles + 16, 16), 1 << 20))  # on/off pairs per draw
         rates = np.tile([self.rate_on, self.rate_off], batch)
         means = np.tile([self.mean_on_s, self.mean_off_s], batch)
+        sojourn_rng, count_rng, position_rng = child_generators(rng, 3)
         chunks: list[np.ndarray] = []
         t0 = 0.0
         count = 0
         while True:
-            lengths = rng.exponential(means)  # alternating on, off, on, off, ... sojourns
-            starts = t0 + np.concatenate(([0.0], np.cumsum(lengths)[:-1]))
-            counts = rng.poisson(rates * lengths)
+            lengths = sojourn_rng.exponential(means)  # alternating on, off, on, off, ... sojourns
+            edges = np.cumsum(np.concatenate(([t0], lengths)))  # running sum carried over exactly
+            starts = edges[:-1]
+            counts = count_rng.poisson(rates * lengths)
             seg = np.repeat(np.arange(lengths.size), counts)
-            times = np.sort(starts[seg] + rng.random(seg.size) * lengths[seg])
+            # sojourns are disjoint and in time order, so sorting the batch sorts each sojourn's arrivals
+            times = np.sort(starts[seg] + position_rng.random(seg.size) * lengths[seg])
             chunks.append(times)
             count += times.size
-            t0 = float(starts[-1] + lengths[-1])
+            t0 = float(edges[-1])
             if (num_requests is not None and count >= num_requests) or (
                 duration_s is not None and t0 >= duration_s
             ):
@@ -229,7 +244,12 @@ ArrivalConfig = PoissonArrival | GammaArrival | MMPPArrival | TraceArrival
 
 def _renewal(draw: Callable[[int], np.ndarray], rate: float, num_requests: int | None,
              duration_s: float | None) -> np.ndarray:
-    """Cumulative sums of i.i.d. inter-arrival times from ``draw(m)`` (m values per call)."""
+    """Cumulative sums of i.i.d. inter-arrival times from ``draw(m)`` (m values per call).
+
+    ``draw`` must be sequential (its values, concatenated over calls, do not depend on the ``m``s);
+    each batch's running sum starts from the previous batch's last time, so the result is exactly
+    ``np.cumsum`` of the whole sequence of draws, whatever the batch sizes.
+    """
     if num_requests is not None:
         return np.cumsum(draw(num_requests))
     assert duration_s is not None
@@ -237,7 +257,7 @@ def _renewal(draw: Callable[[int], np.ndarray], rate: float, num_requests: int |
     chunks: list[np.ndarray] = []
     t0 = 0.0
     while t0 < duration_s:
-        times = t0 + np.cumsum(draw(chunk))
+        times = np.cumsum(np.concatenate(([t0], draw(chunk))))[1:]
         chunks.append(times)
         t0 = float(times[-1])
     out = np.concatenate(chunks)

@@ -3,9 +3,14 @@
 Continuous draws (lognormal, Pareto) are rounded to the nearest integer (halves up:
 ``floor(x + 0.5)``) and truncated to ``[1, max]`` by rejection: a draw whose rounded value falls
 outside the range (i.e. ``x`` outside ``[0.5, max + 0.5)``) is discarded and redrawn from the same
-``rng``, so the result follows the distribution conditioned on the range.
+stream, so the result follows the distribution conditioned on the range.
 Nothing is clipped, so no probability piles up at 1 or at the cap. A config whose range keeps less
 than :data:`MIN_ACCEPTANCE` of the distribution is rejected when it is built.
+
+Every sampler is prefix-stable: the first N of ``sample(rng, M)`` equal ``sample(rng, N)`` (same
+``rng`` state) for any M > N. Prompt and output lengths of the continuous kinds come from two child
+streams of ``rng`` (:func:`child_generators`), and the rejection loop keeps accepted values in draw
+order, so neither the batch sizes nor the other side's rejections change which value request i gets.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Section, Text
+from kairos_gym.workload.streams import child_generators
 from kairos_gym.workload.traces import load_trace, resolve_trace_path
 
 MIN_ACCEPTANCE = 0.01
@@ -34,16 +40,20 @@ class SampledLengths(Section):
     WHERE: ClassVar[str] = _WHERE
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``n`` (prompt_tokens, output_tokens) pairs as int64 arrays, every value >= 1."""
+        """``n`` (prompt_tokens, output_tokens) pairs as int64 arrays, every value >= 1.
+
+        Prefix-stable: pair i depends only on ``rng``'s state and i, never on ``n``.
+        """
         raise NotImplementedError
 
 
 def sample_truncated(draw: Callable[[int], np.ndarray], n: int, cap: int, acceptance: float) -> np.ndarray:
     """``n`` int64 values ``floor(x + 0.5)`` of draws ``x`` that round into ``[1, cap]``, by rejection.
 
-    ``draw(m)`` returns ``m`` i.i.d. draws; ``acceptance`` (the probability that one is kept) sizes
-    the batches. Accepted values keep their draw order, so the output is i.i.d. from the truncated
-    distribution and fully determined by the generator behind ``draw``. Raises ``RuntimeError`` if
+    ``draw(m)`` returns the next ``m`` i.i.d. draws of one sequential stream; ``acceptance`` (the
+    probability that one is kept) sizes the batches. Accepted values keep their draw order, so the
+    output is i.i.d. from the truncated distribution, fully determined by the stream behind ``draw``,
+    and value i is the stream's i-th accepted draw whatever ``n`` is (prefix-stable). Raises ``RuntimeError`` if
     1000 batches in a row accept nothing (``acceptance`` was wrong; config checks prevent this).
     """
     out = np.empty(n, dtype=np.int64)
@@ -131,11 +141,11 @@ class LognormalLengths(SampledLengths):
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         values = self.to_dict()
         out = []
-        for side in ("prompt", "output"):
+        for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
             mu, sigma = math.log(values[f"{side}_median"]), values[f"{side}_sigma"]
 
-            def draw(m: int, mu: float = mu, sigma: float = sigma) -> np.ndarray:
-                return rng.lognormal(mu, sigma, m)
+            def draw(m: int, mu: float = mu, sigma: float = sigma, g: np.random.Generator = side_rng) -> np.ndarray:
+                return g.lognormal(mu, sigma, m)
 
             out.append(sample_truncated(draw, n, values[f"{side}_max"], self.acceptance(values, side)))
         return out[0], out[1]
@@ -182,11 +192,12 @@ class ParetoLengths(SampledLengths):
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         values = self.to_dict()
         out = []
-        for side in ("prompt", "output"):
+        for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
             x_min, alpha = values[f"{side}_min"], values[f"{side}_alpha"]
 
-            def draw(m: int, x_min: float = x_min, alpha: float = alpha) -> np.ndarray:
-                return x_min * (rng.pareto(alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
+            def draw(m: int, x_min: float = x_min, alpha: float = alpha,
+                     g: np.random.Generator = side_rng) -> np.ndarray:
+                return x_min * (g.pareto(alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
 
             out.append(sample_truncated(draw, n, values[f"{side}_max"], self.acceptance(values, side)))
         return out[0], out[1]
@@ -210,7 +221,7 @@ class EmpiricalLengths(SampledLengths):
 
     def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         pool = load_trace(self.path, where=f"{self.WHERE}.path")
-        idx = rng.integers(0, len(pool), size=n)
+        idx = rng.integers(0, len(pool), size=n)  # one row per request, drawn in order: prefix-stable
         return pool.prompt_tokens[idx], pool.output_tokens[idx]
 
 
