@@ -5,7 +5,7 @@
 
     env = gym.make("kairos_gym/Kairos-v0", workload={"max_requests": 500})
     obs, info = env.reset(seed=0)
-    obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=env.action_masks()))
 
 See ``docs/env.md``.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kairos_gym.env.registration import env_ids, register_envs, scenario_env_id
+from kairos_gym.env.wrapper import KairosWrapper
 
 if TYPE_CHECKING:
     from kairos_gym.env.core import KairosEnv
@@ -30,4 +31,4 @@ def __getattr__(name: str) -> Any:
         return KairosEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["KairosEnv", "env_ids", "register_envs", "scenario_env_id"]
+__all__ = ["KairosEnv", "KairosWrapper", "env_ids", "register_envs", "scenario_env_id"]

@@ -200,12 +200,20 @@ class KairosEnv(gym.Env):
         return None
 
     def action_masks(self) -> np.ndarray:
-        """int8 mask of the valid actions at the pending decision (for sb3-contrib's MaskablePPO)."""
+        """int8 mask of the valid actions at the pending decision (for sb3-contrib's MaskablePPO).
+
+        Through ``gym.make`` it is forwarded by :class:`~kairos_gym.env.wrapper.KairosWrapper`; under
+        other wrappers call ``env.get_wrapper_attr("action_masks")()`` or ``env.unwrapped.action_masks()``.
+        """
         return self._mask.copy()
 
     # ------------------------------------------------------------------ extras
     def summary(self) -> dict[str, Any]:
-        """The simulator's summary of the run so far, without ``wall_time_s`` (so infos are reproducible)."""
+        """The simulator's summary of the run so far, without ``wall_time_s`` (so infos are reproducible).
+
+        Before the run is done (a truncated episode) it is a partial-run summary: it adds ``n_pending`` and
+        ``n_in_flight`` and takes ``slo_attainment`` over settled requests (docs/metrics.md).
+        """
         s = self.sim.summary()
         s.pop("wall_time_s", None)
         return s

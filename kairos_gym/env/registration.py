@@ -4,16 +4,22 @@
 ``kairos_gym/Kairos-<name>-v0`` for every shipped scenario ``configs/scenarios/<name>.yaml`` found when
 :func:`register_envs` runs (it runs on ``import kairos_gym``; call it again to pick up scenario files
 added later). A missing scenario file only fails ``gym.make`` of its id, with a ConfigError.
+
+Every id's spec carries :class:`~kairos_gym.env.wrapper.KairosWrapper` as an additional wrapper, so
+``gym.make`` returns an env with ``action_masks()`` whose truncating steps (``max_episode_steps``) have
+``info["summary"]``.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
+from gymnasium.envs.registration import WrapperSpec
 
 from kairos_gym.configs import SCENARIO_DIR
 
 NAMESPACE = "kairos_gym"
 ENTRY_POINT = "kairos_gym.env.core:KairosEnv"
+WRAPPER = WrapperSpec("KairosWrapper", "kairos_gym.env.wrapper:KairosWrapper", {})
 FIXED_IDS = {f"{NAMESPACE}/Kairos-v0": "bursty", f"{NAMESPACE}/KairosSmall-v0": "small"}
 
 
@@ -29,7 +35,8 @@ def register_envs() -> list[str]:
         wanted.setdefault(scenario_env_id(name), name)
     for env_id, scenario in wanted.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario})
+            gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario},
+                         additional_wrappers=(WRAPPER,))
     return env_ids()
 
 

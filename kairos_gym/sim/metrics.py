@@ -132,7 +132,14 @@ def requests_table(sim: Simulator) -> dict[str, np.ndarray]:
 
 def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
     """The summary JSON of a run (keys documented in docs/metrics.md). Computed from the simulator's
-    per-request lists directly (the same quantities as :func:`requests_table`, without its string columns)."""
+    per-request lists directly (the same quantities as :func:`requests_table`, without its string columns).
+
+    A partial run (``sim.done`` False: a truncated episode, or a summary taken mid-run) also reports
+    ``n_pending`` (requests not yet arrived) and ``n_in_flight`` (arrived, neither finished nor rejected,
+    counting one waiting for its routing decision), and its ``slo_attainment`` is taken over the requests
+    whose outcome is known (completed plus rejected, rejected counting as misses) instead of all
+    ``n_requests``. The summary of a finished run has neither key.
+    """
     sc = sim.scenario
     f64 = np.float64
     arr = np.array(sim.arrival, dtype=f64)
@@ -200,7 +207,7 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "tpot_mean": float(tpot.mean()) if tpot.size else math.nan,
         "e2e_p50": sorted_percentile(e2e, 50), "e2e_p95": sorted_percentile(e2e, 95),
         "slo_ttft_s": sc.slo.ttft_s, "slo_tbt_s": sc.slo.tbt_s,
-        "slo_attainment": float(n_ok / sim.n) if sim.n else math.nan,
+        "slo_attainment": float(n_ok / sim.n) if sim.n else math.nan,  # a partial run: replaced below
         "goodput_rps": float(n_ok / span),
         "throughput_rps": float(n_done / span),
         "output_tokens_per_s": float(int(outp.sum()) / span),
@@ -229,4 +236,20 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "sim_time_s": makespan,
         "wall_time_s": wall_time_s,
     }
+    if not sim.done:
+        out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) -> dict[str, Any]:
+    """``n_pending``, ``n_in_flight`` and ``slo_attainment`` over the settled requests of a partial run."""
+    # PATH_PENDING marks requests not routed yet: every request not yet arrived, plus the one (if any)
+    # that arrived and waits for its decision (decisions are taken in arrival order)
+    awaiting_decision = 1 if sim._pending_rid is not None else 0  # the engine's field (same package)
+    n_pending = int((path == PATH_PENDING).sum()) - awaiting_decision
+    settled = n_done + sim.n_rejected
+    return {
+        "slo_attainment": float(n_ok / settled) if settled else math.nan,
+        "n_pending": n_pending,
+        "n_in_flight": sim.n - n_pending - settled,
+    }
