@@ -112,3 +112,12 @@ def test_mask_cache_stays_bounded_with_many_decode_nodes(monkeypatch):
         row = lay.mask(ctx)  # type: ignore[arg-type]
         assert row[0] == 1 and row[1:].reshape(12, lay.W).tolist() == [[int(b)] * lay.W for b in ok]
     assert len(lay._rows) <= 8
+
+
+def test_kairos_chunk_menu_bounded_like_the_scenario_menu():
+    """A Kairos menu of 10**9 tokens grew the pricer's per-token table to 8 GB at the first decision."""
+    from kairos_gym.agents.registry import make_policy
+
+    with pytest.raises(ConfigError, match=r"policy kairos: chunk_menu = 1000000000 .*16,384"):
+        make_policy("kairos", "small", 0, chunk_menu=[512, 10**9])
+    assert make_policy("kairos", "small", 0, chunk_menu=[300, 16384]).chunk_menu == (300, 16384)
