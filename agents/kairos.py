@@ -110,10 +110,12 @@ class Kairos(BasePolicy):
         if chunk_menu is None:
             menu = tuple(sc.deflection.chunk_menu)
         else:
-            allowed = "a non-empty list of distinct chunk sizes (whole numbers >= 1, tokens)"
+            allowed = "a non-empty list of distinct chunk sizes (whole numbers from 1 to 16384, tokens)"
             if isinstance(chunk_menu, (str, bytes)) or not hasattr(chunk_menu, "__iter__"):
                 raise ConfigError(where, "chunk_menu", chunk_menu, allowed)
-            menu = tuple(Number(integer=True, low=1).check(where, "chunk_menu", c) for c in chunk_menu)
+            # bounded like deflection.chunk_menu: the pricer tabulates one entry per token of a chunk step
+            size = Number(integer=True, low=1, high=16384)
+            menu = tuple(size.check(where, "chunk_menu", c) for c in chunk_menu)
             if not menu or len(set(menu)) != len(menu):
                 raise ConfigError(where, "chunk_menu", chunk_menu, allowed)
         self.chunk_menu: tuple[int, ...] = tuple(sorted(menu))  # type: ignore[arg-type]

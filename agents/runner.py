@@ -11,6 +11,7 @@ from kairos_gym.agents.base import BasePolicy
 from kairos_gym.agents.registry import make_policy
 
 from kairos_gym.config import load_scenario
+from kairos_gym.errors import ConfigError
 from kairos_gym.sim.engine import Simulator
 from kairos_gym.sim.hook import Decision, DecisionContext, Policy
 
@@ -20,6 +21,7 @@ class _Timed:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
+        self.name = getattr(policy, "name", type(policy).__name__)  # names the policy in bad-decision errors
         self.decision_times_us: list[float] = []
 
     def decide(self, ctx: DecisionContext) -> Decision:
@@ -40,6 +42,9 @@ def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: 
              **policy_kwargs: Any) -> tuple[dict[str, Any], Simulator]:
     """Simulate ``scenario`` (workload seed ``seed``) with ``policy`` deciding every request.
 
+    ``seed`` is a whole number >= 0 (None is refused: seeds are explicit, for reproducibility). A ``decide``
+    that returns anything but a valid :class:`~kairos_gym.sim.hook.Decision` raises
+    :class:`~kairos_gym.errors.ConfigError` naming the return value (see :meth:`Simulator.apply`).
     ``policy`` is a policy object (anything with ``decide(ctx)``) or a registry name (then built with
     ``make_policy(name, scenario, seed, **policy_kwargs)``). A BasePolicy is ``reset()`` first (its own
     seed: reproducible), and attached to the simulator when it has ``attach`` (the Oracle).
@@ -50,6 +55,9 @@ def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: 
     (for per-request records and plots: ``record_timeline`` keeps the node timeline). ``progress()`` is
     called after every decision.
     """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError("run_policy", "seed", seed, "a whole number >= 0 (seeds are explicit, so a run "
+                          "reproduces: the same seed gives the same workload and the same policy randomness)")
     sc = load_scenario(scenario)
     if isinstance(policy, str):
         policy = make_policy(policy, sc, seed, **policy_kwargs)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from kairos_gym.configs import SCENARIO_DIR
 from kairos_gym.errors import ConfigError, check_keys
 from kairos_gym.latency.calibration import default_calibration
-from kairos_gym.latency.presets import gpu_presets, model_presets
+from kairos_gym.latency.presets import check_tp, get_model, gpu_presets, model_presets
 from kairos_gym.workload import WorkloadConfig
 from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Text
 from kairos_gym.yaml_io import load_yaml_file
@@ -56,6 +56,22 @@ class Flag:
 
 FLAG = Flag()
 FRACTION = Number(low=0.0)  # further bounded in cross checks
+
+# Upper bounds of the cluster's size fields, checked when the config is built, before the simulator allocates
+# anything from them. Generous for real deployments, small enough that a typo cannot exhaust memory.
+MAX_NODES = 1024
+"""Most prefill nodes, and most decode nodes (each: per-node state, views and observation entries; a decision
+costs O(nodes x menu)). Real P/D deployments run a handful to a few dozen nodes per pool."""
+MAX_PREFILL_TOKEN_BUDGET = 1 << 20
+"""Largest ``prefill_token_budget`` (1,048,576 tokens). The step-latency pricer tabulates one entry per token of
+the largest step (about 220 MB at this bound); vLLM's ``max_num_batched_tokens`` is usually 2k to 16k."""
+MAX_DECODE_BATCH = 1 << 16
+"""Largest ``decode_max_batch`` (65,536 requests): sizes the pricer's per-sequence table; vLLM's ``max_num_seqs``
+defaults to 256."""
+MAX_KV_BLOCK_TOKENS = 1 << 16
+"""Largest ``kv_block_tokens`` (65,536 tokens); vLLM uses blocks of 16 to 128 tokens."""
+
+NODES = Number(integer=True, low=1, high=MAX_NODES)
 
 
 class _Plain:
@@ -113,13 +129,15 @@ class ClusterConfig(_Plain):
     """The serving cluster.
 
     Attributes:
-        prefill_nodes, decode_nodes: node counts (default 2P2D).
-        model, gpu, tp: step-latency presets (each node is ``tp`` GPUs of ``gpu`` serving ``model``).
-        prefill_token_budget: tokens per prefill step; prompts longer than what is left of the budget
-            are chunked (vLLM chunked prefill).
+        prefill_nodes, decode_nodes: node counts (default 2P2D), each 1 to :data:`MAX_NODES` (1024).
+        model, gpu, tp: step-latency presets (each node is ``tp`` GPUs of ``gpu`` serving ``model``; ``tp`` is
+            1, 2, 4 or 8 and must divide the model's attention heads).
+        prefill_token_budget: tokens per prefill step, 1 to :data:`MAX_PREFILL_TOKEN_BUDGET` (1,048,576);
+            prompts longer than what is left of the budget are chunked (vLLM chunked prefill).
         max_deflections_per_node: deflected prefills in flight per decode node (default 1).
         kv_reserve_frac: share of GPU memory kept for activations, not KV cache.
-        decode_max_batch: most requests decoding at once on a node (vLLM ``max_num_seqs``).
+        decode_max_batch: most requests decoding at once on a node (vLLM ``max_num_seqs``), 1 to
+            :data:`MAX_DECODE_BATCH` (65,536).
         ttft_includes_transfer: True (vLLM P/D proxy): on the prefill path the first token is
             produced by the decode node after the KV arrives; False: by the prefill node.
         overlong: a request whose prompt + output exceeds the model's context or a decode node's KV
@@ -131,18 +149,20 @@ class ClusterConfig(_Plain):
             ``kv_block_tokens`` and grows as tokens are generated; when the next step would not fit, the
             most recently admitted request is preempted by swapping its KV to host memory, and swapped
             back (at ``swap_bandwidth_bytes_per_s``, PCIe) before new work once memory frees.
-        kv_block_tokens: KV block size in tokens (``swap`` policy).
+        kv_block_tokens: KV block size in tokens (``swap`` policy), 1 to :data:`MAX_KV_BLOCK_TOKENS` (65,536).
         swap_bandwidth_bytes_per_s: GPU <-> host bandwidth for swapping KV (default 20 GB/s, PCIe 4 x16).
         calibration: overrides of step-latency calibration parameters by name.
     """
 
     WHERE: ClassVar[str] = "cluster"
     RULES: ClassVar[dict[str, Any]] = {
-        "prefill_nodes": POSITIVE_INT, "decode_nodes": POSITIVE_INT, "model": TEXT, "gpu": TEXT,
-        "tp": POSITIVE_INT, "prefill_token_budget": POSITIVE_INT, "max_deflections_per_node": Number(
-            integer=True, low=0), "kv_reserve_frac": FRACTION, "decode_max_batch": POSITIVE_INT,
+        "prefill_nodes": NODES, "decode_nodes": NODES, "model": TEXT, "gpu": TEXT,
+        "tp": POSITIVE_INT, "prefill_token_budget": Number(integer=True, low=1, high=MAX_PREFILL_TOKEN_BUDGET),
+        "max_deflections_per_node": Number(integer=True, low=0), "kv_reserve_frac": FRACTION,
+        "decode_max_batch": Number(integer=True, low=1, high=MAX_DECODE_BATCH),
         "ttft_includes_transfer": FLAG, "overlong": Choice(("error", "reject")),
-        "memory_policy": Choice(("reserve", "swap")), "kv_block_tokens": POSITIVE_INT,
+        "memory_policy": Choice(("reserve", "swap")),
+        "kv_block_tokens": Number(integer=True, low=1, high=MAX_KV_BLOCK_TOKENS),
         "swap_bandwidth_bytes_per_s": POSITIVE,
     }
     prefill_nodes: int = 2
@@ -166,6 +186,10 @@ class ClusterConfig(_Plain):
             raise ConfigError(where, "model", self.model, f"one of {sorted(model_presets())}")
         if self.gpu not in gpu_presets():
             raise ConfigError(where, "gpu", self.gpu, f"one of {sorted(gpu_presets())}")
+        try:
+            check_tp(get_model(self.model), self.tp)
+        except ConfigError as e:  # named here, with the file, rather than later by the latency model
+            raise ConfigError(where, "tp", self.tp, e.allowed) from None
         if not self.kv_reserve_frac < 1.0:
             raise ConfigError(where, "kv_reserve_frac", self.kv_reserve_frac, "a fraction in [0, 1)")
         if self.max_deflections_per_node > 1:

@@ -19,6 +19,10 @@ from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
 
+MAX_CACHED_MASKS = 4096
+"""Mask rows kept per layout (one per pattern of deflectable nodes; with many decode nodes the patterns are
+too many to keep them all: at most 4096 x (1 + D x W) bytes)."""
+
 
 class ActionLayout:
     """The action table of one scenario."""
@@ -76,7 +80,8 @@ class ActionLayout:
             for j, ok in enumerate(key or ()):
                 row[1 + j * self.W:1 + (j + 1) * self.W] = ok
             row.flags.writeable = False
-            self._rows[key] = row
+            if len(self._rows) < MAX_CACHED_MASKS:  # many decode nodes: patterns are not all kept
+                self._rows[key] = row
         if out is None:
             return row
         out[:] = row

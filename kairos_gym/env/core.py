@@ -24,6 +24,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.sim.engine import Simulator
 from kairos_gym.sim.hook import DEFLECT, DecisionContext
 from kairos_gym.workload import Workload, generate
+from kairos_gym.workload.config import MAX_REQUESTS
 from kairos_gym.workload.rules import NON_NEGATIVE, Number
 
 WHERE = "KairosEnv"
@@ -31,6 +32,8 @@ OBS_MODES = ("flat", "dict")
 ENV_KWARGS = ("scenario", "max_decisions", "reward", "tbt_penalty", "obs_mode", "oracle", "episode_window",
               "render_mode")
 _OPT_POS_INT = Number(integer=True, low=1, optional=True)
+_EPISODE_WINDOW = Number(integer=True, low=1, optional=True, high=MAX_REQUESTS)
+_SNAPSHOT_KEYS = ("sim", "workload", "decisions", "n_invalid", "sim_seed", "slo", "np_random", "last")
 _SEED_BOUND = 2**31
 
 
@@ -46,7 +49,8 @@ class KairosEnv(gym.Env):
         obs_mode: ``"flat"`` (a float32 Box, default) or ``"dict"`` (a Dict of per-group Boxes).
         oracle: expose the request's output length in the observation (and to the simulator's view).
         episode_window: each episode is a random window of this many consecutive requests of the
-            scenario's workload (start drawn with the env's ``np_random``; arrival times shifted to 0).
+            scenario's workload (start drawn with the env's ``np_random``; arrival times shifted to 0), 1 to
+            10,000,000 (``MAX_REQUESTS``) and at most the workload's size (``reset`` raises otherwise).
             Default None: the whole workload.
         render_mode: None, ``"ansi"`` or ``"rgb_array"``.
         **overrides: scenario sections deep-merged into the scenario, e.g. ``workload={"max_requests": 200}``,
@@ -86,7 +90,7 @@ class KairosEnv(gym.Env):
         if not isinstance(oracle, bool):
             raise ConfigError(WHERE, "oracle", oracle, "true or false")
         self.oracle = oracle
-        self.episode_window = _OPT_POS_INT.check(WHERE, "episode_window", episode_window)
+        self.episode_window = _EPISODE_WINDOW.check(WHERE, "episode_window", episode_window)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(WHERE, "render_mode", render_mode, "None, " + ", ".join(self.metadata["render_modes"]))
         self.render_mode = render_mode
@@ -239,10 +243,15 @@ class KairosEnv(gym.Env):
 
     def restore(self, state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """Return to a state taken by :meth:`snapshot` (reusable); returns the observation and an info
-        with the action mask, as ``reset`` does."""
-        if not isinstance(state, Mapping) or state.get("kind") != "KairosEnv.snapshot":
+        with the action mask, as ``reset`` does. A snapshot of an env with another scenario (cluster shape,
+        chunk menu, ...) or oracle setting raises :class:`ConfigError` before anything changes."""
+        if not isinstance(state, Mapping) or state.get("kind") != "KairosEnv.snapshot" or any(
+                k not in state for k in _SNAPSHOT_KEYS):
             raise ConfigError(f"{WHERE}.restore", "state", type(state).__name__, "a dict from KairosEnv.snapshot()")
-        self.sim.restore(state["sim"])
+        try:
+            self.sim.restore(state["sim"])
+        except ConfigError as e:  # another scenario: the observation would not fit this env's space
+            raise ConfigError(f"{WHERE}.restore", "state", e.value, e.allowed) from None
         self.sim.workload = state["workload"]
         self._decisions = state["decisions"]
         self._n_invalid = state["n_invalid"]
@@ -268,10 +277,18 @@ class KairosEnv(gym.Env):
         return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
 
     def _window(self, sim_seed: int) -> Workload:
-        full = generate(self.scenario.workload, np.random.default_rng(sim_seed))
+        """A random window of ``episode_window`` consecutive requests of the workload of ``sim_seed``; a window
+        larger than the workload raises :class:`ConfigError` naming both sizes (nothing is clipped)."""
+        cfg = self.scenario.workload
+        full = generate(cfg, np.random.default_rng(sim_seed))
         n = len(full)
-        size = min(self.episode_window, n)  # type: ignore[type-var]
+        cfg.require_requests(n, full.source, sim_seed)
+        size = self.episode_window
+        assert size is not None
+        if size > n:
+            raise ConfigError(WHERE, "episode_window", size,
+                              f"at most the workload's size: {n} requests ({full.source}, seed {sim_seed})")
         start = int(self.np_random.integers(0, n - size + 1))
         t = full.arrival_s[start:start + size]
-        return Workload(t - t[0] if size else t, full.prompt_tokens[start:start + size],
+        return Workload(t - t[0], full.prompt_tokens[start:start + size],
                         full.output_tokens[start:start + size], f"{full.source} requests[{start}:{start + size}]")

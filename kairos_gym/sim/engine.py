@@ -123,6 +123,22 @@ class _DecodeNode:
     util_t: float = 0.0
 
 
+def _check_seed(where: str, seed: Any) -> int:
+    """``seed`` as an int: a whole number >= 0 (an int or a numpy integer; not None, a bool or a float), so
+    every run names its seed explicitly and reproduces."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return int(seed)
+    raise ConfigError(where, "seed", seed, "a whole number >= 0 (seeds are explicit: the same seed gives the "
+                      "same workload and run)")
+
+
+def _index_ok(x: Any, n: int) -> bool:
+    """Is ``x`` an integer index in [0, n)? (int or numpy integer, not a bool; cheap: exact int first)."""
+    if type(x) is int:
+        return 0 <= x < n
+    return isinstance(x, np.integer) and 0 <= x < n
+
+
 def _steps_within(t0: float, dt: float, x: float) -> int:
     """Largest j >= 0 with S(j) = j t0 + dt j (j-1)/2 <= x (steps of a stretch finished within x s)."""
     if x <= 0:
@@ -166,6 +182,9 @@ class Simulator:
         oracle: bool = False,
         record_timeline: bool = False,
     ) -> None:
+        seed = _check_seed("Simulator", seed)
+        if not isinstance(oracle, bool):
+            raise ConfigError("Simulator", "oracle", oracle, "True or False")
         self.scenario = load_scenario(scenario)
         sc = self.scenario
         cl = sc.cluster
@@ -180,7 +199,9 @@ class Simulator:
         self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
         self.oracle = oracle
         self.record_timeline = record_timeline
-        self._fixed_workload = workload
+        self._fixed_workload: Workload | None = None
+        self._menu_set = frozenset(self.menu)  # chunk sizes a Decision may name (LARGEST_SAFE aside)
+        self._policy_label = "policy"  # names the deciding policy in a bad-decision error (set by run())
         # scenario constants read on the hot path (the scenario is frozen)
         self._cap = cl.decode_max_batch
         self._p_budget = cl.prefill_token_budget
@@ -188,21 +209,27 @@ class Simulator:
         self._tbt = sc.slo.tbt_s
         self._ls_budget = sc.deflection.beta * sc.slo.tbt_s  # LargestSafe step budget (s)
         self._kcost = self.pricer.decode_pair_cost  # (s, FLOPs, compute s) per decode pair
-        self.reset(seed)
+        self.reset(seed, workload)
 
     # ------------------------------------------------------------------ set-up
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
-        """Start over: regenerate the workload from ``seed`` (unless a fixed workload was given)."""
-        if seed is not None:
-            self.seed = int(seed)
-        self.rng = np.random.default_rng(self.seed)
-        if workload is not None:
-            self._fixed_workload = workload
-        wl = self._fixed_workload if self._fixed_workload is not None else generate(self.scenario.workload, self.rng)
-        self.workload = wl
+        """Start over: regenerate the workload from ``seed`` (None: the current seed) unless a fixed workload
+        was given (here or at construction). Bad input (a seed that is not a whole number >= 0, a workload
+        that is not a :class:`Workload`, an empty workload, an over-long request with ``overlong: error``)
+        raises :class:`ConfigError` and leaves the simulator as it was."""
+        seed = self.seed if seed is None else _check_seed("Simulator.reset", seed)
+        if workload is not None and not isinstance(workload, Workload):
+            raise ConfigError("Simulator.reset", "workload", workload, "None or a kairos_gym.workload.Workload")
+        rng = np.random.default_rng(seed)
+        fixed = workload if workload is not None else self._fixed_workload
+        wl = fixed if fixed is not None else generate(self.scenario.workload, rng)
         n = len(wl)
         sc = self.scenario
-        if sc.cluster.overlong == "error" and n:
+        if not n:
+            if fixed is not None:
+                raise ConfigError("Simulator", "workload", wl, "a workload with at least one request")
+            sc.workload.require_requests(n, wl.source, seed)
+        if sc.cluster.overlong == "error":
             limit = min(self.model.model.max_context, self.kv_capacity)
             total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
             if self.swap_policy:
@@ -216,6 +243,10 @@ class Simulator:
                     int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
                     f"{bad.size} such requests: set cluster.overlong: reject to reject them at arrival",
                 )
+        self.seed = seed
+        self.rng = rng
+        self._fixed_workload = fixed
+        self.workload = wl
         self.n = n
         self.arrival = wl.arrival_s.astype(float).tolist()
         self.prompt = wl.prompt_tokens.astype(np.int64).tolist()
@@ -278,8 +309,7 @@ class Simulator:
         self._pending_rid: int | None = None
         self._ctx: DecisionContext | None = None
         self._wall_start = time.perf_counter()
-        if n:
-            self._push(self.arrival[0], _ARRIVAL, 0, 0)
+        self._push(self.arrival[0], _ARRIVAL, 0, 0)
 
     # ------------------------------------------------------------------ events
     def _push(self, t: float, kind: int, a: int, b: int) -> None:
@@ -335,6 +365,7 @@ class Simulator:
     def run(self, policy: Policy, progress: Callable[[], Any] | None = None) -> dict[str, Any]:
         """Run to the end, asking ``policy`` at every decision (calling ``progress()`` after each);
         returns the summary."""
+        self._policy_label = f"policy {getattr(policy, 'name', type(policy).__name__)}"
         ctx = self.next_decision()
         while ctx is not None:
             self.apply(policy.decide(ctx))
@@ -361,38 +392,66 @@ class Simulator:
         return True
 
     def apply(self, decision: Decision) -> bool:
-        """Apply the decision for the pending request. Returns False when it was invalid (an invalid
-        deflection falls back to the prefill path; it is counted in ``n_invalid``)."""
+        """Apply the decision for the pending request.
+
+        ``decision`` must be a well-formed :class:`Decision` for this cluster: path ``"prefill"`` with
+        ``prefill_node`` None or an index of a prefill node, or path ``"deflect"`` with ``decode_node`` an
+        index of a decode node and ``chunk`` a size of the chunk menu or ``LARGEST_SAFE``. Anything else (None,
+        a string, a node that does not exist, a chunk off the menu) raises :class:`ConfigError` naming the
+        policy's return value; the pending decision then stays pending. A well-formed deflection that the
+        node refuses now (a deflection in flight, its batch full, the KV does not fit) falls back to the
+        prefill path: it is counted in ``n_invalid`` and ``apply`` returns False."""
         rid = self._pending_rid
         if rid is None:
             raise RuntimeError("apply() called with no pending decision; call next_decision() first")
-        self._pending_rid = None
-        self._ctx = None
-        self.n_decisions += 1
-        valid = True
-        if decision.path == DEFLECT:
+        if type(decision) is not Decision and not isinstance(decision, Decision):
+            raise self._bad_decision(rid, "decision", decision, "a kairos_gym.sim.Decision: "
+                                     "Decision.prefill_path(node=None) or Decision.deflect(node, chunk)")
+        path = decision.path
+        if type(path) is str and path == DEFLECT:
             d = decision.decode_node
-            reason = self._deflect_invalid(rid, d, decision.chunk)
-            if reason is None:
-                self._start_deflection(rid, self.dnodes[d], decision.chunk)  # type: ignore[index]
+            if not _index_ok(d, len(self.dnodes)):
+                raise self._bad_decision(rid, "decode_node", decision,
+                                         f"a decode node index from 0 to {len(self.dnodes) - 1}")
+            chunk = decision.chunk
+            if not ((type(chunk) is int or isinstance(chunk, np.integer))
+                    and (chunk == LARGEST_SAFE or chunk in self._menu_set)):
+                raise self._bad_decision(rid, "chunk", decision, f"a size of the chunk menu {list(self.menu)} "
+                                         f"or LARGEST_SAFE ({LARGEST_SAFE})")
+            self._pending_rid = None
+            self._ctx = None
+            self.n_decisions += 1
+            node = self.dnodes[d]
+            if self._node_refuses(node, self._kv_need(rid)) is None:
+                self._start_deflection(rid, node, chunk)
                 return True
-            valid = False
-        elif decision.path != PREFILL:
-            valid = False
-        pn = decision.prefill_node if valid else None
-        if pn is not None and not (isinstance(pn, int) and 0 <= pn < len(self.pnodes)):
-            valid = False
+            self.n_invalid += 1
             pn = None
+        elif type(path) is str and path == PREFILL:
+            pn = decision.prefill_node
+            if pn is not None and not _index_ok(pn, len(self.pnodes)):
+                raise self._bad_decision(rid, "prefill_node", decision,
+                                         f"None or a prefill node index from 0 to {len(self.pnodes) - 1}")
+            self._pending_rid = None
+            self._ctx = None
+            self.n_decisions += 1
+        else:
+            raise self._bad_decision(rid, "path", decision, f"path {PREFILL!r} or {DEFLECT!r}")
         if pn is None:  # join the shortest queue (fewest queued tokens; ties: lowest index)
             first = self.pnodes[0]
             pn, fewest = first.idx, first.queued_tokens
-            for node in self.pnodes:
-                if node.queued_tokens < fewest:
-                    pn, fewest = node.idx, node.queued_tokens
-        if not valid:
-            self.n_invalid += 1
+            for pnode in self.pnodes:
+                if pnode.queued_tokens < fewest:
+                    pn, fewest = pnode.idx, pnode.queued_tokens
+            self._enqueue_prefill(rid, self.pnodes[pn])
+            return path == PREFILL  # False: a refused deflection fell back here
         self._enqueue_prefill(rid, self.pnodes[pn])
-        return valid
+        return True
+
+    def _bad_decision(self, rid: int, field: str, decision: Any, allowed: str) -> ConfigError:
+        """The error for a malformed policy return value (not on the hot path: built only when raised)."""
+        where = f"{self._policy_label} decision for request {rid}"
+        return ConfigError(where, field if field == "decision" else f"decision.{field}", decision, allowed)
 
     def deflect_allowed(self, rid: int, d: int) -> bool:
         """Would a deflection of request ``rid`` to decode node ``d`` be accepted now?"""
@@ -1036,14 +1095,41 @@ class Simulator:
     # ------------------------------------------------------------------ snapshots
     _SHARED = ("scenario", "model", "pricer", "workload", "_fixed_workload", "menu", "menu_desc", "transfer")
 
+    _SNAPSHOT_OF = "snapshot_of"
+    """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore`."""
+
     def snapshot(self) -> dict[str, Any]:
-        """A deep copy of the whole mutable state (immutable physics and workload are shared)."""
+        """A deep copy of the whole mutable state (immutable physics and workload are shared), plus the
+        scenario and oracle flag it belongs to (checked by :meth:`restore`)."""
         memo = {id(getattr(self, k)): getattr(self, k) for k in self._SHARED}
         state = {k: v for k, v in self.__dict__.items() if k not in self._SHARED}
-        return copy.deepcopy(state, memo)
+        out = copy.deepcopy(state, memo)
+        out[self._SNAPSHOT_OF] = (self.scenario, self.oracle)
+        return out
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Return to a state taken by :meth:`snapshot` (the snapshot stays reusable)."""
+        """Return to a state taken by :meth:`snapshot` (the snapshot stays reusable). A snapshot of another
+        scenario (another cluster shape, menu, SLO, ...) or oracle setting raises :class:`ConfigError`: its
+        nodes and views would not match this simulator's."""
+        of = state.get(self._SNAPSHOT_OF) if isinstance(state, dict) else None
+        if not (isinstance(of, tuple) and len(of) == 2):
+            raise ConfigError("Simulator.restore", "state", type(state).__name__, "a dict from Simulator.snapshot()")
+        sc, oracle = of
+        if (sc is not self.scenario and sc != self.scenario) or oracle != self.oracle:
+            raise ConfigError("Simulator.restore", "state", f"a snapshot of {_describe_sim(sc, oracle)}",
+                              f"a snapshot of this simulator's {_describe_sim(self.scenario, self.oracle)}"
+                              + (" (same name and shape; other settings differ)"
+                                 if _describe_sim(sc, oracle) == _describe_sim(self.scenario, self.oracle) else ""))
         memo = {id(getattr(self, k)): getattr(self, k) for k in self._SHARED}
-        self.__dict__.update(copy.deepcopy(state, memo))
+        body = {k: v for k, v in state.items() if k != self._SNAPSHOT_OF}
+        self.__dict__.update(copy.deepcopy(body, memo))
+
+
+def _describe_sim(sc: Any, oracle: Any) -> str:
+    """``scenario 'small' (2P2D, chunk menu [128, ...], oracle False)`` for restore errors."""
+    if not isinstance(sc, ScenarioConfig):
+        return f"an unknown scenario ({type(sc).__name__})"
+    cl = sc.cluster
+    return (f"scenario {sc.name!r} ({cl.prefill_nodes}P{cl.decode_nodes}D, chunk menu "
+            f"{list(sc.deflection.chunk_menu)}, oracle {oracle})")
 

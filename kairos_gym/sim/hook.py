@@ -82,7 +82,11 @@ class Decision:
 
     ``path`` is ``"prefill"`` or ``"deflect"``. For the prefill path ``prefill_node`` may be None (join
     the shortest queue). For a deflection, ``decode_node`` is required and ``chunk`` is a size from the
-    menu or :data:`LARGEST_SAFE`.
+    menu or :data:`LARGEST_SAFE`. Node indices and chunks are ints (numpy integers too).
+
+    The simulator (``Simulator.apply``) refuses anything else (not a Decision, another path, a node index
+    that does not exist, a chunk off the menu) with a :class:`~kairos_gym.errors.ConfigError` naming the
+    value; a well-formed deflection that the node cannot take right now falls back to the prefill path.
     """
 
     path: str = PREFILL

@@ -23,6 +23,7 @@ from kairos_gym.workload.lengths import LENGTH_KINDS, LengthsConfig, LognormalLe
 from kairos_gym.workload.rules import (
     OPTIONAL_POSITIVE,
     OPTIONAL_POSITIVE_INT,
+    Number,
     build_section,
     fmt_value,
 )
@@ -35,6 +36,15 @@ MAX_REQUESTS = 10_000_000
 
 MAX_MMPP_CYCLES = 10_000_000
 """Upper bound on the expected number of MMPP on/off cycles a run needs (guards against tiny sojourns)."""
+
+MAX_REQUEST_TOKENS = 1 << 24
+"""Upper bound (16,777,216 tokens) on a length field: ``prompt_max``/``output_max`` (lognormal, Pareto) and
+``prompt_tokens``/``output_tokens`` (fixed). Far above every model's context (the largest preset: 163,840), so
+it refuses only typos, before they overflow the int64 length arrays; a request above the model's context is
+handled by ``cluster.overlong``."""
+
+_LENGTH_SIZE_FIELDS = ("prompt_max", "output_max", "prompt_tokens", "output_tokens")
+_MAX_REQUESTS_RULE = Number(integer=True, low=1, optional=True, high=MAX_REQUESTS)
 
 TOP_KEYS = ("arrival", "lengths", "num_requests", "duration_s", "max_requests")
 
@@ -57,7 +67,12 @@ class WorkloadConfig:
     setting duration_s) behaves like one written fresh.
         duration_s: generate arrivals with time < duration_s seconds (for a trace: scaled seconds
             after the window start). Not together with num_requests.
-        max_requests: keep at most the first N requests (after everything else; traces too).
+        max_requests: keep at most the first N requests (after everything else; traces too), 1 to
+            :data:`MAX_REQUESTS`.
+
+    Size bounds: num_requests, max_requests and the expected count mean rate x duration_s are at most
+    :data:`MAX_REQUESTS` (10,000,000); length fields at most :data:`MAX_REQUEST_TOKENS`. A workload that
+    turns out empty (a window with no request) is refused when it is generated, see :meth:`require_requests`.
     """
 
     arrival: ArrivalConfig = field(default_factory=PoissonArrival)
@@ -92,6 +107,21 @@ class WorkloadConfig:
         if isinstance(self.arrival, TraceArrival) or self.duration_s is not None:
             return self.num_requests
         return DEFAULT_NUM_REQUESTS if self.num_requests is None else self.num_requests
+
+    def require_requests(self, n: int, source: str, seed: int | None = None) -> None:
+        """Raise :class:`ConfigError` naming the window when a workload generated from this config has
+        ``n`` = 0 requests (``source``: its provenance; ``seed``: the seed it was drawn with)."""
+        if n > 0:
+            return
+        drew = f"seed {seed} drew no request" if seed is not None else "it holds no request"
+        if self.duration_s is not None:
+            expected = ""
+            if not isinstance(self.arrival, TraceArrival):
+                expected = (f"; expected count mean rate x duration_s = {self.arrival.mean_rate():g} req/s x "
+                            f"{self.duration_s:g} s = {self.arrival.mean_rate() * self.duration_s:.3g}")
+            raise ConfigError(f"workload {source}", "duration_s", self.duration_s,
+                              f"a window holding at least one request ({drew}{expected})")
+        raise ConfigError(f"workload {source}", "(requests)", 0, f"a workload with at least one request ({drew})")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "workload") -> WorkloadConfig:
@@ -144,13 +174,18 @@ def _size_fields(where: str, raw: dict[str, Any]) -> dict[str, Any]:
     return {
         "num_requests": OPTIONAL_POSITIVE_INT.check(where, "num_requests", raw["num_requests"]),
         "duration_s": OPTIONAL_POSITIVE.check(where, "duration_s", raw["duration_s"]),
-        "max_requests": OPTIONAL_POSITIVE_INT.check(where, "max_requests", raw["max_requests"]),
+        "max_requests": _MAX_REQUESTS_RULE.check(where, "max_requests", raw["max_requests"]),
     }
 
 
 def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) -> None:
     """Checks across sections (``lengths``: the effective lengths config)."""
     is_trace = isinstance(arrival, TraceArrival)
+    for name in _LENGTH_SIZE_FIELDS:
+        value = getattr(lengths, name, None)
+        if value is not None and value > MAX_REQUEST_TOKENS:
+            raise ConfigError(f"{where}.lengths", name, value,
+                              f"a whole number of tokens from 1 to {MAX_REQUEST_TOKENS:,} (MAX_REQUEST_TOKENS)")
     if isinstance(lengths, TraceLengths) and not is_trace:
         raise ConfigError(f"{where}.lengths", "kind", "trace",
                           f"one of {', '.join(k for k in LENGTH_KINDS if k != 'trace')} when arrival.kind is "

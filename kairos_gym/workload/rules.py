@@ -21,21 +21,26 @@ S = TypeVar("S", bound="Section")
 
 @dataclass(frozen=True)
 class Number:
-    """A finite number (``integer=True``: a whole number) with an optional lower bound.
+    """A finite number (``integer=True``: a whole number) with an optional lower and upper bound.
 
     ``None`` is accepted only when ``optional``. Integral floats such as ``4096.0`` are accepted for
-    integer fields (JSON writes them); ``12.5``, booleans and strings are not.
+    integer fields (JSON writes them); ``12.5``, booleans and strings are not. ``high`` (inclusive) is
+    the documented upper bound of a size field, checked before anything is allocated from it.
     """
 
     integer: bool = False
     low: float | None = None
     low_open: bool = False  # True: value > low; False: value >= low
     optional: bool = False
+    high: float | None = None  # value <= high
 
     def allowed(self) -> str:
         what = "a whole number" if self.integer else "a finite number"
         if self.low is not None:
             what += f" {'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            high = f"{self.high:,.0f}" if self.integer else f"{self.high:g}"
+            what += f"{' and' if self.low is not None else ''} <= {high}"
         return what + (", or null" if self.optional else "")
 
     def check(self, where: str, name: str, value: Any) -> int | float | None:
@@ -43,7 +48,10 @@ class Number:
             return None
         if isinstance(value, bool) or not isinstance(value, Real):
             raise ConfigError(where, name, value, self.allowed())
-        num = float(value)
+        try:
+            num = float(value)
+        except OverflowError:  # an int beyond float range (a 400-digit YAML integer)
+            raise ConfigError(where, name, value, self.allowed()) from None
         if not math.isfinite(num):
             raise ConfigError(where, name, value, self.allowed())
         if self.integer:
@@ -53,6 +61,8 @@ class Number:
         else:
             out = num
         if self.low is not None and (num <= self.low if self.low_open else num < self.low):
+            raise ConfigError(where, name, value, self.allowed())
+        if self.high is not None and (out if self.integer else num) > self.high:
             raise ConfigError(where, name, value, self.allowed())
         return out
 

@@ -40,6 +40,10 @@ rate table with another schema, so it is not one of them)."""
 COLUMNS: tuple[str, str, str] = ("arrival_time_s", "prompt_tokens", "output_tokens")
 HEADER = ",".join(COLUMNS)
 
+MAX_TRACE_BYTES = 64 << 20
+"""Largest trace file read (64 MiB, about 2.5 million requests; the packaged traces are at most 0.5 MB),
+checked before the file is read: parsing takes a few times the file's size in memory."""
+
 _MAX_TOKEN_DIGITS = 15  # far above any context length; exact in float64 and int64
 _TIME = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _TIME_RE = re.compile(_TIME)
@@ -90,6 +94,9 @@ def load_trace(path: str | os.PathLike[str], *, where: str | None = None) -> Wor
     resolved = resolve_trace_path(path, where=where or "trace")
     label = resolved.name if resolved.parent == TRACE_DIR else str(path)
     st = resolved.stat()
+    if st.st_size > MAX_TRACE_BYTES:
+        raise ConfigError(f"{where}: {resolved}" if where else str(resolved), "file", f"{st.st_size} bytes",
+                          f"a trace CSV of at most {MAX_TRACE_BYTES} bytes (MAX_TRACE_BYTES)")
     return _load_cached(str(resolved), st.st_mtime_ns, st.st_size, label, where or "")
 
 
@@ -99,9 +106,12 @@ def _load_cached(resolved: str, mtime_ns: int, size: int, label: str, where: str
     prefix = f"{where}: {resolved}" if where else resolved
     try:
         with open(resolved, encoding="utf-8-sig", newline="") as fh:
-            text = fh.read()
+            text = fh.read(MAX_TRACE_BYTES + 1)  # characters: at least as many bytes
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(prefix, "file", resolved, f"a readable UTF-8 CSV file ({exc})") from exc
+    if len(text) > MAX_TRACE_BYTES:  # grew since it was checked
+        raise ConfigError(prefix, "file", f"more than {MAX_TRACE_BYTES} bytes",
+                          f"a trace CSV of at most {MAX_TRACE_BYTES} bytes (MAX_TRACE_BYTES)")
     t, p, o = parse_trace_text(text, prefix)
     return Workload(arrival_s=t, prompt_tokens=p, output_tokens=o, source=f"trace:{label}")
 

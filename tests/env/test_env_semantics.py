@@ -150,7 +150,7 @@ def test_episode_window():
     env2.reset(seed=5)
     env.reset(seed=5)
     assert env.sim.workload.source == env2.sim.workload.source
-    assert KairosEnv(TINY, episode_window=10**6).reset(seed=0)[1]["n_requests"] == 120  # whole workload
+    assert KairosEnv(TINY, episode_window=120).reset(seed=0)[1]["n_requests"] == 120  # the whole workload
 
 
 def test_action_layout_and_largest_safe_actions():

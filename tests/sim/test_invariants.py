@@ -147,16 +147,16 @@ def test_snapshot_restore_reproduces():
     assert s1 == s2
 
 
-def test_invalid_deflection_falls_back_and_counts():
+def test_refused_deflection_falls_back_and_counts():
+    """A well-formed deflection the node refuses now (one in flight) takes the prefill path, counted."""
     sim = Simulator(SMALL, seed=0)
     from kairos_gym.sim import Decision
 
+    sim.next_decision()
+    assert sim.apply(Decision.deflect(0, 128)) is True and sim.n_invalid == 0
     ctx = sim.next_decision()
-    assert sim.apply(Decision.deflect(7, 512)) is False  # no decode node 7
-    assert sim.n_invalid == 1 and sim.path[ctx.request.rid] == 0
-    ctx = sim.next_decision()
-    assert sim.apply(Decision.deflect(0, 300)) is False  # 300 is not on the menu
-    assert sim.n_invalid == 2
+    assert sim.apply(Decision.deflect(0, 512)) is False  # node 0 has a deflection in flight
+    assert sim.n_invalid == 1 and sim.path[ctx.request.rid] == 0  # PATH_PREFILL
 
 
 def test_one_deflection_in_flight_per_node():
