@@ -11,12 +11,17 @@ Its time is a per-operator roofline, summed over operator classes:
   distinct experts a batch of T tokens touches, ``E * (1 - (1 - k/E)^T)`` plus the shared experts;
 * prefill attention over token pairs ``c * (prefix + (c+1)/2)`` and decode attention over the cached
   contexts (FLOPs and KV bytes), each with its own efficiency;
-* elementwise kernels (norms, activation, residual, rotary), memory-bound;
+* elementwise kernels, memory-bound: two norms, the MLP activation (gated: reads 2I, writes I; plain: reads
+  I, writes I), a residual add, and the rotary embedding of q and k only when the preset's ``position`` is
+  ``rope`` (see :class:`ElementwiseTerms`);
 * tensor parallelism: FLOPs and weight bytes sharded by ``tp`` plus two ring all-reduces per layer;
 * a fixed per-step CPU overhead and a per-layer kernel-launch overhead.
 
-Every quantity is in seconds, tokens, FLOPs and bytes. The same formulas serve every preset; only the
-efficiencies of operator classes are calibrated (``kairos_gym/data/calibration.yaml``).
+Every quantity is in seconds, tokens, FLOPs and bytes. The same formulas serve every preset, and each
+architecture-dependent term follows the preset's declared architecture (:class:`~kairos_gym.latency.presets.ModelSpec`):
+MLP matrices (3 gated, 2 plain), activation traffic, rotary traffic (RoPE only), attention shapes (MHA/GQA/MQA
+or MLA), embedding weights (tied or not, learned position table). Only the efficiencies of operator classes
+are calibrated (``kairos_gym/data/calibration.yaml``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,29 @@ class _Gemm:
     flops_per_token: float  # per GPU
     weight_bytes: float  # per GPU
     act_bytes_per_token: float  # per GPU
+
+
+@dataclass(frozen=True)
+class ElementwiseTerms:
+    """Memory-bound elementwise traffic of one layer, bytes per token on each GPU, and its kernel count.
+
+    ``norms``: two norms, each reading and writing the hidden vector (RMSNorm and LayerNorm alike);
+    ``activation``: the MLP activation (gated: reads gate and up, 2I, writes I; plain: reads I, writes I; I
+    is the MoE experts' total width per token on MoE presets); ``residual``: one residual add (reads 2h, writes
+    h); ``rotary``: RoPE on q and k (reads and writes both), 0 unless ``position`` is ``rope``. Biases are
+    fused into the GEMMs, learned or ALiBi positions add no per-layer kernel.
+    """
+
+    norms: float
+    activation: float
+    residual: float
+    rotary: float
+    kernels: int
+
+    @property
+    def total(self) -> float:
+        """Bytes per token per layer of all elementwise kernels."""
+        return self.norms + self.activation + self.residual + self.rotary
 
 
 def _nonneg_int(where: str, field: str, value: Any) -> int:
@@ -86,6 +114,34 @@ class StepLatencyModel:
         return cls(get_model(model), get_gpu(gpu), tp, default_calibration().with_overrides(calibration))
 
     # ------------------------------------------------------------------ construction
+    def elementwise_terms(self) -> ElementwiseTerms:
+        """The elementwise traffic of one layer on each GPU (bytes per token) for this preset's architecture."""
+        m, tp = self.model, self.tp
+        d = m.dtype_bytes
+        h = m.hidden
+        if m.moe is not None:
+            e = m.moe
+            act_inter = (e.experts_per_token + e.shared_experts) * e.expert_intermediate
+        else:
+            act_inter = m.intermediate
+        # the activation reads its input (2I gated: gate and up; I plain) and writes I
+        act_rw = 3 if m.mlp == "gated" else 2
+        rotary = 0.0
+        if m.position == "rope":
+            if m.mla is not None:
+                a = m.mla
+                qk_width = m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.qk_rope_head_dim
+            else:
+                qk_width = (m.heads + m.kv_heads) * m.head_dim
+            rotary = float(d * (2 * qk_width / tp))  # read and write q and k
+        return ElementwiseTerms(
+            norms=float(d * (2 * 2 * h)),
+            activation=float(d * (act_rw * act_inter / tp)),
+            residual=float(d * (3 * h)),
+            rotary=rotary,
+            kernels=5 if m.position == "rope" else 4,
+        )
+
     def _build(self) -> None:
         m, g, tp, c = self.model, self.gpu, self.tp, self.cal
         d = m.dtype_bytes
@@ -97,11 +153,11 @@ class StepLatencyModel:
         for k_in, n_out in m.attention_projection_shapes():
             gemms.append(_Gemm(L, 2.0 * k_in * n_out / tp, k_in * n_out * d / tp, (k_in + n_out) * d / tp))
         if n_dense_mlp:
-            inter = m.intermediate
             # gated: up+gate fused (h x 2I) and down (I x h); plain: up (h x I) and down (I x h)
-            up_n = 2 * inter if m.mlp == "gated" else inter
-            gemms.append(_Gemm(n_dense_mlp, 2.0 * h * up_n / tp, h * up_n * d / tp, (h + up_n) * d / tp))
-            gemms.append(_Gemm(n_dense_mlp, 2.0 * inter * h / tp, inter * h * d / tp, (inter + h) * d / tp))
+            for k_in, n_out in m.mlp_gemm_shapes(m.intermediate):
+                gemms.append(
+                    _Gemm(n_dense_mlp, 2.0 * k_in * n_out / tp, k_in * n_out * d / tp, (k_in + n_out) * d / tp)
+                )
         self._gemms = tuple(gemms)
         self._n_gemm_kernels = sum(x.count for x in gemms)
         # Aggregate dense GEMM coefficients per distinct shape for the fast path.
@@ -134,10 +190,8 @@ class StepLatencyModel:
             # router GEMM (h x E), replicated
             self._router_f = 2.0 * h * e.routed_experts * n_moe
             self._moe_act_tok = (e.experts_per_token + e.shared_experts) * 4 * h * d / tp * n_moe
-            act_inter = (e.experts_per_token + e.shared_experts) * e.expert_intermediate
         else:
             self._moe_layers = 0
-            act_inter = m.intermediate
         self._peak_c_moe = g.peak_flops * c.moe_compute_eff
         self._peak_m_moe = g.hbm_bandwidth * c.moe_memory_eff
         self._p_moe = c.moe_overlap_p
@@ -150,7 +204,6 @@ class StepLatencyModel:
             self._attn_dec_pair = 2.0 * m.heads * (2 * a.kv_lora_rank + a.qk_rope_head_dim) * L / tp
             self._kv_gpu = float(m.kv_bytes_per_token)  # the latent cache is replicated on every TP rank
             e_pf = c.attention_prefill_eff_mla
-            qk_width = m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.qk_rope_head_dim
         else:
             hd = m.head_dim
             self._attn_pf_pair = 4.0 * m.heads * hd * L / tp
@@ -158,14 +211,14 @@ class StepLatencyModel:
             kv_per_gpu = max(1, m.kv_heads // tp)
             self._kv_gpu = float(2 * L * kv_per_gpu * hd * d)
             e_pf = c.attention_prefill_eff_mha
-            qk_width = (m.heads + m.kv_heads) * hd
         self._peak_c_attn_pf = g.peak_flops * e_pf
         self._peak_c_attn_dec = g.peak_flops * c.attention_decode_compute_eff
         self._peak_m_attn = g.hbm_bandwidth * c.attention_decode_memory_eff
-        # Elementwise: 2 norms (read+write h), activation (read 2I, write I), residual add (3h), rotary (q,k).
-        ew_bytes_layer = d * (2 * 2 * h + 3 * act_inter / tp + 3 * h + 2 * qk_width / tp)
-        self._ew_tok = ew_bytes_layer * L / (g.hbm_bandwidth * c.elementwise_memory_eff)
-        self._ew_fixed = 5 * L * c.elementwise_kernel_s
+        # Elementwise: norms, activation, residual add, and rotary only for RoPE presets (ElementwiseTerms).
+        ew = self.elementwise_terms()
+        self._ew_kernels = ew.kernels
+        self._ew_tok = ew.total * L / (g.hbm_bandwidth * c.elementwise_memory_eff)
+        self._ew_fixed = ew.kernels * L * c.elementwise_kernel_s
         # Tensor-parallel all-reduce: 2 per layer of T x h activations, ring algorithm over NVLink.
         if tp > 1:
             self._ar_fixed = 2 * L * c.allreduce_latency_s
@@ -402,8 +455,8 @@ class StepLatencyModel:
         return t
 
     def linear_layer_time(self, n_tokens):
-        """Seconds of one transformer layer's non-attention operators (projection GEMMs, dense MLP,
-        norms, activation, residual add, rotary) for ``n_tokens`` tokens (float or array): the
+        """Seconds of one transformer layer's non-attention operators (projection GEMMs, dense MLP, and the
+        elementwise kernels of :meth:`elementwise_terms`) for ``n_tokens`` tokens (float or array): the
         quantity Vidur's ``mlp.csv`` measures. Dense (non-MoE) layers only."""
         c = self.cal
         T = np.asarray(n_tokens, dtype=float)
@@ -414,7 +467,7 @@ class StepLatencyModel:
             tc = T * f / self._peak_c_dense
             tm = (w + T * a) / self._peak_m_dense
             t = t + (tc**p + tm**p) ** (1.0 / p) + c.gemm_kernel_s
-        ew = T * self._ew_tok / self.model.layers + 5 * c.elementwise_kernel_s
+        ew = T * self._ew_tok / self.model.layers + self._ew_kernels * c.elementwise_kernel_s
         return t + ew
 
     def prefill_time(self, prompt_tokens: int, prefix_tokens: int = 0) -> float:
