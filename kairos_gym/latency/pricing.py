@@ -8,7 +8,9 @@ with ``T`` tokens, ``S`` sampling sequences, ``P`` decode pairs (sum of context 
 ``A`` and prefill KV reads ``R``. ``F`` is memoised on integer ``(T, S)``, the decode-attention term
 is exactly linear in ``P``, and the prefill-attention term ``G`` of a chunk is memoised on
 ``(chunk, prefix)``. Pricing a whole chunk schedule then costs a few dictionary look-ups per chunk.
-All times in seconds, sizes in tokens.
+All times in seconds, sizes in tokens. The pricer is the simulator's hot path: it calls the model's
+unchecked kernels (``_cost_agg``, ``_lm_head_cost``, ``_pf_attention_time``/``_cost``) with the aggregates it
+builds itself, so the public methods' input checks cost nothing per event.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class ChunkPricer:
         self._cum: dict[int, list[float]] = {c: [0.0] for c in menu}
         # K: seconds per decode pair (the decode-attention term is homogeneous of degree 1 in P).
         self._kdec = model.step_time_fast(0.0, 0.0, 1.0, 0.0, 0.0) - model.step_time_fast(0.0, 0.0, 0.0, 0.0, 0.0)
-        z = model.step_cost_agg(0.0, 0.0, 0.0, 0.0, 0.0)
-        one = model.step_cost_agg(0.0, 0.0, 1.0, 0.0, 0.0)
+        z = model._cost_agg(0.0, 0.0, 0.0, 0.0, 0.0)
+        one = model._cost_agg(0.0, 0.0, 1.0, 0.0, 0.0)
         self._kdec_cost = (one[0] - z[0], one[1] - z[1], one[2] - z[2])
 
     def base_cost(self, n_tokens: int, n_seqs: int) -> tuple[float, float, float]:
@@ -74,13 +76,13 @@ class ChunkPricer:
 
     def attn_time(self, pf_pairs: float, kv_read: float) -> float:
         """Prefill-attention seconds of aggregated chunks (time only, not memoised)."""
-        return self.model.prefill_attention_time(pf_pairs, kv_read)
+        return self.model._pf_attention_time(pf_pairs, kv_read)
 
     def attn_cost(self, pf_pairs: float, kv_read: float) -> tuple[float, float, float]:
         """Prefill-attention (seconds, FLOPs, compute seconds) of aggregated chunks (not memoised)."""
         if pf_pairs <= 0.0:
             return 0.0, 0.0, 0.0
-        return self.model.prefill_attention_cost(pf_pairs, kv_read)
+        return self.model._pf_attention_cost(pf_pairs, kv_read)
 
     def _grow(self, n_tokens: int, n_seqs: int) -> None:
         """Extend the tables so that G covers [0, n_tokens] and L covers [0, n_seqs] (vectorised)."""
@@ -88,13 +90,13 @@ class ChunkPricer:
         if n_tokens >= len(self._g):
             t = np.arange(max(n_tokens + 1, 2 * len(self._g)), dtype=float)
             tt, ff, cc = (np.broadcast_to(np.asarray(x, dtype=float), t.shape)
-                          for x in m.step_cost_agg(t, 0.0, 0.0, 0.0, 0.0))
-            lt, lf, lc = m.lm_head_cost(0.0)
+                          for x in m._cost_agg(t, 0.0, 0.0, 0.0, 0.0))
+            lt, lf, lc = m._lm_head_cost(0.0)
             g = tt - lt
             self._g = g.tolist()
             self._gc = list(zip(g.tolist(), (ff - lf).tolist(), (cc - lc).tolist(), strict=True))
         if n_seqs >= len(self._l):
-            self._lc = [m.lm_head_cost(float(s)) for s in range(max(n_seqs + 1, 2 * len(self._l)))]
+            self._lc = [m._lm_head_cost(float(s)) for s in range(max(n_seqs + 1, 2 * len(self._l)))]
             self._l = [x[0] for x in self._lc]
 
     def base(self, n_tokens: int, n_seqs: int) -> float:
@@ -111,7 +113,7 @@ class ChunkPricer:
         key = (chunk, prefix)
         v = self._attn.get(key)
         if v is None:
-            v = self.model.prefill_attention_time(chunk * (prefix + (chunk + 1) / 2.0), float(prefix + chunk))
+            v = self.model._pf_attention_time(chunk * (prefix + (chunk + 1) / 2.0), float(prefix + chunk))
             if len(self._attn) >= MEMO_LIMIT:
                 self._attn.clear()
             self._attn[key] = v
