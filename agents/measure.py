@@ -23,6 +23,9 @@ from kairos_gym.agents.registry import POLICIES
 from kairos_gym.agents.runner import run_policy
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.flags import SEED_LIMIT, check_outputs, parse_int
+from kairos_gym.report import render_table
+from kairos_gym.workload.config import MAX_REQUESTS
 
 COLUMNS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "decision_us_p50",
            "decision_us_p99", "decision_cpu_us_p50", "decision_cpu_us_p99")
@@ -44,40 +47,60 @@ def _row(label: str, s: dict[str, Any], wall: float) -> dict[str, Any]:
             "n_requests": s["n_requests"], "wall_s": round(wall, 1)}
 
 
+_HEADERS = ("policy", "TTFT P95\n(s)", "TBT viol\n(frac)", "SLO att\n(frac)", "deflect\n(frac)",
+            "decision\np50 (us)", "decision\np99 (us)", "CPU p50\n(us)", "CPU p99\n(us)", "wall\n(s)")
+_SPECS = (("ttft_p95", ".3f"), ("tbt_violation_rate", ".4f"), ("slo_attainment", ".3f"), ("deflection_rate", ".3f"),
+          ("decision_us_p50", ".1f"), ("decision_us_p99", ".1f"), ("decision_cpu_us_p50", ".1f"),
+          ("decision_cpu_us_p99", ".1f"), ("wall_s", ".1f"))
+
+
 def _fmt(rows: list[dict[str, Any]]) -> str:
-    head = (f"{'policy':<34}{'ttft_p95':>10}{'tbt_viol':>10}{'slo_att':>9}{'defl':>7}{'us_p50':>10}{'us_p99':>11}"
-            f"{'cpu_p50':>9}{'cpu_p99':>9}{'wall_s':>8}")
-    out = [head, "-" * len(head)]
-    for r in rows:
-        def f(v: Any, spec: str) -> str:
-            return format(v, spec) if isinstance(v, (int, float)) else "-"
-        out.append(f"{r['label']:<34}{f(r['ttft_p95'], '10.3f')}{f(r['tbt_violation_rate'], '10.4f')}"
-                   f"{f(r['slo_attainment'], '9.3f')}{f(r['deflection_rate'], '7.3f')}"
-                   f"{f(r['decision_us_p50'], '10.1f')}{f(r['decision_us_p99'], '11.1f')}"
-                   f"{f(r['decision_cpu_us_p50'], '9.1f')}{f(r['decision_cpu_us_p99'], '9.1f')}"
-                   f"{f(r['wall_s'], '8.1f')}")
-    return "\n".join(out)
+    """The rows as one table (one run per row: no interval)."""
+    def f(v: Any, spec: str) -> str:
+        return format(v, spec) if isinstance(v, (int, float)) else "-"
+
+    return render_table(_HEADERS, [[r["label"], *(f(r[k], spec) for k, spec in _SPECS)] for r in rows])
+
+
+def _line(row: dict[str, Any]) -> str:
+    """One row as it finishes (progress on stdout; the full table follows at the end)."""
+    return f"{row['label']}: " + ", ".join(
+        f"{h.replace(chr(10), ' ')} {format(row[k], spec) if isinstance(row[k], (int, float)) else '-'}"
+        for h, (k, spec) in zip(_HEADERS[1:], _SPECS, strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kairos_gym.agents.measure", description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", help="a scenario name or YAML path (default: the issue's dict scenario)")
-    ap.add_argument("--requests", type=int, default=3000, help="requests of the dict scenario (default 3000)")
-    ap.add_argument("--rate", type=float, default=20.0, help="arrival rate of the dict scenario (default 20)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--requests", default="3000",
+                    help=f"requests of the dict scenario, 1..{MAX_REQUESTS} (default 3000)")
+    ap.add_argument("--rate", type=float, default=20.0, help="arrival rate of the dict scenario (req/s, default 20)")
+    ap.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
     ap.add_argument("--policies", default="no-deflect,always-deflect,random,sq,sl,kairos,oracle",
                     help="comma-separated registry names (ppo needs --ppo-path)")
-    ap.add_argument("--oracle-horizon-s", type=float, default=20.0)
-    ap.add_argument("--oracle-horizon-decisions", type=int, default=None)
+    ap.add_argument("--oracle-horizon-s", type=float, default=20.0, help="Oracle lookahead (simulated s)")
+    ap.add_argument("--oracle-horizon-decisions", type=int, default=None, help="Oracle lookahead (decisions)")
     ap.add_argument("--ppo-path", help="SB3 model zip for the ppo policy")
     ap.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
     ap.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     ap.add_argument("--acceptance", action="store_true",
                     help="check issue 5's criteria on the shipped bursty and decode-heavy scenarios")
     args = ap.parse_args(argv)
+    try:  # every flag and the output path checked before the first run
+        seed = parse_int("measure", "--seed", args.seed, 0, SEED_LIMIT - 1)
+        n_req = parse_int("measure", "--requests", args.requests, 1, MAX_REQUESTS)
+        check_outputs("measure", {"--json": args.json})
+        if args.acceptance:
+            from kairos_gym.agents.registry import make_policy
+
+            make_policy("oracle", "bursty", seed, horizon_s=args.oracle_horizon_s,
+                        horizon_decisions=args.oracle_horizon_decisions)
+    except ConfigError as e:
+        print(f"measure: error: {e}", file=sys.stderr)
+        return 2
     if args.acceptance:
-        return acceptance(args.seed, args.oracle_horizon_s, args.oracle_horizon_decisions)
-    scenario: Any = args.scenario if args.scenario else dict_scenario(args.requests, args.rate)
+        return acceptance(seed, args.oracle_horizon_s, args.oracle_horizon_decisions)
+    scenario: Any = args.scenario if args.scenario else dict_scenario(n_req, args.rate)
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     runs: list[tuple[str, str, dict[str, Any]]] = []
     for n in names:
@@ -96,11 +119,18 @@ def main(argv: list[str] | None = None) -> int:
             runs += [(f"sl(L<{t}, chunk {c})", "sl", {"length_threshold": t, "chunk": c}) for t in SL_THRESHOLDS]
     rows = []
     try:
+        from kairos_gym.agents.registry import make_policy
+
+        from kairos_gym.config import load_scenario
+
+        sc = load_scenario(scenario)
+        for _, name, kw in runs:  # every policy and parameter checked before the first run
+            make_policy(name, sc, seed, **kw)
         for label, name, kw in runs:
             t0 = time.perf_counter()
-            s = run_policy(name, scenario, args.seed, **kw)
+            s = run_policy(name, sc, seed, **kw)
             rows.append(_row(label, s, time.perf_counter() - t0))
-            print(_fmt(rows[-1:]).splitlines()[-1], flush=True)
+            print(_line(rows[-1]), flush=True)
     except ConfigError as e:
         print(e, file=sys.stderr)
         return 2
@@ -118,7 +148,7 @@ def acceptance(seed: int = 0, horizon_s: float = 20.0, horizon_decisions: int | 
     def run(label: str, name: str, scenario: str, **kw: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
         s = run_policy(name, scenario, seed, **kw)
-        print(_fmt([_row(f"{scenario}: {label}", s, time.perf_counter() - t0)]).splitlines()[-1], flush=True)
+        print(_line(_row(f"{scenario}: {label}", s, time.perf_counter() - t0)), flush=True)
         return s
 
     nd = run("no-deflect", "no-deflect", "bursty")

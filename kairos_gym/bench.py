@@ -42,9 +42,21 @@ def peak_rss_mib() -> float:
 
 
 def run_bench(env_seconds: float = 3.0, env_repeats: int = 3) -> dict[str, Any]:
-    """All figures as one dict."""
+    """All figures as one dict. ``env_seconds`` (finite, in (0, MAX_BENCH_SECONDS]) and ``env_repeats``
+    (1..MAX_BENCH_REPEATS, :mod:`kairos_gym.flags`) are checked before the first timing."""
+    import math
+
+    from kairos_gym.errors import ConfigError
+    from kairos_gym.flags import MAX_BENCH_REPEATS, MAX_BENCH_SECONDS
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.bench import bench_pricing
+
+    if (isinstance(env_seconds, bool) or not isinstance(env_seconds, (int, float)) or not math.isfinite(env_seconds)
+            or not 0 < env_seconds <= MAX_BENCH_SECONDS):
+        raise ConfigError("run_bench", "env_seconds", env_seconds,
+                          f"a finite number of seconds > 0 and <= {MAX_BENCH_SECONDS:g}")
+    if isinstance(env_repeats, bool) or not isinstance(env_repeats, int) or not 1 <= env_repeats <= MAX_BENCH_REPEATS:
+        raise ConfigError("run_bench", "env_repeats", env_repeats, f"a whole number in [1, {MAX_BENCH_REPEATS}]")
 
     out: dict[str, Any] = {"simulator": [bench_simulator("azure-conv"), bench_simulator("azure-code")]}
     out["pricing_us"] = bench_pricing(StepLatencyModel.from_preset(), repeats=5000)

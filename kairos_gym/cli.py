@@ -1,6 +1,9 @@
 """The ``kairos-gym`` command line. Thin: parses flags, calls the library, prints or writes results.
 
-Bad flags exit with status 2 and one line naming the flag, the value and what is allowed.
+Every flag value and every output path is checked before any work starts (:mod:`kairos_gym.flags`): a bad
+one exits with status 2 and one line naming the flag, the value and what is allowed. Tables go to stdout
+(:func:`kairos_gym.report.render_table`, at most 120 columns); progress bars to stderr, only on a terminal
+(``--no-progress`` turns them off).
 """
 
 from __future__ import annotations
@@ -8,30 +11,53 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.flags import (
+    MAX_BENCH_REPEATS,
+    MAX_BENCH_SECONDS,
+    MAX_LIST,
+    MAX_SEEDS,
+    SEED_LIMIT,
+    check_outputs,
+    parse_float,
+    parse_float_list,
+    parse_int,
+    parse_int_list,
+    parse_seeds,
+)
 
 if TYPE_CHECKING:
     from kairos_gym.config import ScenarioConfig
+    from kairos_gym.progress import RunProgress
+
+SEEDS_HELP = (f"seeds as a comma list and/or ranges a-b, e.g. 0-4 or 0,3,7 (distinct, each below {SEED_LIMIT}, at "
+              f"most {MAX_SEEDS}; every policy runs on the same seeds)")
+JSON_HELP = "write the results as JSON to this file ('-': print the JSON instead of the table)"
+NO_PROGRESS_HELP = "no progress bar (bars go to stderr, and only when it is a terminal)"
+MAX_BATCH = 4096
+"""Largest ``latency --batches`` value (decode requests in one step)."""
+MAX_CONTEXT = 1 << 20
+"""Largest ``latency --contexts`` value (tokens)."""
+MAX_CHUNK = 1 << 16
+"""Largest ``latency --chunks`` / ``sweep --chunks`` value (tokens)."""
 
 ORACLE_PREFIX = 300
 """Requests of the demo's Oracle run (the first ones of the first seed's workload)."""
 
 
-def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
-    def parse(text: str) -> tuple[int, ...]:
-        try:
-            vals = tuple(int(x) for x in text.split(",") if x.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} = {text!r}: allowed: comma-separated integers") from None
-        if not vals or min(vals) < 0:
-            raise argparse.ArgumentTypeError(f"{flag} = {text!r}: allowed: comma-separated integers >= 0")
-        return vals
+def _progress(args: argparse.Namespace, desc: str) -> RunProgress:
+    """The run counter of a command: a bar on stderr when it is a terminal and --no-progress is not given."""
+    from kairos_gym.progress import RunProgress, progress_enabled
 
-    return parse
+    return RunProgress(desc, enabled=progress_enabled(getattr(args, "no_progress", False)))
+
+
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def _write_json(path: str | None, obj: object) -> None:
@@ -48,12 +74,15 @@ def _write_json(path: str | None, obj: object) -> None:
 # ---------------------------------------------------------------------------- latency
 def _add_latency(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("latency", help="step-latency table of a model/GPU/TP preset; calibration report and fit")
-    p.add_argument("--model", default="deepseek-v2-lite")
-    p.add_argument("--gpu", default="a100-80gb")
-    p.add_argument("--tp", type=int, default=1)
-    p.add_argument("--batches", type=_int_list("--batches"), default=(1, 8, 16, 32, 64))
-    p.add_argument("--contexts", type=_int_list("--contexts"), default=(512, 1024, 2048, 4096))
-    p.add_argument("--chunks", type=_int_list("--chunks"), default=(128, 256, 512, 1024, 2048))
+    p.add_argument("--model", default="deepseek-v2-lite", help="model preset (kairos_gym/data/models.yaml)")
+    p.add_argument("--gpu", default="a100-80gb", help="GPU preset (kairos_gym/data/hardware.yaml)")
+    p.add_argument("--tp", default="1", help="tensor-parallel degree: 1, 2, 4 or 8")
+    p.add_argument("--batches", default="1,8,16,32,64",
+                   help=f"decode batch sizes, distinct, 1..{MAX_BATCH}, at most {MAX_LIST}")
+    p.add_argument("--contexts", default="512,1024,2048,4096",
+                   help=f"context length of each decode request (tokens), 1..{MAX_CONTEXT}, at most {MAX_LIST}")
+    p.add_argument("--chunks", default="128,256,512,1024,2048",
+                   help=f"deflected chunk sizes (tokens), 1..{MAX_CHUNK}, at most {MAX_LIST}")
     p.add_argument("--json", metavar="PATH", help="write the table as JSON ('-' for stdout)")
     p.add_argument("--calibration-report", metavar="PATH", nargs="?", const="docs/calibration.md",
                    help="write the calibration report (default docs/calibration.md)")
@@ -66,6 +95,12 @@ def _cmd_latency(args: argparse.Namespace) -> int:
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.report import calibration_report_md, format_latency_table, latency_table
 
+    w = "latency"
+    tp = parse_int(w, "--tp", args.tp, 1, 64)
+    batches = parse_int_list(w, "--batches", args.batches, 1, MAX_BATCH)
+    contexts = parse_int_list(w, "--contexts", args.contexts, 1, MAX_CONTEXT)
+    chunks = parse_int_list(w, "--chunks", args.chunks, 1, MAX_CHUNK)
+    check_outputs(w, {"--json": args.json, "--calibration-report": args.calibration_report}, stdout_ok=["--json"])
     if args.fit:
         from kairos_gym.latency.fit import FIT_PARAMS, fit
 
@@ -79,7 +114,7 @@ def _cmd_latency(args: argparse.Namespace) -> int:
         Path(args.calibration_report).write_text(calibration_report_md(), encoding="utf-8")
         print(f"wrote {args.calibration_report}")
         return 0
-    m = StepLatencyModel.from_preset(args.model, args.gpu, args.tp)
+    m = StepLatencyModel.from_preset(args.model, args.gpu, tp)
     if args.bench:
         from kairos_gym.latency.bench import bench_pricing
 
@@ -88,7 +123,7 @@ def _cmd_latency(args: argparse.Namespace) -> int:
             print(f"{k}: {v}")
         _write_json(args.json, res)
         return 0
-    table = latency_table(m, args.batches, args.contexts, args.chunks)
+    table = latency_table(m, batches, contexts, chunks)
     if args.json == "-":
         _write_json("-", table)
     else:
@@ -100,28 +135,32 @@ def _cmd_latency(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- simulate
 def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="run one policy on one scenario and print the summary")
-    p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path")
-    p.add_argument("--policy", default="no-deflect")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path (default: bursty)")
+    p.add_argument("--policy", default="no-deflect", help="registry name of the policy (docs/policies.md)")
+    p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
     p.add_argument("--json", metavar="PATH", help="write the summary JSON ('-' for stdout)")
     p.add_argument("--requests-csv", metavar="PATH", help="write the per-request record as CSV")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_simulate)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from kairos_gym.agents.registry import make_policy
     from kairos_gym.agents.runner import simulate
     from kairos_gym.config import load_scenario
     from kairos_gym.report import format_summary, write_requests_csv
 
+    seed = parse_int("simulate", "--seed", args.seed, 0, SEED_LIMIT - 1)
+    check_outputs("simulate", {"--json": args.json, "--requests-csv": args.requests_csv}, stdout_ok=["--json"])
     sc = load_scenario(args.scenario)
+    make_policy(args.policy, sc, seed)  # a bad name or parameter fails here, before the run
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
 
         bar = tqdm(desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr, mininterval=0.5)
     try:
-        summary, sim = simulate(args.policy, sc, args.seed, progress=bar.update if bar is not None else None)
+        summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -136,35 +175,52 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- sweep
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    from kairos_gym.train.sweep import MAX_LOAD, MAX_THRESHOLD
+
     p = sub.add_parser("sweep", help="load sweep and SQ/SL threshold sweeps against Kairos (and the Oracle)")
-    p.add_argument("--scenario", default="bursty")
-    p.add_argument("--loads", default="0.5,0.75,1.0,1.25", help="multipliers of the arrival rate ('' for none)")
-    p.add_argument("--policies", default="no-deflect,sq,sl,kairos", help="policies of the load sweep")
-    p.add_argument("--sq-thresholds", default="2048,8192,32768", help="SQ queue thresholds (tokens)")
-    p.add_argument("--sl-thresholds", default="1024,2048,8192", help="SL prompt-length thresholds (tokens)")
-    p.add_argument("--chunks", default="512,2048", help="fixed chunk sizes of SQ and SL")
-    p.add_argument("--references", default="no-deflect,kairos", help="policies on the threshold plot (e.g. oracle)")
-    p.add_argument("--seeds", default="0-2")
-    p.add_argument("--json", metavar="PATH")
-    p.add_argument("--plots", metavar="DIR")
+    p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path (default: bursty)")
+    p.add_argument("--loads", default="0.5,0.75,1.0,1.25",
+                   help=f"multipliers of the arrival rate, each in (0, {MAX_LOAD:g}], at most {MAX_LIST} ('' for no "
+                   "load sweep)")
+    p.add_argument("--policies", default="no-deflect,sq,sl,kairos", help="policies of the load sweep (registry names)")
+    p.add_argument("--sq-thresholds", default="2048,8192,32768",
+                   help=f"SQ queue thresholds (tokens), each in [0, {MAX_THRESHOLD:g}], at most {MAX_LIST}")
+    p.add_argument("--sl-thresholds", default="1024,2048,8192",
+                   help=f"SL prompt-length thresholds (tokens), each in [0, {MAX_THRESHOLD:g}], at most {MAX_LIST}")
+    p.add_argument("--chunks", default="512,2048",
+                   help="fixed chunk sizes (tokens, whole numbers from the scenario's chunk menu) of SQ and SL; "
+                   "'' for no threshold sweep")
+    p.add_argument("--references", default="no-deflect,kairos",
+                   help="policies shown beside SQ/SL on the threshold plot (e.g. add oracle)")
+    p.add_argument("--seeds", default="0-2", help=SEEDS_HELP)
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+    p.add_argument("--plots", metavar="DIR", help="write slo_vs_load.png and pareto_ttft_tbt.png into this folder")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_sweep)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from kairos_gym.train.evaluate import parse_seeds
-    from kairos_gym.train.sweep import format_sweep, parse_floats, sweep
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.flags import parse_names
+    from kairos_gym.train.sweep import MAX_LOAD, MAX_THRESHOLD, format_sweep, sweep
 
-    def names(text: str) -> list[str]:
-        return [x.strip() for x in text.split(",") if x.strip()]
-
-    chunks = tuple(int(c) for c in parse_floats("--chunks", args.chunks))
-    res = sweep(args.scenario, parse_floats("--loads", args.loads), names(args.policies), parse_seeds(args.seeds),
-                tuple(parse_floats("--sq-thresholds", args.sq_thresholds)),
-                tuple(parse_floats("--sl-thresholds", args.sl_thresholds)), chunks, names(args.references),
-                args.plots)
-    print(format_sweep(res))
-    if res.get("plots"):
-        print("plots: " + ", ".join(res["plots"]))
+    w = "sweep"
+    seeds = parse_seeds(args.seeds, "--seeds", w)
+    loads = parse_float_list(w, "--loads", args.loads, 0.0, MAX_LOAD)
+    sq = parse_float_list(w, "--sq-thresholds", args.sq_thresholds, 0.0, MAX_THRESHOLD, lo_open=False)
+    sl = parse_float_list(w, "--sl-thresholds", args.sl_thresholds, 0.0, MAX_THRESHOLD, lo_open=False)
+    chunks = parse_int_list(w, "--chunks", args.chunks, 0, MAX_CHUNK, empty_ok=True)
+    policies = parse_names(w, "--policies", args.policies, POLICIES, empty_ok=not loads)
+    refs = parse_names(w, "--references", args.references, POLICIES, empty_ok=True)
+    check_outputs(w, {"--json": args.json}, {"--plots": (args.plots, ("slo_vs_load.png", "pareto_ttft_tbt.png"))},
+                  stdout_ok=["--json"])
+    with _progress(args, "sweep") as bar:
+        res = sweep(args.scenario, list(loads), policies, seeds, sq, sl, chunks if (sq or sl) else (), refs,
+                    args.plots, progress=bar)
+    if args.json != "-":
+        print(format_sweep(res))
+        if res.get("plots"):
+            print("plots: " + ", ".join(res["plots"]))
     _write_json(args.json, res)
     return 0
 
@@ -172,18 +228,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- results
 def _add_results(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("results", help="regenerate docs/results.md: the paper's claims next to the simulator's")
-    p.add_argument("--out", default="docs/results.md")
-    p.add_argument("--seeds", default="0-4")
-    p.add_argument("--trace-seeds", default="0-2")
-    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--out", default="docs/results.md", help="markdown file to write (default docs/results.md)")
+    p.add_argument("--seeds", default="0-4", help="seeds of the synthetic scenarios; " + SEEDS_HELP)
+    p.add_argument("--trace-seeds", default="0-2", help="seeds of the trace scenarios (same form as --seeds)")
+    p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to this file")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_results)
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
-    from kairos_gym.train.evaluate import parse_seeds
     from kairos_gym.train.results import build_results, results_md
 
-    res = build_results(parse_seeds(args.seeds), parse_seeds(args.trace_seeds))
+    seeds = parse_seeds(args.seeds, "--seeds", "results")
+    trace_seeds = parse_seeds(args.trace_seeds, "--trace-seeds", "results")
+    check_outputs("results", {"--out": args.out, "--json": args.json})
+    with _progress(args, "results") as bar:
+        res = build_results(seeds, trace_seeds, progress=bar)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(results_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
@@ -193,19 +253,29 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- leaderboard
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    from kairos_gym.train.leaderboard import SUITE
+
     p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md")
-    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo")
-    p.add_argument("--out", default="LEADERBOARD.md")
-    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo",
+                   help="policies to rank (registry names; each runs the whole suite: "
+                   + ", ".join(f"{n} seeds {s}" for n, s in SUITE.items()) + ")")
+    p.add_argument("--out", default="LEADERBOARD.md", help="markdown file to write (default LEADERBOARD.md)")
+    p.add_argument("--json", metavar="PATH", help="also write the per-scenario rows as JSON to this file")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_leaderboard)
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
-    from kairos_gym.train.evaluate import parse_seeds
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.flags import parse_names
     from kairos_gym.train.leaderboard import SUITE, leaderboard_md, run_suite
 
-    suite = {n: parse_seeds(s) for n, s in SUITE.items()}
-    res = run_suite([p.strip() for p in args.policies.split(",") if p.strip()], suite)
+    policies = parse_names("leaderboard", "--policies", args.policies, POLICIES)
+    check_outputs("leaderboard", {"--out": args.out, "--json": args.json})
+    suite = {n: parse_seeds(s, "SUITE", "leaderboard") for n, s in SUITE.items()}
+    with _progress(args, "leaderboard") as bar:
+        res = run_suite(policies, suite, progress=bar)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(leaderboard_md(res, suite), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
     _write_json(args.json, res)
@@ -215,35 +285,43 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- bench
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput of the simulator, the pricing and the env on this machine")
-    p.add_argument("--json", metavar="PATH")
-    p.add_argument("--env-seconds", type=float, default=3.0, help="length of one env timing run (s)")
-    p.add_argument("--env-repeats", type=int, default=3,
-                   help="env timing runs per id; the median is reported (the VM's speed drifts)")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+    p.add_argument("--env-seconds", default="3.0",
+                   help=f"length of one env timing run (seconds, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
+    p.add_argument("--env-repeats", default="3",
+                   help=f"env timing runs per id, 1..{MAX_BENCH_REPEATS}; the median is reported (the VM's speed "
+                   "drifts)")
     p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from kairos_gym.bench import run_bench
+    from kairos_gym.report import render_table
 
-    if not args.env_seconds > 0:  # checked before the minutes of simulator timing, not after
-        raise ConfigError("kairos-gym bench", "--env-seconds", args.env_seconds, "a number of seconds > 0")
-    if args.env_repeats < 1:
-        raise ConfigError("kairos-gym bench", "--env-repeats", args.env_repeats, "a whole number >= 1")
-    res = run_bench(env_seconds=args.env_seconds, env_repeats=args.env_repeats)
-    for row in res["simulator"]:
-        print(f"simulator {row['scenario']:<11} {row['requests']:>6} requests  {row['wall_time_s']:>7.2f} s wall  "
-              f"{row['sim_s_per_wall_s']:>7.1f} sim-s/wall-s  {row['requests_per_wall_s']:>8.1f} req/wall-s")
+    # checked before the minutes of simulator timing, not after
+    seconds = parse_float("bench", "--env-seconds", args.env_seconds, 0.0, MAX_BENCH_SECONDS)
+    repeats = parse_int("bench", "--env-repeats", args.env_repeats, 1, MAX_BENCH_REPEATS)
+    check_outputs("bench", {"--json": args.json}, stdout_ok=["--json"])
+    res = run_bench(env_seconds=seconds, env_repeats=repeats)
+    if args.json == "-":
+        _write_json("-", res)
+        return 0
+    print(render_table(
+        ["simulator\n(no-deflect)", "requests", "wall\n(s)", "sim-s /\nwall-s", "requests /\nwall-s"],
+        [[r["scenario"], f"{r['requests']:,}", f"{r['wall_time_s']:.2f}", f"{r['sim_s_per_wall_s']:.1f}",
+          f"{r['requests_per_wall_s']:.1f}"] for r in res["simulator"]]))
     pr = res["pricing_us"]
-    print(f"pricing   {int(pr['candidates'])} candidates (2 decode nodes x 5 chunks): "
+    print(f"\npricing: {int(pr['candidates'])} candidates (2 decode nodes x 5 chunks): "
           f"scalar p50 {pr['scalar_us_p50']} us, p99 {pr['scalar_us_p99']} us")
     if isinstance(res["env"], list):
-        for row in res["env"]:
-            runs = ", ".join(f"{r:,}" for r in row["decisions_per_s_runs"])
-            print(f"env       {row['env_id']:<28} {row['decisions_per_s']:>8,.0f} decisions/s median "
-                  f"(random masked policy; runs: {runs})")
+        print()
+        print(render_table(
+            ["env id (random masked policy)", "decisions/s\n(median)", "decisions/s of each run"],
+            [[r["env_id"], f"{r['decisions_per_s']:,.0f}", ", ".join(f"{x:,}" for x in r["decisions_per_s_runs"])]
+             for r in res["env"]]))
     else:
-        print(f"env       {res['env']}")
-    print(f"peak RSS  {res['peak_rss_mib']} MiB")
+        print(f"env: {res['env']}")
+    print(f"\npeak RSS {res['peak_rss_mib']} MiB")
     _write_json(args.json, res)
     return 0
 
@@ -251,22 +329,33 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- evaluate
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="every policy on the same workloads; table, JSON, plots")
-    p.add_argument("--scenario", default="bursty")
-    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo")
-    p.add_argument("--seeds", default="0-4")
-    p.add_argument("--json", metavar="PATH")
-    p.add_argument("--plots", metavar="DIR")
+    p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path (default: bursty)")
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo",
+                   help="comma-separated registry names (docs/policies.md), each once")
+    p.add_argument("--seeds", default="0-4", help=SEEDS_HELP)
+    p.add_argument("--json", metavar="PATH", help="write every run's summary as JSON ('-': print it instead of the "
+                   "table)")
+    p.add_argument("--plots", metavar="DIR", help="write the plots of the first seed's runs into this folder: "
+                   "ttft_cdf.png, tbt_cdf.png, utilization.png, timeline.png")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_evaluate)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from kairos_gym.train.evaluate import evaluate, format_table, parse_seeds
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.flags import parse_names
+    from kairos_gym.train.evaluate import evaluate, format_table
+    from kairos_gym.train.plots import PLOT_FILES
 
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    result = evaluate(args.scenario, policies, parse_seeds(args.seeds), args.plots)
-    print(format_table(result))
-    if result.get("plots"):
-        print("plots: " + ", ".join(result["plots"]))
+    seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
+    policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
+    check_outputs("evaluate", {"--json": args.json}, {"--plots": (args.plots, PLOT_FILES)}, stdout_ok=["--json"])
+    with _progress(args, "evaluate") as bar:
+        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar)
+    if args.json != "-":
+        print(format_table(result))
+        if result.get("plots"):
+            print("plots: " + ", ".join(result["plots"]))
     _write_json(args.json, {"runs": result["runs"]})
     return 0
 
@@ -275,20 +364,30 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="the main job: evaluate the policies on the default bursty scenario")
     p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path (default: bursty)")
-    p.add_argument("--out", default="out/demo", help="folder for plots and JSON")
-    p.add_argument("--seeds", default="0-2")
+    p.add_argument("--out", default="out/demo", help="folder for the plots and evaluate.json (default out/demo)")
+    p.add_argument("--seeds", default="0-2", help=SEEDS_HELP + "; the Oracle runs on the first")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_demo)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.report import seed_target_checks
-    from kairos_gym.train.evaluate import evaluate, format_table, parse_seeds
+    from kairos_gym.report import render_table
+    from kairos_gym.train.evaluate import evaluate, format_table
+    from kairos_gym.train.plots import PLOT_FILES
 
+    seeds = parse_seeds(args.seeds, "--seeds", "demo")
+    check_outputs("demo", folders={"--out": (args.out, (*PLOT_FILES, "evaluate.json"))})
+    from kairos_gym.config import load_scenario
+
+    load_scenario(args.scenario)  # a bad scenario fails before anything is printed
     m = StepLatencyModel.from_preset()
-    print("Step-latency model (deepseek-v2-lite / a100-80gb / TP1) against the seed targets:")
-    for r in seed_target_checks(m):
-        print(f"  {r['target']:<48} {r['value_ms']:>12} ms  bound {r['bound_ms']:>8} ms  {'ok' if r['ok'] else 'FAIL'}")
+    print(render_table(
+        ["target", "value (ms)", "bound (ms)", "check"],
+        [[r["target"], str(r["value_ms"]), str(r["bound_ms"]), "ok" if r["ok"] else "FAIL"]
+         for r in seed_target_checks(m)],
+        title="Step-latency model (deepseek-v2-lite / a100-80gb / TP1) against the seed targets:"))
     print()
     from kairos_gym.agents.registry import make_policy
 
@@ -300,11 +399,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"(skipping policy {name}: {e})")
             continue
         policies.append(name)
-    result = evaluate(args.scenario, policies, parse_seeds(args.seeds), Path(args.out))
+    with _progress(args, "demo") as bar:
+        result = evaluate(args.scenario, policies, seeds, Path(args.out), progress=bar)
     print(format_table(result))
-    first_seed = parse_seeds(args.seeds)[0]
+    first_seed = seeds[0]
     prefix, cap = _oracle_prefix(args.scenario, first_seed)
-    oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], [first_seed])
+    with _progress(args, "demo: Oracle") as bar:
+        oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], [first_seed], progress=bar)
     print()
     print(f"Oracle (lookahead over the true simulator) on the first {cap} requests of the seed-{first_seed} "
           f"workload above (max_requests: {cap}, a true prefix):")

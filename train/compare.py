@@ -116,16 +116,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="checkpoint folder or model file (default: the shipped agent)")
     p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS))
     p.add_argument("--policies", default="no-deflect,kairos,ppo")
-    p.add_argument("--seeds", default="0-4")
-    p.add_argument("--json", metavar="PATH")
-    p.add_argument("--markdown", metavar="PATH")
+    p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (distinct; see kairos_gym.flags)")
+    p.add_argument("--json", metavar="PATH", help="write the runs as JSON to this file")
+    p.add_argument("--markdown", metavar="PATH", help="write the markdown table to this file")
     args = p.parse_args(argv)
     try:
+        from kairos_gym.flags import check_outputs
+
+        seeds = parse_seeds(args.seeds, "--seeds", "compare")
+        check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
         import torch
 
         torch.set_num_threads(1)
         results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
-                          [s for s in args.policies.split(",") if s], parse_seeds(args.seeds), log=sys.stderr)
+                          [s for s in args.policies.split(",") if s], seeds, log=sys.stderr)
     except ConfigError as e:
         print(f"compare: error: {e}", file=sys.stderr)
         return 2

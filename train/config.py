@@ -222,13 +222,11 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     for k in ev:
         if k not in EVAL_KEYS:
             raise ConfigError(where, f"eval.{k}", ev[k], "one of " + ", ".join(EVAL_KEYS))
-    seeds = ev["seeds"]
-    if isinstance(seeds, str):
-        from kairos_gym.train.evaluate import parse_seeds
+    from kairos_gym.flags import check_seed_list, parse_seeds
 
-        seeds = parse_seeds(seeds)
-    if not isinstance(seeds, list) or not all(isinstance(s, int) and s >= 0 for s in seeds):
-        raise ConfigError(where, "eval.seeds", ev["seeds"], "a list of whole numbers >= 0 or a range like 100-102")
+    seeds = ev["seeds"]
+    seeds = parse_seeds(seeds, "eval.seeds", where) if isinstance(seeds, str) else check_seed_list(
+        seeds, "eval.seeds", where)
     from kairos_gym.train.envs import TRAIN_SEED_MIN
 
     if any(s >= TRAIN_SEED_MIN for s in seeds):

@@ -5,14 +5,16 @@
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
-from kairos_gym.train.evaluate import mean_ci, run_one
+from kairos_gym.train.evaluate import run_one
 from kairos_gym.train.sweep import classify, threshold_sweep
 
 from kairos_gym.config import load_scenario
+from kairos_gym.flags import format_seeds
+from kairos_gym.progress import RunProgress, or_silent
+from kairos_gym.stats import format_ci, mean_ci
 
 ORACLE_REQUESTS = 500
 PPO_SYNTHETIC = ["bursty", "bursty:workload.arrival.rate=16", "bursty:workload.arrival.rate=28", "steady",
@@ -22,42 +24,78 @@ PPO_TRACES = ["azure-code", "azure-conv", "azure-conv:workload.arrival.rate_scal
 ORACLE_PARAMS = {"horizon_decisions": 100}
 
 
-def _runs(scenario: Any, policy: str, seeds: list[int], params: dict | None = None) -> list[dict[str, Any]]:
-    return [run_one(scenario, policy, s, params=params)[0] for s in seeds]
+SWEEP_SQ = (2048.0, 8192.0, 32768.0)
+SWEEP_SL = (1024.0, 2048.0, 8192.0)
+SWEEP_CHUNKS = (512, 2048)
+
+
+def _runs(scenario: Any, policy: str, seeds: list[int], params: dict | None = None,
+          bar: RunProgress | None = None) -> list[dict[str, Any]]:
+    b = or_silent(bar)
+    out = []
+    for s in seeds:
+        with b.run(f"{getattr(scenario, 'name', scenario)} {policy} seed {s}", policy,
+                   getattr(getattr(scenario, "workload", None), "effective_num_requests", None)) as tick:
+            out.append(run_one(scenario, policy, s, params=params, tick=tick)[0])
+    return out
+
+
+class _LogToProgress:
+    """A ``log`` stream for :func:`compare`: each line it writes is one (scenario, policy) done, i.e.
+    ``per_line`` runs."""
+
+    def __init__(self, bar: RunProgress, per_line: int) -> None:
+        self.bar, self.per_line = bar, per_line
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                for _ in range(self.per_line):
+                    with self.bar.run(line.strip()):
+                        pass
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 def _m(runs: list[dict[str, Any]], key: str) -> tuple[float, float]:
     return mean_ci([r.get(key) for r in runs])
 
 
-def build_results(seeds: list[int], trace_seeds: list[int]) -> dict[str, Any]:
-    """Run everything the claims need; returns the figures (means over seeds, with 95% intervals)."""
+def build_results(seeds: list[int], trace_seeds: list[int], progress: RunProgress | None = None) -> dict[str, Any]:
+    """Run everything the claims need; returns the figures (means over seeds, with 95% t-intervals).
+    ``progress`` counts the runs."""
     t0 = time.perf_counter()
+    bar = or_silent(progress)
+    osd = seeds[:2]
+    n_sweep = len(SWEEP_CHUNKS) * (len(SWEEP_SQ) + len(SWEEP_SL)) + 1
+    pols = ["no-deflect", "kairos", "ppo"]
+    bar.start(2 * (3 * len(seeds) + len(trace_seeds)) + 3 * len(osd) + n_sweep
+              + len(pols) * (len(PPO_SYNTHETIC) * len(seeds) + len(PPO_TRACES)))
     out: dict[str, Any] = {"seeds": seeds, "trace_seeds": trace_seeds}
     for name, sd in (("bursty", seeds), ("steady", seeds), ("decode-heavy", seeds), ("azure-code", trace_seeds)):
         sc = load_scenario(name)
-        out[name] = {p: _runs(sc, p, sd) for p in ("no-deflect", "kairos")}
+        out[name] = {p: _runs(sc, p, sd, bar=bar) for p in ("no-deflect", "kairos")}
     small = load_scenario("bursty").with_overrides({"workload": {"num_requests": ORACLE_REQUESTS}})
-    osd = seeds[:2]
-    out["oracle"] = {p: _runs(small, p, osd, ORACLE_PARAMS if p == "oracle" else None)
+    out["oracle"] = {p: _runs(small, p, osd, ORACLE_PARAMS if p == "oracle" else None, bar=bar)
                      for p in ("no-deflect", "kairos", "oracle")}
     out["oracle_seeds"] = osd
-    out["sweep"] = classify(threshold_sweep(load_scenario("bursty"), seeds[:1], (2048.0, 8192.0, 32768.0),
-                                            (1024.0, 2048.0, 8192.0), (512, 2048), ["kairos"]))
+    out["sweep"] = classify(threshold_sweep(load_scenario("bursty"), seeds[:1], SWEEP_SQ, SWEEP_SL, SWEEP_CHUNKS,
+                                            ["kairos"], progress=bar))
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
     from kairos_gym.train.compare import compare
 
     ckpt = str(DEFAULT_CHECKPOINT.parent)  # the shipped agent, wherever the package is installed
-    pols = ["no-deflect", "kairos", "ppo"]
-    out["ppo_synthetic"] = compare(ckpt, PPO_SYNTHETIC, pols, seeds)
-    out["ppo_traces"] = compare(ckpt, PPO_TRACES, pols, trace_seeds[:1])
+    out["ppo_synthetic"] = compare(ckpt, PPO_SYNTHETIC, pols, seeds, log=_LogToProgress(bar, len(seeds)))
+    out["ppo_traces"] = compare(ckpt, PPO_TRACES, pols, trace_seeds[:1], log=_LogToProgress(bar, 1))
     out["elapsed_s"] = time.perf_counter() - t0
     return out
 
 
 def _fmt(m: tuple[float, float], digits: str = ".3g") -> str:
-    v, h = m
-    return "n/a" if math.isnan(v) else f"{v:{digits}} ± {h:{digits}}"
+    """``mean ± half-width`` of the 95% t-interval; ``± n/a`` with one seed."""
+    return format_ci(m[0], m[1], digits, digits)
 
 
 def _pct(m: tuple[float, float], digits: str = ".3g") -> str:
@@ -105,8 +143,9 @@ def results_md(res: dict[str, Any]) -> str:
         "# Results: the paper's claims in the simulator",
         "",
         f"Generated by `kairos-gym results --out docs/results.md` ({res['elapsed_s']:.0f} s). Synthetic scenarios: "
-        f"seeds {seeds[0]}-{seeds[-1]}; trace scenarios: seeds {res['trace_seeds']} (the trace is fixed, the seed "
-        "drives Kairos's model error). Figures are means ± 95% intervals across seeds. Utilization is the "
+        f"seeds {format_seeds(seeds)}; trace scenarios: seeds {format_seeds(res['trace_seeds'])} (the trace is fixed, "
+        "the seed drives Kairos's model error). Figures are means ± the half-width of the 95% Student-t interval "
+        "across the seeds (n/a with one seed). Utilization is the "
         "SM-utilization proxy (compute time at achievable kernel efficiency / wall time, docs/metrics.md). "
         "Paper figures are from the Kairos abstract and summaries (DOMAIN.md); the real cluster's exact SLOs and "
         "workloads are unpublished, so the scenarios here are reconstructions and the comparison is of shape, "
@@ -142,7 +181,8 @@ def results_md(res: dict[str, Any]) -> str:
         f"| Static SQ/SL under-deflect (miss TTFT gain) or over-deflect (violate TBT) | up to 36% of the Oracle's "
         f"gain missed; 1.5% TBT violations | {len(under)} settings under-deflect, {len(over)} over-deflect (table "
         f"below) | {yes(all((p, v) in verdicts for p in ('sq', 'sl') for v in ('under-deflects', 'over-deflects')))} |",
-        f"| The Oracle bounds Kairos (P95 TTFT; bursty, first {ORACLE_REQUESTS} requests, seeds {res['oracle_seeds']}) "
+        f"| The Oracle bounds Kairos (P95 TTFT; bursty, first {ORACLE_REQUESTS} requests, seeds "
+        f"{format_seeds(res['oracle_seeds'])}) "
         f"| Oracle >= Kairos | Kairos {_fmt(o_k)} s, Oracle {_fmt(o_o)} s | {yes(o_o[0] <= o_k[0] * 1.0001)} |",
         f"| Sub-millisecond routing cost | < 1 ms | Kairos decision p50 {_fmt(dec50, '.3g')} us, p99 "
         f"{_fmt(dec99, '.3g')} us (Python, this machine) | {yes(dec99[0] < 1000)} |",
@@ -157,8 +197,9 @@ def results_md(res: dict[str, Any]) -> str:
             lines.append(_row(name, p, runs))
     for p, runs in orc.items():
         lines.append(_row(f"bursty[:{ORACLE_REQUESTS}]", p, runs))
-    lines += ["", "## SQ / SL thresholds on `bursty` (seed 0)", "",
-              "Also plotted by `kairos-gym sweep --scenario bursty --seeds 0 --loads '' --plots out/sweep`.", "",
+    lines += ["", f"## SQ / SL thresholds on `bursty` (seed {seeds[0]})", "",
+              f"Also plotted by `kairos-gym sweep --scenario bursty --seeds {seeds[0]} --loads '' --plots out/sweep`.",
+              "",
               "| policy | threshold (tokens) | chunk | P95 TTFT s | TBT viol | SLO att | deflect | verdict |",
               "|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in sw:
@@ -175,7 +216,7 @@ def results_md(res: dict[str, Any]) -> str:
         "The shipped MaskablePPO agent (`agents/checkpoints/ppo-kairos-v0`, trained only on synthetic bursty "
         "workloads: gamma arrivals CV 3 at 22 req/s, prompts up to 8,192 tokens; how it was trained: "
         "docs/training.md) on held-out seeds, other loads and real traces. Synthetic scenarios: seeds "
-        f"{seeds[0]}-{seeds[-1]}; traces: seed {res['trace_seeds'][0]} (the trace is fixed). Means across seeds.",
+        f"{format_seeds(seeds)}; traces: seed {res['trace_seeds'][0]} (the trace is fixed). Means across seeds.",
         "",
         markdown(res["ppo_synthetic"]),
         "",

@@ -9,20 +9,33 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kairos_gym.train.evaluate import mean_ci, run_one
+from kairos_gym.train.evaluate import check_policies, interval_title, run_one
 
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.flags import format_seeds
+from kairos_gym.progress import RunProgress, or_silent
+from kairos_gym.report import ci_cell, render_table
+from kairos_gym.stats import mean_ci, nan_to_none
 
 DEFAULT_SQ = (2048.0, 8192.0, 32768.0)
 DEFAULT_SL = (1024.0, 2048.0, 8192.0)
 DEFAULT_CHUNKS = (512, 2048)
+MAX_LOAD = 100.0
+"""Largest load multiplier (``--loads``)."""
+MAX_THRESHOLD = 1e9
+"""Largest SQ/SL threshold (tokens)."""
+ROW_KEYS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "goodput_rps")
+"""Figures of a sweep row: the mean over the seeds as ``key``, the half-width of its 95% t-interval as
+``key_ci95`` (None with one seed)."""
 
 
 def scale_load(sc: ScenarioConfig, factor: float) -> ScenarioConfig:
     """The scenario with its arrival rate multiplied by ``factor`` (traces: rate_scale x factor)."""
-    if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor > 0):
-        raise ConfigError("sweep", "--loads", factor, "finite numbers > 0 (multipliers of the arrival rate)")
+    if isinstance(factor, bool) or not (isinstance(factor, (int, float)) and math.isfinite(factor)
+                                        and 0 < factor <= MAX_LOAD):
+        raise ConfigError("sweep", "--loads", factor, f"finite numbers > 0 and <= {MAX_LOAD:g} (multipliers of "
+                          "the arrival rate)")
     arr = sc.workload.to_dict()["arrival"]
     kind = arr["kind"]
     if kind == "trace":
@@ -38,36 +51,55 @@ def scale_load(sc: ScenarioConfig, factor: float) -> ScenarioConfig:
 
 def _row(runs: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     out = dict(extra)
-    for key in ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "goodput_rps"):
+    out["n_seeds"] = len(runs)
+    for key in ROW_KEYS:
         m, h = mean_ci([r.get(key) for r in runs])
         out[key] = m
-        out[key + "_ci95"] = h
+        out[key + "_ci95"] = nan_to_none(h)
     return out
 
 
-def load_sweep(scenario: ScenarioConfig, loads: list[float], policies: list[str], seeds: list[int]) -> list[dict]:
+def _runs(scenario: ScenarioConfig, policy: str, seeds: list[int], bar: RunProgress, label: str,
+          params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    out = []
+    n_dec = scenario.workload.effective_num_requests
+    for s in seeds:
+        with bar.run(f"{label} seed {s}", policy, n_dec) as tick:
+            out.append(run_one(scenario, policy, s, params=params, tick=tick)[0])
+    return out
+
+
+def _threshold_settings(sq: tuple[float, ...], sl: tuple[float, ...],
+                        chunks: tuple[int, ...]) -> list[tuple[str, float, int, dict[str, Any]]]:
+    out = []
+    for c in chunks:
+        out += [("sq", t, c, {"queue_threshold": t, "chunk": c}) for t in sq]
+        out += [("sl", t, c, {"length_threshold": t, "chunk": c}) for t in sl]
+    return out
+
+
+def load_sweep(scenario: ScenarioConfig, loads: list[float], policies: list[str], seeds: list[int],
+               progress: RunProgress | None = None) -> list[dict]:
     """Mean figures of each policy at each load multiplier."""
+    bar = or_silent(progress)
+    scaled = [scale_load(scenario, f) for f in loads]  # every load checked before the first run
     rows = []
-    for f in loads:
-        sc = scale_load(scenario, f)
+    for f, sc in zip(loads, scaled, strict=True):
         for p in policies:
-            rows.append(_row([run_one(sc, p, s)[0] for s in seeds], load=f, policy=p))
+            rows.append(_row(_runs(sc, p, seeds, bar, f"load {f:g} {p}"), load=f, policy=p))
     return rows
 
 
 def threshold_sweep(scenario: ScenarioConfig, seeds: list[int], sq: tuple[float, ...], sl: tuple[float, ...],
-                    chunks: tuple[int, ...], references: list[str]) -> list[dict]:
+                    chunks: tuple[int, ...], references: list[str], progress: RunProgress | None = None) -> list[dict]:
     """SQ and SL at each (threshold, chunk), plus the reference policies (e.g. kairos, oracle)."""
+    bar = or_silent(progress)
     rows = []
-    for c in chunks:
-        for t in sq:
-            runs = [run_one(scenario, "sq", s, params={"queue_threshold": t, "chunk": c})[0] for s in seeds]
-            rows.append(_row(runs, policy="sq", threshold=t, chunk=c))
-        for t in sl:
-            runs = [run_one(scenario, "sl", s, params={"length_threshold": t, "chunk": c})[0] for s in seeds]
-            rows.append(_row(runs, policy="sl", threshold=t, chunk=c))
+    for p, t, c, params in _threshold_settings(sq, sl, chunks):
+        runs = _runs(scenario, p, seeds, bar, f"{p} {t:g}/{c}", params)
+        rows.append(_row(runs, policy=p, threshold=t, chunk=c))
     for p in references:
-        rows.append(_row([run_one(scenario, p, s)[0] for s in seeds], policy=p))
+        rows.append(_row(_runs(scenario, p, seeds, bar, p), policy=p))
     return rows
 
 
@@ -98,8 +130,19 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
-def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, scenario: str) -> list[str]:
-    """SLO attainment vs load; P95 TTFT vs TBT violation rate with the Pareto frontier."""
+def seeds_label(seeds: list[int], bars: bool = True) -> str:
+    """What a sweep figure aggregates: ``"means over seeds 0-2 (n=3), bars: 95% t-interval"``."""
+    n = len(seeds)
+    if n == 1:
+        return f"seed {format_seeds(seeds)}" + (" (one seed: no interval)" if bars else "")
+    return f"means over seeds {format_seeds(seeds)} (n={n})" + (", bars: 95% t-interval" if bars else "")
+
+
+def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, scenario: str,
+                      seeds: list[int] | None = None) -> list[str]:
+    """SLO attainment vs load; P95 TTFT vs TBT violation rate with the Pareto frontier. Titles say which
+    seeds each figure aggregates; every point of the threshold plot is named in a legend beside the axes
+    (no labels on the points, so none overlap)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -107,33 +150,41 @@ def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, sc
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
+    what = seeds_label(seeds) if seeds else "means over the seeds"
+    what_pts = seeds_label(seeds, bars=False) if seeds else "means over the seeds"
     if load_rows:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for p in dict.fromkeys(r["policy"] for r in load_rows):
             rs = [r for r in load_rows if r["policy"] == p]
-            ax.errorbar([r["load"] for r in rs], [r["slo_attainment"] for r in rs],
-                        yerr=[r["slo_attainment_ci95"] for r in rs], marker="o", capsize=3, label=p)
-        ax.set(xlabel="load (x the scenario's arrival rate)", ylabel="SLO attainment", title=f"{scenario}: load sweep")
+            err = [r.get("slo_attainment_ci95") for r in rs]
+            yerr = None if any(e is None for e in err) else err
+            ax.errorbar([r["load"] for r in rs], [r["slo_attainment"] for r in rs], yerr=yerr, marker="o",
+                        capsize=3, label=p)
+        ax.set(xlabel="load (x the scenario's arrival rate)", ylabel="SLO attainment")
+        ax.set_title(f"{scenario}: load sweep\n{what}", fontsize=10)
         ax.legend()
         fig.tight_layout()
         fig.savefig(out / "slo_vs_load.png", dpi=110)
         plt.close(fig)
         paths.append(str(out / "slo_vs_load.png"))
     if thr_rows:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = plt.subplots(figsize=(10, 5))
         pts = [(r["tbt_violation_rate"], r["ttft_p95"]) for r in thr_rows]
         markers = {"sq": "s", "sl": "^"}
-        for r, (x, y) in zip(thr_rows, pts, strict=True):
-            label = f"{r['policy']} {r['threshold']:g}/{r['chunk']}" if "threshold" in r else r["policy"]
-            ax.scatter([x], [y], marker=markers.get(r["policy"], "*"), s=80 if r["policy"] not in markers else 40)
-            ax.annotate(label, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        colors = plt.get_cmap("tab20").colors
+        for i, (r, (x, y)) in enumerate(zip(thr_rows, pts, strict=True)):
+            label = (f"{r['policy']} threshold {r['threshold']:g}, chunk {r['chunk']}" if "threshold" in r
+                     else r["policy"])
+            ax.scatter([x], [y], marker=markers.get(r["policy"], "*"), s=40 if r["policy"] in markers else 120,
+                       color=colors[i % len(colors)], edgecolors="black", linewidths=0.5, label=label, zorder=3)
         front = pareto_front(pts)
         ax.plot([pts[i][0] for i in front], [pts[i][1] for i in front], "k--", lw=1, label="Pareto frontier")
         ax.axvline(0.01, color="grey", ls=":", label="1% TBT violations")
-        ax.set(xlabel="TBT violation rate", ylabel="P95 TTFT (s)", title=f"{scenario}: SQ/SL thresholds vs Kairos")
+        ax.set(xlabel="TBT violation rate", ylabel="P95 TTFT (s)")
+        ax.set_title(f"{scenario}: SQ/SL thresholds vs references\n{what_pts}", fontsize=10)
         ax.set_xscale("symlog", linthresh=1e-3)
-        ax.set_xlim(left=0)
-        ax.legend()
+        ax.set_xlim(left=-1e-4)  # the markers at 0 TBT violations stay whole
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, borderaxespad=0.0)
         fig.tight_layout()
         fig.savefig(out / "pareto_ttft_tbt.png", dpi=110)
         plt.close(fig)
@@ -144,46 +195,74 @@ def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, sc
 def sweep(scenario: str | ScenarioConfig, loads: list[float], policies: list[str], seeds: list[int],
           sq: tuple[float, ...] = DEFAULT_SQ, sl: tuple[float, ...] = DEFAULT_SL,
           chunks: tuple[int, ...] = DEFAULT_CHUNKS, references: list[str] | None = None,
-          plots_dir: str | Path | None = None) -> dict[str, Any]:
-    """Both sweeps; ``{"load": rows, "thresholds": rows, "plots": paths}``."""
+          plots_dir: str | Path | None = None, progress: RunProgress | None = None) -> dict[str, Any]:
+    """Both sweeps; ``{"load": rows, "thresholds": rows, "plots": paths}``.
+
+    Every input is checked before the first run: the load multipliers (finite, in (0, MAX_LOAD]), the policy
+    and reference names, and each SQ/SL setting (threshold, chunk from the scenario's menu) by building it.
+    """
     sc = load_scenario(scenario)
+    if not seeds:
+        raise ConfigError("sweep", "--seeds", seeds, "at least one seed")
     refs = references if references is not None else ["no-deflect", "kairos"]
-    load_rows = load_sweep(sc, loads, policies, seeds) if loads else []
-    thr_rows = classify(threshold_sweep(sc, seeds, sq, sl, chunks, refs)) if (sq or sl) else []
-    res: dict[str, Any] = {"scenario": sc.name, "seeds": seeds, "load": load_rows, "thresholds": thr_rows}
+    for f in loads:
+        scale_load(sc, f)
+    if loads:
+        check_policies("sweep", "--policies", policies, sc, seeds[0])
+    settings = _threshold_settings(sq, sl, chunks) if (sq or sl) else []
+    if settings:
+        if refs:
+            check_policies("sweep", "--references", refs, sc, seeds[0])
+        from kairos_gym.agents.registry import make_policy
+
+        for p, t, c, params in settings:
+            if not math.isfinite(t) or not 0 <= t <= MAX_THRESHOLD:
+                raise ConfigError("sweep", f"--{p}-thresholds", t, f"finite numbers in [0, {MAX_THRESHOLD:g}] (tokens)")
+            try:
+                make_policy(p, sc, seeds[0], **params)
+            except ConfigError as e:
+                flag = "--chunks" if e.field == "chunk" else f"--{p}-thresholds"
+                raise ConfigError("sweep", flag, c if flag == "--chunks" else t, e.allowed) from None
+    bar = or_silent(progress)
+    bar.start(len(seeds) * (len(loads) * len(policies) + (len(settings) + len(refs) if settings else 0)))
+    load_rows = load_sweep(sc, loads, policies, seeds, bar) if loads else []
+    thr_rows = classify(threshold_sweep(sc, seeds, sq, sl, chunks, refs, bar)) if settings else []
+    res: dict[str, Any] = {"scenario": sc.name, "seeds": list(seeds), "load": load_rows, "thresholds": thr_rows}
     if plots_dir is not None:
-        res["plots"] = write_sweep_plots(load_rows, thr_rows, Path(plots_dir), sc.name)
+        res["plots"] = write_sweep_plots(load_rows, thr_rows, Path(plots_dir), sc.name, list(seeds))
     return res
 
 
+SWEEP_COLUMNS = (("ttft_p95", "P95 TTFT\n(s)", ".3g"), ("tbt_violation_rate", "TBT viol\n(frac)", ".2g"),
+                 ("slo_attainment", "SLO att\n(frac)", ".3g"), ("deflection_rate", "deflect\n(frac)", ".3g"))
+
+
+def _cells(r: dict[str, Any]) -> list[Any]:
+    out: list[Any] = []
+    for key, _, spec in SWEEP_COLUMNS:
+        h = r.get(key + "_ci95")
+        cell = ci_cell(r[key], math.nan if h is None else h, spec)
+        out.append(cell[0] if isinstance(cell, tuple) and r.get("n_seeds", 2) == 1 else cell)
+    return out
+
+
 def format_sweep(res: dict[str, Any]) -> str:
-    """Text tables of both sweeps."""
-    lines = [f"scenario {res['scenario']}, seeds {res['seeds']}"]
+    """Text tables of both sweeps (:func:`kairos_gym.report.render_table`): mean ± 95% t-interval over the
+    seeds."""
+    lines = [interval_title(res["scenario"], list(res["seeds"]))]
+    heads = [h for _, h, _ in SWEEP_COLUMNS]
     if res["load"]:
-        lines.append(f"{'load':>6} {'policy':<15} {'P95 TTFT s':>11} {'TBT viol':>9} {'SLO att':>8} {'deflect':>8}")
-        for r in res["load"]:
-            lines.append(f"{r['load']:>6g} {r['policy']:<15} {r['ttft_p95']:>11.3f} {r['tbt_violation_rate']:>9.4f} "
-                         f"{r['slo_attainment']:>8.3f} {r['deflection_rate']:>8.3f}")
+        rows = [[f"{r['load']:g}", r["policy"], *_cells(r)] for r in res["load"]]
+        lines.append(render_table(["load\n(x rate)", "policy", *heads], rows, keep=2,
+                                  align=("right", "left", *["right"] * len(heads))))
     if res["thresholds"]:
-        lines.append(f"{'policy':<8} {'threshold':>10} {'chunk':>6} {'P95 TTFT s':>11} {'TBT viol':>9} {'SLO att':>8} "
-                     f"{'deflect':>8}  verdict")
-        for r in res["thresholds"]:
-            thr = f"{r['threshold']:g}" if "threshold" in r else "-"
-            lines.append(f"{r['policy']:<8} {thr:>10} {r.get('chunk', '-')!s:>6} {r['ttft_p95']:>11.3f} "
-                         f"{r['tbt_violation_rate']:>9.4f} {r['slo_attainment']:>8.3f} {r['deflection_rate']:>8.3f}  "
-                         f"{r.get('verdict', '')}")
+        if res["load"]:
+            lines.append("")
+        rows = [[r["policy"], f"{r['threshold']:g}" if "threshold" in r else "-", str(r.get("chunk", "-")),
+                 *_cells(r), r.get("verdict", "")] for r in res["thresholds"]]
+        lines.append(render_table(["policy", "threshold\n(tokens)", "chunk\n(tokens)", *heads, "verdict"], rows,
+                                  keep=3, align=("left", "right", "right", *["right"] * len(heads), "left")))
     return "\n".join(lines)
 
 
-def parse_floats(flag: str, text: str) -> list[float]:
-    """Comma-separated numbers for a CLI flag (empty string: none)."""
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError("sweep", flag, text, "comma-separated numbers") from None
-    if any(not math.isfinite(v) or v < 0 for v in vals):
-        raise ConfigError("sweep", flag, text, "comma-separated finite numbers >= 0")
-    return vals
-
-
-__all__ = ["format_sweep", "load_sweep", "pareto_front", "scale_load", "sweep", "threshold_sweep"]
+__all__ = ["classify", "format_sweep", "load_sweep", "pareto_front", "scale_load", "sweep", "threshold_sweep"]

@@ -12,6 +12,7 @@ simulation cost.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -20,6 +21,10 @@ import numpy as np
 
 import kairos_gym.env  # noqa: F401  (registers the ids)
 from kairos_gym.errors import ConfigError
+from kairos_gym.flags import MAX_BENCH_REPEATS, MAX_BENCH_SECONDS
+
+MAX_DECISIONS = 10_000_000
+"""Most decisions :func:`run_decisions` runs (about an hour of one core)."""
 
 
 def _random_step(env: Any, info: dict[str, Any], u: float, seed: int, episodes: int) -> tuple[dict[str, Any], int]:
@@ -34,6 +39,21 @@ def _random_step(env: Any, info: dict[str, Any], u: float, seed: int, episodes: 
     return info, episodes
 
 
+def check_bench_args(seconds: Any, repeats: Any, where: str = "bench_env") -> None:
+    """``seconds`` finite in (0, MAX_BENCH_SECONDS], ``repeats`` a whole number in [1, MAX_BENCH_REPEATS]."""
+    if (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds)
+            or not 0 < seconds <= MAX_BENCH_SECONDS):
+        raise ConfigError(where, "seconds", seconds, f"a finite number of seconds > 0 and <= {MAX_BENCH_SECONDS:g}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_BENCH_REPEATS:
+        raise ConfigError(where, "repeats", repeats, f"a whole number in [1, {MAX_BENCH_REPEATS}]")
+
+
+def check_decisions(decisions: Any, where: str = "run_decisions") -> None:
+    """``decisions`` a whole number in [0, MAX_DECISIONS]."""
+    if isinstance(decisions, bool) or not isinstance(decisions, int) or not 0 <= decisions <= MAX_DECISIONS:
+        raise ConfigError(where, "decisions", decisions, f"a whole number in [0, {MAX_DECISIONS}]")
+
+
 def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: int = 0, repeats: int = 1,
               **make_kwargs: Any) -> dict[str, Any]:
     """Step ``gym.make(env_id, **make_kwargs)`` with a random masked policy for about ``seconds``, ``repeats``
@@ -46,10 +66,7 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
     is the fraction of the time spent inside the simulator's ``apply`` and ``next_decision`` (the rest: env
     code, wrappers, the policy and resets).
     """
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise ConfigError("bench_env", "seconds", seconds, "a number of seconds > 0")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ConfigError("bench_env", "repeats", repeats, "a whole number >= 1")
+    check_bench_args(seconds, repeats)
     env = gym.make(env_id, **make_kwargs)
     sim = env.unwrapped.sim  # type: ignore[attr-defined]
     pc = time.perf_counter
@@ -116,8 +133,7 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
 def run_decisions(env_id: str = "kairos_gym/Kairos-v0", decisions: int = 3000, seed: int = 0) -> dict[str, Any]:
     """Exactly ``decisions`` steps of the same random masked policy as :func:`bench_env` (a fixed amount of
     work: what ``tools/count_instructions.sh`` runs under callgrind for a machine-independent cost)."""
-    if isinstance(decisions, bool) or not isinstance(decisions, int) or decisions < 0:
-        raise ConfigError("run_decisions", "decisions", decisions, "a whole number >= 0")
+    check_decisions(decisions)
     env = gym.make(env_id)
     rng = np.random.default_rng(seed)
     draws = rng.random(decisions).tolist()
@@ -136,13 +152,23 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
     import json
 
     p = argparse.ArgumentParser(prog="python -m kairos_gym.env.bench", description=__doc__.split("\n")[0])
-    p.add_argument("--seconds", type=float, default=5.0, help="length of one timing run (s)")
-    p.add_argument("--repeats", type=int, default=3, help="timing runs per id (the median is reported)")
+    p.add_argument("--seconds", type=float, default=5.0,
+                   help=f"length of one timing run (s, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
+    p.add_argument("--repeats", type=int, default=3,
+                   help=f"timing runs per id, 1..{MAX_BENCH_REPEATS} (the median is reported)")
     p.add_argument("--env", action="append", help="env id (repeatable; default Kairos-v0 and KairosSmall-v0)")
     p.add_argument("--decisions", type=int, default=None,
-                   help="instead of timing: run exactly this many decisions (for instruction counts)")
+                   help=f"instead of timing: run exactly this many decisions, 0..{MAX_DECISIONS} (for instruction "
+                   "counts)")
     args = p.parse_args(argv)
     ids = args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]
+    try:  # every flag checked before the first timing run
+        if args.decisions is not None:
+            check_decisions(args.decisions, "--decisions")
+        else:
+            check_bench_args(args.seconds, args.repeats, "--seconds/--repeats")
+    except ConfigError as e:
+        p.error(str(e))
     for env_id in ids:
         if args.decisions is not None:
             print(json.dumps(run_decisions(env_id, args.decisions)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from kairos_gym.train.evaluate import evaluate, format_table, mean_ci, parse_seeds
@@ -26,10 +27,13 @@ def test_parse_seeds():
             parse_seeds(bad)
 
 
-def test_mean_ci():
-    assert mean_ci([1.0]) == (1.0, 0.0)
+def test_mean_ci_is_a_student_t_interval():
+    # one seed: no interval (was "± 0"); three seeds: t_{0.975,2} = 4.3027 (a z interval would use 1.96)
+    m1, h1 = mean_ci([1.0])
+    assert m1 == 1.0 and math.isnan(h1)
     m, h = mean_ci([1.0, 2.0, 3.0])
-    assert m == 2.0 and h > 0
+    assert m == 2.0 and h == pytest.approx(4.302652729749464 * 1.0 / math.sqrt(3), rel=1e-9)
+    assert all(math.isnan(x) for x in mean_ci([None, float("nan")]))
 
 
 def test_scale_load_synthetic_and_trace():
