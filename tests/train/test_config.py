@@ -164,3 +164,19 @@ def test_cli_parser_and_error_exit(tmp_path, capsys):
     bad.write_text("kairos_gym/KairosSmall-v0: {n_stepz: 3}\n")
     assert main(["--config", str(bad)]) == 2
     assert "n_stepz" in capsys.readouterr().err
+
+
+def test_cli_checkpoint_flags_refuse_pickles_without_trust(tmp_path, capsys):
+    """--resume and compare --checkpoint refuse an SB3 zip without --trust-checkpoint, with exit status 2."""
+    from kairos_gym.train.cli import main
+    from kairos_gym.train.compare import main as compare_main
+
+    (tmp_path / "model.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # never opened
+    smoke = ROOT / "configs" / "ppo" / "smoke.yaml"
+    assert main(["--config", str(smoke), "--resume", str(tmp_path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kairos-gym train: error:") and "--trust-checkpoint" in err and "execute" in err
+    assert not (tmp_path / "run").exists()
+    assert compare_main(["--checkpoint", str(tmp_path / "model.zip"), "--scenarios", "small", "--seeds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--trust-checkpoint" in err and "execute" in err
