@@ -80,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated registry names (ppo needs --ppo-path)")
     ap.add_argument("--oracle-horizon-s", type=float, default=20.0, help="Oracle lookahead (simulated s)")
     ap.add_argument("--oracle-horizon-decisions", type=int, default=None, help="Oracle lookahead (decisions)")
-    ap.add_argument("--ppo-path", help="SB3 model zip for the ppo policy")
+    ap.add_argument("--ppo-path", help="checkpoint of the ppo policy: a safe folder (policy.json) or, with "
+                    "--trust-checkpoint, an SB3 model zip")
+    ap.add_argument("--trust-checkpoint", action="store_true",
+                    help="allow an SB3 zip for --ppo-path (it is unpickled, which can execute code stored in it)")
     ap.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
     ap.add_argument("--json", metavar="PATH", help="write the rows as JSON")
     ap.add_argument("--acceptance", action="store_true",
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if n == "oracle":
             kw = {"horizon_s": args.oracle_horizon_s, "horizon_decisions": args.oracle_horizon_decisions}
         if n == "ppo":
-            kw = {"path": args.ppo_path}
+            kw = {"path": args.ppo_path, "trust_checkpoint": args.trust_checkpoint}
         runs.append((n, n, kw))
     if args.sweep:
         for c in SWEEP_CHUNKS:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kairos_gym.train.checkpoints import GreedyActor, run_episode, save_checkpoint
+from kairos_gym.train.checkpoints import actor_from_sb3, run_episode, save_checkpoint, save_safe
 from stable_baselines3.common.callbacks import BaseCallback
 
 METRICS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate")
@@ -77,7 +77,8 @@ class KairosEvalCallback(BaseCallback):
         from stable_baselines3.common.vec_env import VecNormalize
 
         venv = self.model.get_env()
-        actor = GreedyActor(self.model, venv if isinstance(venv, VecNormalize) else None)
+        # a snapshot of the current weights and statistics: exactly what a checkpoint saved now would act like
+        actor = actor_from_sb3(self.model, venv if isinstance(venv, VecNormalize) else None)
         runs = [run_episode(actor, self.eval_env, s) for s in self.seeds]
         m: dict[str, Any] = {k: float(sum(r[k] for r in runs) / len(runs)) for k in METRICS}
         assert self.ref is not None
@@ -109,8 +110,9 @@ class KairosEvalCallback(BaseCallback):
 
 
 class CheckpointEvery(BaseCallback):
-    """Every ``freq`` timesteps (by the model's timestep count, so resumed runs keep the grid):
-    ``ckpt_<steps>_steps.zip`` and ``ckpt_vecnormalize_<steps>_steps.pkl`` in ``folder``."""
+    """Every ``freq`` timesteps (by the model's timestep count, so resumed runs keep the grid), in ``folder``:
+    the safe checkpoint ``ckpt_<steps>_steps/`` (policy.json, policy.npz, normalize.json) and SB3's training
+    state for resume, ``ckpt_<steps>_steps.zip`` and ``ckpt_vecnormalize_<steps>_steps.pkl``."""
 
     def __init__(self, folder: str | Path, freq: int) -> None:
         super().__init__(0)
@@ -137,28 +139,37 @@ class CheckpointEvery(BaseCallback):
         venv = self.model.get_env()
         if isinstance(venv, VecNormalize):
             venv.save(str(self.folder / f"ckpt_vecnormalize_{n}_steps.pkl"))
+        save_safe(self.model, venv, self.folder / f"ckpt_{n}_steps")
         return path
 
 
 class ProgressBar(BaseCallback):
-    """A tqdm bar over the run's total timesteps (starts at the resumed count); shows the last evaluation."""
+    """A tqdm bar over the timesteps the run will reach (starts at the resumed count); shows the last evaluation.
 
-    def __init__(self, total: int, evaluator: KairosEvalCallback | None = None) -> None:
+    SB3 trains whole rollouts of ``n_steps * n_envs`` timesteps, so a run asked for ``total`` timesteps
+    ends at the next multiple of the rollout above the starting count: the bar's total is that count
+    (:func:`rollout_end`), and it never runs past it."""
+
+    def __init__(self, total: int, evaluator: KairosEvalCallback | None = None, file: Any = None) -> None:
         super().__init__(0)
         self.total = int(total)
         self.evaluator = evaluator
+        self.file = file
         self.bar: Any = None
         self._shown: Any = None
 
     def _on_training_start(self) -> None:
         from tqdm import tqdm
 
-        tty = sys.stderr.isatty()
-        self.bar = tqdm(total=self.total, initial=self.num_timesteps, unit="step", file=sys.stderr,
+        out = self.file if self.file is not None else sys.stderr
+        tty = hasattr(out, "isatty") and out.isatty()
+        rollout = int(getattr(self.model, "n_steps", 1)) * self.training_env.num_envs
+        end = rollout_end(self.num_timesteps, self.total, rollout)
+        self.bar = tqdm(total=end, initial=self.num_timesteps, unit="step", file=out,
                         dynamic_ncols=True, desc="train", mininterval=0.2 if tty else 30.0)
 
     def _on_step(self) -> bool:
-        self.bar.update(self.training_env.num_envs)
+        self.bar.update(min(self.training_env.num_envs, self.bar.total - self.bar.n))
         ev = self.evaluator.last if self.evaluator is not None else None
         if ev is not None and ev is not self._shown:
             self._shown = ev
@@ -168,3 +179,11 @@ class ProgressBar(BaseCallback):
     def _on_training_end(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def rollout_end(start: int, total: int, rollout: int) -> int:
+    """The timestep count a PPO run started at ``start`` and asked for ``total`` ends at: ``start`` plus
+    whole rollouts of ``rollout`` timesteps until ``total`` is reached (``start`` when already there)."""
+    if total <= start:
+        return start
+    return start + -(-(total - start) // rollout) * rollout

@@ -1,11 +1,7 @@
-"""``kairos-gym train``: PPO training from an RL Zoo-layout config (see docs/training.md).
+"""``kairos-gym train``: PPO training from a training config (kairos-gym's YAML layout, see docs/training.md).
 
-Hook into ``kairos_gym/cli.py``::
-
-    from kairos_gym.train.cli import add_train_parser
-    COMMANDS = (..., add_train_parser)
-
-Also runnable alone: ``python -m kairos_gym.train.cli --config configs/ppo/kairos-v0.yaml``.
+Registered as a subcommand in ``kairos_gym/cli.py`` (``add_train_parser``). Also runnable alone:
+``python -m kairos_gym.train.cli --config configs/ppo/kairos-v0.yaml``.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from kairos_gym.errors import ConfigError
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", required=True, help="RL Zoo-layout YAML, e.g. configs/ppo/kairos-v0.yaml")
+    p.add_argument("--config", required=True, help="training config YAML, e.g. configs/ppo/kairos-v0.yaml")
     p.add_argument("--env-id", help="the config section to use (default: its only env id)")
     p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
     p.add_argument("--timesteps", type=int, help="override n_timesteps (total, also when resuming)")
@@ -28,16 +24,20 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-envs", type=int, help="override n_envs (keep <= 2 on a 2-core machine)")
     p.add_argument("--eval-freq", type=int, help="override eval.freq (timesteps; 0: no periodic evaluation)")
     p.add_argument("--out", help="run folder (default runs/ppo/<config name>/seed<seed>)")
-    p.add_argument("--resume", metavar="PATH", help="continue from a checkpoint zip, checkpoint folder or run folder")
-    p.add_argument("--export", metavar="DIR", help="copy the best (else final) model, statistics, config and meta "
-                   "here at the end, e.g. agents/checkpoints/ppo-kairos-v0")
+    p.add_argument("--resume", metavar="PATH", help="continue from SB3's training state: a checkpoint zip, a folder "
+                   "with model.zip or a run folder (needs --trust-checkpoint)")
+    p.add_argument("--trust-checkpoint", action="store_true", help="let --resume unpickle the checkpoint (SB3 model "
+                   "zip with cloudpickle entries, vecnormalize.pkl): that can execute code stored in the files, so "
+                   "only for your own runs or files you trust")
+    p.add_argument("--export", metavar="DIR", help="copy the best (else final) model in the safe format (policy.json, "
+                   "policy.npz, normalize.json), the config and meta here at the end")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print each evaluation")
 
 
 def add_train_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``train`` subcommand on a ``kairos-gym`` subparsers object."""
-    p = sub.add_parser("train", help="train a PPO / MaskablePPO agent from an RL Zoo-layout config")
+    p = sub.add_parser("train", help="train a PPO / MaskablePPO agent from a training config (configs/ppo/*.yaml)")
     _add_arguments(p)
     p.set_defaults(func=cmd_train)
 
@@ -54,13 +54,17 @@ def cmd_train(args: argparse.Namespace) -> int:
         v = getattr(args, flag)
         if v is not None and v < 0:
             raise ConfigError("train", "--" + flag.replace("_", "-"), v, "a whole number >= 0")
+    if args.resume is not None and not args.trust_checkpoint:
+        from kairos_gym.agents.policy_file import require_trust
+
+        require_trust(args.resume, False, "train", "--resume", "--trust-checkpoint")
     cfg = load_config(args.config, args.env_id)
     cfg = with_overrides(cfg, algo=args.algo, timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs,
                          eval_freq=args.eval_freq)
     out = Path(args.out) if args.out else Path("runs") / "ppo" / Path(args.config).stem / f"seed{cfg.seed}"
     command = "kairos-gym train " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["train"] else sys.argv[1:])
-    meta = train(cfg, out, resume=args.resume, progress=not args.no_progress, export=args.export,
-                 command=command, verbose=args.verbose)
+    meta = train(cfg, out, resume=args.resume, trust_checkpoint=args.trust_checkpoint, progress=not args.no_progress,
+                 export=args.export, command=command, verbose=args.verbose)
     print(f"trained {cfg.algo} on {cfg.env_id}: {meta['timesteps']} timesteps in {meta['train_seconds']:.0f} s "
           f"(evaluation {meta['eval_seconds']:.0f} s of it); run folder {out}")
     for key in ("best_eval", "last_eval"):

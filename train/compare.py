@@ -7,7 +7,9 @@ A scenario spec is a shipped name or YAML path, optionally followed by ``:sectio
 (one ``:`` per override; specs are separated by ``,``), e.g. ``azure-conv:workload.arrival.rate_scale=6``
 or ``bursty:workload.arrival.rate=30:workload.num_requests=2000``.
 A policy spec is a registry name with optional ``:param=value`` parameters, e.g. ``always-deflect:chunk=1024``;
-``ppo`` is the checkpoint. Every policy runs on the same workloads (same seeds) through the simulator's policy hook.
+``ppo`` is the checkpoint: a safe checkpoint folder (policy.json + policy.npz) or a run folder; a
+Stable-Baselines3 zip only with ``--trust-checkpoint`` (it is unpickled, which can execute code stored in it).
+Every policy runs on the same workloads (same seeds) through the simulator's policy hook.
 """
 
 from __future__ import annotations
@@ -65,10 +67,14 @@ def parse_policy(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def compare(checkpoint: str | Path, scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
-            *, log: Any = None) -> list[dict[str, Any]]:
-    """``[{"scenario": label, "seeds": [...], "policies": [...], "runs": [summary, ...]}, ...]``."""
+            *, log: Any = None, trust_checkpoint: bool = False) -> list[dict[str, Any]]:
+    """``[{"scenario": label, "seeds": [...], "policies": [...], "runs": [summary, ...]}, ...]``.
+    The checkpoint is checked (and an SB3 zip refused without ``trust_checkpoint``) before any run."""
     from kairos_gym.agents.runner import run_policy
-    from kairos_gym.train.checkpoints import make_ppo_agent
+    from kairos_gym.train.checkpoints import load_actor, make_ppo_agent
+
+    if any(parse_policy(name)[0] == "ppo" for name in policies):
+        load_actor(checkpoint, trust_checkpoint=trust_checkpoint)
 
     out = []
     for spec in scenarios:
@@ -79,7 +85,7 @@ def compare(checkpoint: str | Path, scenarios: Sequence[str], policies: Sequence
             base, params = parse_policy(name)
             for s in seeds:
                 if base == "ppo":
-                    r = run_policy(make_ppo_agent(checkpoint, sc, seed=s), sc, s)
+                    r = run_policy(make_ppo_agent(checkpoint, sc, seed=s, trust_checkpoint=trust_checkpoint), sc, s)
                 else:
                     r = run_policy(base, sc, s, **params)
                 r["policy"] = name
@@ -113,7 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m kairos_gym.train.compare", description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
-                   help="checkpoint folder or model file (default: the shipped agent)")
+                   help="safe checkpoint folder (policy.json) or run folder (default: the shipped agent); an SB3 "
+                   "model zip needs --trust-checkpoint")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="allow an SB3 zip / vecnormalize.pkl checkpoint: it is unpickled, which can execute code "
+                   "stored in the file, so only for files you made or trust")
     p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS))
     p.add_argument("--policies", default="no-deflect,kairos,ppo")
     p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (distinct; see kairos_gym.flags)")
@@ -129,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(1)
         results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
-                          [s for s in args.policies.split(",") if s], seeds, log=sys.stderr)
+                          [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,
+                          trust_checkpoint=args.trust_checkpoint)
     except ConfigError as e:
         print(f"compare: error: {e}", file=sys.stderr)
         return 2

@@ -1,29 +1,36 @@
-"""Training configs in RL Zoo layout: one YAML file, hyperparameters keyed by Gymnasium env id.
+"""Training configs: kairos-gym's own YAML layout, one section of hyperparameters per Gymnasium env id.
+
+The layout borrows RL Zoo's ideas (sections keyed by env id, ``n_envs``/``n_timesteps``/``normalize``/
+``policy_kwargs`` keys, ``lin_`` schedules, ``dict(...)`` strings) but it is NOT an RL Zoo hyperparameter
+file: ``rl_zoo3.train`` would refuse it (``algo``, ``seed``, ``eval``, ``checkpoint_freq`` and ``device``
+are kairos-gym keys). Read only with :func:`load_config` / ``kairos-gym train``.
 
 ```yaml
 kairos_gym/Kairos-v0:
   algo: maskable_ppo              # maskable_ppo (default) or ppo (the ablation: no action masks)
   n_envs: 2                       # DummyVecEnv (one process)
   n_timesteps: !!float 4e5
-  policy: MlpPolicy
-  normalize: {norm_obs: true, norm_reward: true}   # VecNormalize (RL Zoo: true / false / a dict or its string)
+  policy: MlpPolicy               # the only policy the safe checkpoint format stores
+  normalize: {norm_obs: true, norm_reward: true}   # VecNormalize: true / false / a mapping (or its string)
   env_kwargs: {episode_window: 600, tbt_penalty: 0.5}
-  policy_kwargs: "dict(net_arch=dict(pi=[64, 64], vf=[64, 64]))"
-  learning_rate: lin_3e-4         # RL Zoo schedule syntax: lin_<x> decays linearly to 0
+  policy_kwargs: "dict(net_arch=dict(pi=[64, 64], vf=[64, 64]))"   # or a mapping; parsed, never evaluated
+  learning_rate: lin_3e-4         # lin_<x> decays linearly to 0 (clamped at 0)
   n_steps: 512
   ...                             # any other PPO / MaskablePPO constructor argument
-  # kairos-gym keys (not RL Zoo):
   seed: 0
   eval: {freq: 50000, seeds: [100, 101, 102]}
   checkpoint_freq: 100000
 ```
 
-See docs/training.md for every key.
+String forms of ``policy_kwargs`` and ``normalize`` are parsed by :func:`parse_literal` (literals,
+``dict(...)`` and ``nn.<activation>`` only; no ``eval``). See docs/training.md for every key.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +40,15 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.yaml_io import load_yaml_file
 
 ALGOS = ("maskable_ppo", "ppo")
-ZOO_KEYS = ("algo", "n_envs", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs", "policy_kwargs")
+RUN_KEYS = ("algo", "n_envs", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs", "policy_kwargs")
 KAIROS_KEYS = ("seed", "eval", "checkpoint_freq", "device")
 EVAL_KEYS = ("freq", "seeds", "env_id", "env_kwargs", "reference")
 NOT_HYPER = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "device", "_init_setup_model",
              "policy_kwargs", "stats_window_size")
 DEFAULT_EVAL = {"freq": 50_000, "seeds": [100, 101, 102], "env_id": None, "env_kwargs": {}, "reference": "kairos"}
 DEFAULT_NORMALIZE = {"norm_obs": True, "norm_reward": True}
+MAX_N_ENVS = 64
+"""Most envs in one run's vector env (they all run in one process)."""
 
 
 @dataclass
@@ -74,7 +83,7 @@ class TrainConfig:
     raw: dict[str, Any] = field(default_factory=dict)  # the env id's section as written (for the run's copy)
 
     def to_yaml_dict(self) -> dict[str, Any]:
-        """The resolved config in the same RL Zoo layout (what a run writes next to its model)."""
+        """The resolved config in the same layout (what a run writes next to its model)."""
         body: dict[str, Any] = {
             "algo": self.algo, "n_envs": self.n_envs, "n_timesteps": self.n_timesteps, "policy": self.policy,
             "normalize": self.normalize if self.normalize is not None else False,
@@ -109,12 +118,14 @@ def hyperparam_names(algo: str) -> list[str]:
 
 
 def _schedule(where: str, key: str, value: Any) -> Any:
-    """RL Zoo schedule strings: ``lin_3e-4`` -> a linear decay from 3e-4 to 0 (SB3 passes progress 1 -> 0)."""
+    """Schedule strings: ``lin_3e-4`` -> a linear decay from 3e-4 to 0 (SB3 passes progress 1 -> 0)."""
     if isinstance(value, str) and value.startswith("lin_"):
         try:
             start = float(value[4:])
         except ValueError:
             raise ConfigError(where, key, value, "a number or lin_<number>, e.g. lin_3e-4") from None
+        if not math.isfinite(start) or start < 0:
+            raise ConfigError(where, key, value, "lin_<number> with a finite number >= 0")
         return LinearSchedule(start)
     if isinstance(value, str):
         try:
@@ -125,61 +136,177 @@ def _schedule(where: str, key: str, value: Any) -> Any:
 
 
 class LinearSchedule:
-    """``progress_remaining * start`` (picklable, unlike a lambda)."""
+    """``max(progress_remaining, 0) * start`` (picklable, unlike a lambda).
+
+    SB3 computes ``progress_remaining = 1 - num_timesteps / total_timesteps`` and trains whole rollouts, so
+    when the total is not a multiple of ``n_steps * n_envs`` the last update sees a negative progress:
+    clamped at 0 (no negative learning rate or clip range)."""
 
     def __init__(self, start: float) -> None:
         self.start = float(start)
 
     def __call__(self, progress_remaining: float) -> float:
-        return progress_remaining * self.start
+        return max(progress_remaining, 0.0) * self.start
 
     def __repr__(self) -> str:
         return f"lin_{self.start:g}"
 
 
-def _policy_kwargs(where: str, value: Any) -> dict[str, Any]:
-    """A mapping, or the RL Zoo string ``"dict(net_arch=..., activation_fn=nn.ReLU)"``."""
+# ---------------------------------------------------------------------------- literal strings, no eval
+MAX_LITERAL_CHARS = 4096
+"""Longest ``policy_kwargs`` / ``normalize`` string parsed (characters)."""
+MAX_LITERAL_DEPTH = 16
+"""Deepest nesting of such a string."""
+POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "share_features_extractor", "optimizer_kwargs")
+"""policy_kwargs keys accepted (what the safe checkpoint format can represent)."""
+MAX_NET_LAYERS = 16
+MAX_NET_WIDTH = 4096
+
+
+def parse_literal(where: str, field: str, text: str, names: Mapping[str, Any] | None = None) -> Any:
+    """Python-literal syntax without evaluation: numbers, strings, True/False/None, lists, tuples, dicts,
+    ``dict(key=value, ...)`` and ``nn.<Name>`` / ``th.nn.<Name>`` / ``torch.nn.<Name>`` for a name in
+    ``names`` (nothing else: no other calls, attributes, names or operators). Bounded by
+    :data:`MAX_LITERAL_CHARS` and :data:`MAX_LITERAL_DEPTH`."""
+    allowed = "a literal: numbers, strings, True/False/None, [...], {...}, dict(key=value, ...)" + (
+        ", nn.<" + "|".join(names) + ">" if names else "")
+    if len(text) > MAX_LITERAL_CHARS:
+        raise ConfigError(where, field, text, f"at most {MAX_LITERAL_CHARS} characters of {allowed}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise ConfigError(where, field, text, f"{allowed} ({type(e).__name__})") from None
+    return _literal(where, field, text, tree.body, names or {}, allowed, 0)
+
+
+def _literal(where: str, field: str, text: str, node: ast.AST, names: Mapping[str, Any], allowed: str,
+             depth: int) -> Any:
+    def bad(why: str) -> ConfigError:
+        return ConfigError(where, field, text, f"{allowed}; {why} is not")
+
+    if depth > MAX_LITERAL_DEPTH:
+        raise bad(f"nesting deeper than {MAX_LITERAL_DEPTH}")
+
+    def sub(n: ast.AST) -> Any:
+        return _literal(where, field, text, n, names, allowed, depth + 1)
+
+    if isinstance(node, ast.Constant):
+        if node.value is None or isinstance(node.value, (bool, int, float, str)):
+            return node.value
+        raise bad(f"the constant {type(node.value).__name__}")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            raise bad("*unpacking")
+        return [sub(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out: dict[str, Any] = {}
+        for k, v in zip(node.keys, node.values, strict=True):
+            key = None if k is None else sub(k)
+            if not isinstance(key, str):
+                raise bad("a non-string key or **unpacking")
+            out[key] = sub(v)
+        return out
+    if isinstance(node, ast.Call):
+        if not (isinstance(node.func, ast.Name) and node.func.id == "dict"):
+            raise bad(f"the call {ast.unparse(node.func)[:40]}(...)")
+        if node.args or any(kw.arg is None for kw in node.keywords):
+            raise bad("dict(...) with positional arguments or **unpacking")
+        return {kw.arg: sub(kw.value) for kw in node.keywords}
+    if isinstance(node, ast.Attribute):
+        path = ast.unparse(node)
+        prefix, _, name = path.rpartition(".")
+        if prefix in ("nn", "th.nn", "torch.nn") and name in names:
+            return names[name]
+        raise bad(f"the name {path[:60]}")
+    raise bad(f"{type(node).__name__} ({ast.unparse(node)[:40]})")
+
+
+def _activations() -> dict[str, Any]:
     import torch.nn as nn
+    from kairos_gym.agents.policy_file import ACTIVATIONS
+
+    return {n: getattr(nn, n) for n in ACTIVATIONS}
+
+
+def _policy_kwargs(where: str, value: Any) -> dict[str, Any]:
+    """A mapping, or the string form ``"dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.ReLU)"``
+    (parsed by :func:`parse_literal`, never evaluated)."""
+    from kairos_gym.agents.policy_file import ACTIVATIONS
 
     if value is None:
         return {}
+    acts = _activations()
     if isinstance(value, str):
-        try:
-            value = eval(value, {"__builtins__": {}}, {"dict": dict, "nn": nn, "list": list})
-        except Exception as e:
-            raise ConfigError(where, "policy_kwargs", value, f"a dict or a 'dict(...)' string ({e})") from None
+        value = parse_literal(where, "policy_kwargs", value, acts)
     if not isinstance(value, Mapping):
-        raise ConfigError(where, "policy_kwargs", value, "a dict or a 'dict(...)' string")
+        raise ConfigError(where, "policy_kwargs", value, "a mapping or a 'dict(...)' string")
     out = dict(value)
+    for k in out:
+        if k not in POLICY_KWARGS:
+            raise ConfigError(where, f"policy_kwargs.{k}", out[k], "one of " + ", ".join(POLICY_KWARGS))
     act = out.get("activation_fn")
     if isinstance(act, str):
-        if not hasattr(nn, act.split(".")[-1]):
-            raise ConfigError(where, "policy_kwargs.activation_fn", act, "a torch.nn activation name, e.g. ReLU")
-        out["activation_fn"] = getattr(nn, act.split(".")[-1])
+        prefix, _, name = act.rpartition(".")
+        if prefix not in ("", "nn", "th.nn", "torch.nn") or name not in ACTIVATIONS:
+            raise ConfigError(where, "policy_kwargs.activation_fn", act, "one of " + ", ".join(ACTIVATIONS))
+        out["activation_fn"] = acts[name]
+    elif act is not None and act not in acts.values():
+        raise ConfigError(where, "policy_kwargs.activation_fn", act, "one of " + ", ".join(ACTIVATIONS))
+    if "net_arch" in out:
+        _check_net_arch(where, out["net_arch"])
+    for k in ("ortho_init", "share_features_extractor"):
+        if k in out and not isinstance(out[k], bool):
+            raise ConfigError(where, f"policy_kwargs.{k}", out[k], "true or false")
+    if "optimizer_kwargs" in out and not isinstance(out["optimizer_kwargs"], Mapping):
+        raise ConfigError(where, "policy_kwargs.optimizer_kwargs", out["optimizer_kwargs"], "a mapping")
     return out
 
 
-def _normalize(where: str, value: Any, kwargs: Any) -> dict[str, Any] | None:
+def _check_net_arch(where: str, arch: Any) -> None:
+    allowed = (f"a list of at most {MAX_NET_LAYERS} layer widths (1-{MAX_NET_WIDTH}) or "
+               "{pi: [...], vf: [...]} of such lists")
+    lists = [arch] if isinstance(arch, list) else (
+        [arch.get("pi", []), arch.get("vf", [])] if isinstance(arch, Mapping) and set(arch) <= {"pi", "vf"} else None)
+    if lists is None or not all(isinstance(x, list) and len(x) <= MAX_NET_LAYERS and all(
+            isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_NET_WIDTH for w in x) for x in lists):
+        raise ConfigError(where, "policy_kwargs.net_arch", arch, allowed)
+
+
+NORMALIZE_ARGS: dict[str, tuple[type, ...]] = {
+    "norm_obs": (bool,), "norm_reward": (bool,), "clip_obs": (int, float), "clip_reward": (int, float),
+    "gamma": (int, float), "epsilon": (int, float)}
+"""VecNormalize arguments a config may set, and their types."""
+
+
+def parse_normalize(where: str, value: Any, kwargs: Any = None) -> dict[str, Any] | None:
+    """``normalize`` (true, false, a mapping of VecNormalize arguments or its string form, parsed by
+    :func:`parse_literal`) merged with ``normalize_kwargs``: the VecNormalize arguments, or None for none."""
+    allowed = "true, false or a mapping of VecNormalize arguments (" + ", ".join(NORMALIZE_ARGS) + ")"
     if isinstance(value, str):
-        try:
-            value = eval(value, {"__builtins__": {}}, {"dict": dict, "True": True, "False": False})
-        except Exception:
-            raise ConfigError(where, "normalize", value, "true, false or a dict of VecNormalize arguments") from None
+        value = parse_literal(where, "normalize", value)
     if value is False or value is None:
         return None
-    out = dict(DEFAULT_NORMALIZE) if value is True else None
-    if out is None:
-        if not isinstance(value, Mapping):
-            raise ConfigError(where, "normalize", value, "true, false or a dict of VecNormalize arguments")
+    if value is True:
+        out = dict(DEFAULT_NORMALIZE)
+    elif isinstance(value, Mapping):
         out = dict(value)
+    else:
+        raise ConfigError(where, "normalize", value, allowed)
     if kwargs:
         if not isinstance(kwargs, Mapping):
-            raise ConfigError(where, "normalize_kwargs", kwargs, "a dict of VecNormalize arguments")
+            raise ConfigError(where, "normalize_kwargs", kwargs, "a mapping of VecNormalize arguments")
         out.update(kwargs)
-    allowed = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
-    for k in out:
-        if k not in allowed:
-            raise ConfigError(where, f"normalize.{k}", out[k], "one of " + ", ".join(allowed))
+    for k, v in out.items():
+        if k not in NORMALIZE_ARGS:
+            raise ConfigError(where, f"normalize.{k}", v, "one of " + ", ".join(NORMALIZE_ARGS))
+        types = NORMALIZE_ARGS[k]
+        ok = isinstance(v, bool) if types == (bool,) else (
+            isinstance(v, types) and not isinstance(v, bool) and math.isfinite(v) and v > 0)
+        if not ok:
+            raise ConfigError(where, f"normalize.{k}", v, "true or false" if types == (bool,) else "a number > 0")
     return out
 
 
@@ -192,7 +319,7 @@ def _pos_int(where: str, key: str, value: Any, *, zero: bool = False) -> int:
 
 
 def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str = "(dict)") -> TrainConfig:
-    """Resolve the section of ``env_id`` (the only one when None) of an RL Zoo-layout mapping."""
+    """Resolve the section of ``env_id`` (the only one when None) of a training-config mapping."""
     if not isinstance(data, Mapping) or not data:
         raise ConfigError(source, "(top level)", data, "a mapping of env id -> hyperparameters")
     if env_id is None:
@@ -210,14 +337,23 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         raise ConfigError(where, "algo", algo, "one of " + ", ".join(ALGOS))
     names = hyperparam_names(algo)
     for k in body:
-        if k not in ZOO_KEYS and k not in KAIROS_KEYS and k not in names:
-            raise ConfigError(where, str(k), body[k], "an RL Zoo key (" + ", ".join(ZOO_KEYS) + "), a kairos-gym key ("
+        if k not in RUN_KEYS and k not in KAIROS_KEYS and k not in names:
+            raise ConfigError(where, str(k), body[k], "a run key (" + ", ".join(RUN_KEYS) + "), a kairos-gym key ("
                               + ", ".join(KAIROS_KEYS) + ") or a " + algo + " argument (" + ", ".join(names) + ")")
     hyper = {k: _schedule(where, k, v) if k in ("learning_rate", "clip_range", "clip_range_vf") else v
              for k, v in body.items() if k in names}
     env_kwargs = body.get("env_kwargs") or {}
     if not isinstance(env_kwargs, Mapping):
         raise ConfigError(where, "env_kwargs", env_kwargs, "a mapping of KairosEnv arguments")
+    if env_kwargs.get("obs_mode", "flat") != "flat":
+        raise ConfigError(where, "env_kwargs.obs_mode", env_kwargs["obs_mode"],
+                          "flat (the safe checkpoint format stores an MLP on flat observations)")
+    policy = body.get("policy", "MlpPolicy")
+    if policy != "MlpPolicy":
+        raise ConfigError(where, "policy", policy, "MlpPolicy (what the safe checkpoint format stores)")
+    n_envs = _pos_int(where, "n_envs", body.get("n_envs", 2))
+    if n_envs > MAX_N_ENVS:
+        raise ConfigError(where, "n_envs", n_envs, f"a whole number from 1 to {MAX_N_ENVS}")
     ev = {**DEFAULT_EVAL, **(body.get("eval") or {})}
     for k in ev:
         if k not in EVAL_KEYS:
@@ -235,10 +371,10 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     return TrainConfig(
         env_id=env_id,
         algo=algo,
-        n_envs=_pos_int(where, "n_envs", body.get("n_envs", 2)),
+        n_envs=n_envs,
         n_timesteps=_pos_int(where, "n_timesteps", body.get("n_timesteps", 400_000)),
-        policy=str(body.get("policy", "MlpPolicy")),
-        normalize=_normalize(where, body.get("normalize", True), body.get("normalize_kwargs")),
+        policy=policy,
+        normalize=parse_normalize(where, body.get("normalize", True), body.get("normalize_kwargs")),
         env_kwargs=dict(env_kwargs),
         policy_kwargs=_policy_kwargs(where, body.get("policy_kwargs")),
         hyperparams=hyper,
@@ -253,7 +389,8 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
 
 
 def load_config(path: str | Path, env_id: str | None = None) -> TrainConfig:
-    """Read an RL Zoo-layout YAML file and resolve one env id's section."""
+    """Read a training-config YAML file (:func:`kairos_gym.yaml_io.load_yaml_file`) and resolve one env id's
+    section."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError("train", "--config", str(path), "an existing YAML file, e.g. configs/ppo/kairos-v0.yaml")

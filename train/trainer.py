@@ -3,14 +3,19 @@ periodic held-out evaluation with ``kairos/`` TensorBoard scalars. See docs/trai
 
 A run folder holds::
 
-    config.yaml              the resolved config (RL Zoo layout)
+    config.yaml              the resolved config (same layout as the input)
     tb/                      TensorBoard event files (SB3 scalars + kairos/)
     progress.csv             the same scalars as CSV
     eval_history.jsonl       one line per periodic evaluation
-    checkpoints/             ckpt_<steps>_steps.zip + ckpt_vecnormalize_<steps>_steps.pkl
-    best/                    model.zip + vecnormalize.pkl + eval.json of the best evaluation
-    final/                   model.zip + vecnormalize.pkl at the end
+    checkpoints/             ckpt_<steps>_steps/ (safe format), ckpt_<steps>_steps.zip and
+                             ckpt_vecnormalize_<steps>_steps.pkl (SB3 training state)
+    best/                    the best evaluation: policy.json + policy.npz + normalize.json (safe), eval.json,
+                             model.zip + vecnormalize.pkl (SB3 training state)
+    final/                   the same at the end (without eval.json)
     meta.json                command, seconds, timesteps, versions, last / best evaluation
+
+The safe files (kairos_gym.agents.policy_file) load without trust; the SB3 files hold pickles and are read
+only by ``resume`` with ``trust_checkpoint=True`` (see kairos_gym.train.checkpoints).
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kairos_gym.agents.policy_file import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NPZ, require_trust
 from kairos_gym.train.callbacks import CheckpointEvery, KairosEvalCallback, ProgressBar
-from kairos_gym.train.checkpoints import MODEL_NAME, STATS_NAME, resolve_model_path, save_checkpoint, stats_path_for
+from kairos_gym.train.checkpoints import resolve_model_path, save_checkpoint, stats_path_for
 from kairos_gym.train.config import TrainConfig, _algo_class
 from kairos_gym.train.envs import eval_env_kwargs, make_eval_env, make_vec_env
 
@@ -51,12 +57,19 @@ def build_model(cfg: TrainConfig, venv: Any) -> Any:
                 verbose=0, **cfg.hyperparams)
 
 
-def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None, progress: bool = True,
-          export: str | Path | None = None, command: str | None = None, verbose: int = 0) -> dict[str, Any]:
-    """Train per ``cfg`` into run folder ``out``; ``resume`` continues from a checkpoint (a zip, a
-    checkpoint folder or a run folder: its latest checkpoint) up to ``cfg.n_timesteps`` in total.
-    ``export`` copies the best model (else the final one), its statistics, the config and meta.json
+def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None, trust_checkpoint: bool = False,
+          progress: bool = True, export: str | Path | None = None, command: str | None = None,
+          verbose: int = 0) -> dict[str, Any]:
+    """Train per ``cfg`` into run folder ``out``; ``resume`` continues from SB3's training state (a zip, a
+    checkpoint folder or a run folder: its latest ``checkpoints/ckpt_<n>_steps.zip``) up to ``cfg.n_timesteps``
+    in total, and needs ``trust_checkpoint=True`` (the zip and vecnormalize.pkl are unpickled).
+    ``export`` copies the best model (else the final one) in the safe format, the config and meta.json
     into a folder (the shipped-agent layout). Returns the run's meta dict."""
+    zip_path = None
+    if resume is not None:  # refused before any work: unpickling a file can run code stored in it
+        zip_path = resolve_model_path(resume)
+        require_trust(zip_path, trust_checkpoint, "train", "--resume",
+                      "--trust-checkpoint (Python: trust_checkpoint=True)")
     import torch
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.utils import set_random_seed
@@ -67,8 +80,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
     out.mkdir(parents=True, exist_ok=True)
     gamma = float(cfg.hyperparams.get("gamma", 0.99))
     algo_cls = _algo_class(cfg.algo)
-    if resume is not None:
-        zip_path = resolve_model_path(resume)
+    if zip_path is not None:
         set_random_seed(cfg.seed + 1)
         model0 = algo_cls.load(zip_path, device=cfg.device)
         done = int(model0.num_timesteps)
@@ -151,19 +163,20 @@ def _cpus() -> int:
 
 
 def export_checkpoint(run: str | Path, dest: str | Path, which: str = "auto") -> Path:
-    """Copy a run's ``best`` (``auto``: best if it exists, else ``final``) model, statistics, config and
-    meta into ``dest`` (the shipped layout: model.zip, vecnormalize.pkl, config.yaml, meta.json)."""
+    """Copy a run's ``best`` (``auto``: best if it exists, else ``final``) checkpoint in the safe format
+    (policy.json, policy.npz, normalize.json), its config and meta into ``dest`` (the shipped layout;
+    no pickles are copied)."""
     run, dest = Path(run), Path(dest)
-    src = run / ("best" if which == "auto" and (run / "best" / MODEL_NAME).is_file() else
+    src = run / ("best" if which == "auto" and (run / "best" / POLICY_JSON).is_file() else
                  ("final" if which == "auto" else which))
-    if not (src / MODEL_NAME).is_file():
-        raise ConfigError("train", "--export", str(src), "a run folder with best/ or final/model.zip")
+    if not (src / POLICY_JSON).is_file():
+        raise ConfigError("train", "--export", str(src), "a run folder with best/ or final/policy.json")
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src / MODEL_NAME, dest / MODEL_NAME)
-    if (src / STATS_NAME).is_file():
-        shutil.copy2(src / STATS_NAME, dest / STATS_NAME)
-    elif (dest / STATS_NAME).exists():
-        (dest / STATS_NAME).unlink()
+    for name in (POLICY_JSON, WEIGHTS_NPZ, NORMALIZE_JSON):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dest / name)
+        elif (dest / name).exists():
+            (dest / name).unlink()
     shutil.copy2(run / "config.yaml", dest / "config.yaml")
     meta = json.loads((run / "meta.json").read_text(encoding="utf-8")) if (run / "meta.json").is_file() else {}
     meta["exported"] = src.name

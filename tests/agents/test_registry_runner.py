@@ -43,7 +43,7 @@ def test_bad_value_and_bad_scenario():
     with pytest.raises(ConfigError):
         make_policy("kairos", {"name": "x", "slo": {"ttft": 1}})
     # no path: the shipped checkpoint (agents/checkpoints/ppo-kairos-v0) is used
-    assert make_policy("ppo", TINY).path.endswith("ppo-kairos-v0/model.zip")
+    assert make_policy("ppo", TINY).path.endswith("ppo-kairos-v0/policy.json")
     with pytest.raises(ConfigError):
         make_policy("ppo", TINY, path="/nonexistent/model.zip")
 

@@ -1,4 +1,5 @@
-"""Training configs (RL Zoo layout), the held-out seed wrapper and the CLI's error path (fast)."""
+"""Training configs (kairos-gym's layout), their string forms parsed without eval, the held-out seed wrapper
+and the CLI's error path (fast)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_shipped_configs_parse(path):
     assert again.hyperparams.keys() == cfg.hyperparams.keys() and again.env_kwargs == cfg.env_kwargs
 
 
-def test_zoo_syntax():
+def test_string_forms_and_schedules():
     cfg = parse_config({"kairos_gym/KairosSmall-v0": {
         "policy_kwargs": "dict(net_arch=dict(pi=[8], vf=[8]), activation_fn=nn.ReLU)",
         "learning_rate": "lin_1e-3", "normalize": "{'norm_obs': False, 'norm_reward': True}",
@@ -47,7 +48,21 @@ def test_zoo_syntax():
     ({"n_envs": 0}, "n_envs"),
     ({"learning_rate": "lin_x"}, "learning_rate"),
     ({"policy_kwargs": "dict(oops"}, "policy_kwargs"),
+    ({"policy_kwargs": {"features_extractor_class": "x"}}, "policy_kwargs.features_extractor_class"),
+    ({"policy_kwargs": {"activation_fn": "Linear"}}, "policy_kwargs.activation_fn"),
+    ({"policy_kwargs": "dict(activation_fn=nn.Module)"}, "policy_kwargs"),
+    ({"policy_kwargs": {"net_arch": [64, 0]}}, "policy_kwargs.net_arch"),
+    ({"policy_kwargs": {"net_arch": {"pi": [5000]}}}, "policy_kwargs.net_arch"),
+    ({"policy_kwargs": {"net_arch": [8] * 17}}, "policy_kwargs.net_arch"),
     ({"normalize": {"norm_obz": True}}, "normalize.norm_obz"),
+    ({"normalize": {"norm_obs": "yes"}}, "normalize.norm_obs"),
+    ({"normalize": {"clip_obs": -1}}, "normalize.clip_obs"),
+    ({"normalize": "dict(norm_obs=__import__('os'))"}, "normalize"),
+    ({"normalize": 3}, "normalize"),
+    ({"learning_rate": "lin_-1e-3"}, "learning_rate"),
+    ({"policy": "CnnPolicy"}, "policy"),
+    ({"env_kwargs": {"obs_mode": "dict"}}, "env_kwargs.obs_mode"),
+    ({"n_envs": 65}, "n_envs"),
     ({"eval": {"seeds": [TRAIN_SEED_MIN]}}, "eval.seeds"),
     ({"eval": {"every": 5}}, "eval.every"),
 ])
@@ -55,6 +70,62 @@ def test_bad_values_name_the_field(body, field):
     with pytest.raises(ConfigError) as e:
         parse_config({"kairos_gym/KairosSmall-v0": body})
     assert e.value.field == field
+
+
+ESCAPES = [
+    # the demonstrated escape of eval(..., {"__builtins__": {}}): reach the real builtins through a class
+    "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'catch_warnings'][0]()._module"
+    ".__builtins__['__import__']('os').system('touch {marker}')",
+    "__import__('os').system('touch {marker}')",
+    "dict(net_arch=open('{marker}', 'w'))",
+    "dict(net_arch=[64], activation_fn=nn.ReLU.__init__.__globals__['sys'])",
+    "nn.Module.__subclasses__()",
+    "dict(**{{'net_arch': [64]}})",
+    "(lambda: open('{marker}', 'w'))()",
+    "[open('{marker}', 'w') for _ in [0]]",
+    "dict(net_arch=[6 ** 4])",
+    "th.optim.Adam",
+]
+
+
+@pytest.mark.parametrize("template", ESCAPES, ids=range(len(ESCAPES)))
+@pytest.mark.parametrize("key", ["policy_kwargs", "normalize"])
+def test_string_forms_are_parsed_never_evaluated(tmp_path, template, key):
+    """policy_kwargs / normalize strings were eval()'d with empty builtins, which a class walk escapes: now
+    only literals, dict(...) and nn.<activation> parse; anything else is one ConfigError and runs nothing."""
+    marker = tmp_path / "ran"
+    with pytest.raises(ConfigError) as e:
+        parse_config({"kairos_gym/KairosSmall-v0": {key: template.format(marker=marker)}})
+    assert e.value.field == key and "literal" in e.value.allowed
+    assert not marker.exists()
+
+
+def test_literal_parser_accepts_the_documented_forms():
+    import torch.nn as nn
+    from kairos_gym.train.config import MAX_LITERAL_CHARS, parse_literal
+
+    acts = {"ReLU": nn.ReLU}
+    assert parse_literal("t", "f", "dict(a=[1, -2.5, (3, 4)], b={'c': None, 'd': True}, e='x')", acts) == \
+        {"a": [1, -2.5, [3, 4]], "b": {"c": None, "d": True}, "e": "x"}
+    for spelled in ("nn.ReLU", "th.nn.ReLU", "torch.nn.ReLU"):
+        assert parse_literal("t", "f", spelled, acts) is nn.ReLU
+    with pytest.raises(ConfigError):
+        parse_literal("t", "f", "nn.Tanh", acts)  # not in the names given
+    with pytest.raises(ConfigError, match="at most"):
+        parse_literal("t", "f", "[" + "1, " * MAX_LITERAL_CHARS + "]")
+    with pytest.raises(ConfigError, match="nesting"):
+        parse_literal("t", "f", "[" * 40 + "]" * 40)
+    cfg = parse_config({"x": {"policy_kwargs": {"activation_fn": "nn.ReLU", "net_arch": [16]}}})
+    assert cfg.policy_kwargs["activation_fn"] is nn.ReLU
+    assert parse_config({"x": {"normalize": "True"}}).normalize == {"norm_obs": True, "norm_reward": True}
+    assert parse_config({"x": {"normalize": "False"}}).normalize is None
+
+
+def test_linear_schedule_is_clamped_at_zero():
+    """SB3's last update of a run whose total is not a multiple of the rollout sees progress < 0."""
+    sched = LinearSchedule(3e-4)
+    assert sched(1.0) == pytest.approx(3e-4) and sched(0.0) == 0.0
+    assert sched(-0.024) == 0.0 and sched(-5.0) == 0.0
 
 
 def test_env_id_selection(tmp_path):
@@ -93,3 +164,19 @@ def test_cli_parser_and_error_exit(tmp_path, capsys):
     bad.write_text("kairos_gym/KairosSmall-v0: {n_stepz: 3}\n")
     assert main(["--config", str(bad)]) == 2
     assert "n_stepz" in capsys.readouterr().err
+
+
+def test_cli_checkpoint_flags_refuse_pickles_without_trust(tmp_path, capsys):
+    """--resume and compare --checkpoint refuse an SB3 zip without --trust-checkpoint, with exit status 2."""
+    from kairos_gym.train.cli import main
+    from kairos_gym.train.compare import main as compare_main
+
+    (tmp_path / "model.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # never opened
+    smoke = ROOT / "configs" / "ppo" / "smoke.yaml"
+    assert main(["--config", str(smoke), "--resume", str(tmp_path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kairos-gym train: error:") and "--trust-checkpoint" in err and "execute" in err
+    assert not (tmp_path / "run").exists()
+    assert compare_main(["--checkpoint", str(tmp_path / "model.zip"), "--scenarios", "small", "--seeds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--trust-checkpoint" in err and "execute" in err

@@ -1,5 +1,6 @@
-"""The shipped agent (agents/checkpoints/ppo-kairos-v0): present, small, loadable, documented; the
-acceptance figures on Kairos-v0 seeds 0-4 are a slow test."""
+"""The shipped agent (agents/checkpoints/ppo-kairos-v0): present in the safe format, small, loadable without
+trust, acting exactly as the SB3 model it was converted from, documented; the acceptance figures on Kairos-v0
+seeds 0-4 are a slow test."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ SHIPPED = ROOT / "agents" / "checkpoints" / "ppo-kairos-v0"
 
 
 def test_shipped_files_and_meta():
-    for name in ("model.zip", "vecnormalize.pkl", "config.yaml", "meta.json"):
+    for name in ("policy.json", "policy.npz", "normalize.json", "config.yaml", "meta.json"):
         assert (SHIPPED / name).is_file(), name
-    assert (SHIPPED / "model.zip").stat().st_size < 2 * 1024 * 1024
+    assert (SHIPPED / "policy.npz").stat().st_size < 2 * 1024 * 1024
     meta = json.loads((SHIPPED / "meta.json").read_text())
     assert meta["env_id"] == "kairos_gym/Kairos-v0" and meta["algo"] == "maskable_ppo"
     assert meta["commands"] and all(c.startswith("kairos-gym train --config") for c in meta["commands"])
@@ -28,15 +29,43 @@ def test_shipped_files_and_meta():
     assert load_config(SHIPPED / "config.yaml").env_id == "kairos_gym/Kairos-v0"
 
 
-def test_shipped_agent_acts_validly_in_the_env():
-    from kairos_gym.train.checkpoints import GreedyActor, load_model
+GOLDEN = Path(__file__).resolve().parent / "data" / "ppo-kairos-v0-sb3-actions.json"
+
+
+def test_safe_shipped_agent_acts_as_the_sb3_model_it_was_converted_from():
+    """The shipped safe checkpoint replays the greedy actions of the SB3 model.zip + vecnormalize.pkl it was
+    converted from (recorded from SB3's model.predict before those files were removed; commit 6be5159 also
+    compared the logits bit for bit), 300 decisions on each of three scenarios."""
+    from kairos_gym.agents.policy_file import load_policy
     from kairos_gym.train.envs import make_eval_env
 
-    model, norm = load_model(SHIPPED)
+    golden = json.loads(GOLDEN.read_text())
+    safe = load_policy(SHIPPED)
+    for env_id, expected in golden["actions"].items():
+        env = make_eval_env(env_id, {})
+        obs, info = env.reset(seed=golden["seed"])
+        got = []
+        for _ in expected:
+            got.append(safe.act(obs, info["action_mask"].astype(bool)))
+            obs, _, term, trunc, info = env.step(got[-1])
+            assert not (term or trunc)
+        assert "".join(f"{a:x}" for a in got) == expected, env_id
+
+
+def test_no_pickles_are_shipped():
+    found = [p.name for p in (ROOT / "agents" / "checkpoints").rglob("*")
+             if p.suffix in (".zip", ".pkl", ".pt", ".pth")]
+    assert found == []
+
+
+def test_shipped_agent_acts_validly_in_the_env():
+    from kairos_gym.train.checkpoints import load_actor
+    from kairos_gym.train.envs import make_eval_env
+
+    actor = load_actor(SHIPPED)
     env = make_eval_env("kairos_gym/Kairos-v0", {"workload": {"max_requests": 150}})
-    assert model.observation_space.shape == env.observation_space.shape
-    assert model.action_space.n == env.action_space.n
-    actor = GreedyActor(model, norm)
+    assert (actor.observation_size,) == env.observation_space.shape
+    assert actor.action_count == env.action_space.n
     obs, info = env.reset(seed=0)
     deflected = 0
     while True:
