@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench wheel-check clean
+.PHONY: demo test lint bench core wheel-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -13,10 +13,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The native core: `pip install -e` builds it; this rebuilds it incrementally after a .cpp/.hpp edit.
+CORE_SOURCES := $(wildcard src/core/*.cpp src/core/*.hpp src/bindings/*.cpp src/bindings/*.hpp) CMakeLists.txt
+CORE_STAMP := build/core-dev/.built
+
+$(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
+	PY=$(BIN)/python bash tools/build_core.sh
+	touch $(CORE_STAMP)
+
+core: $(CORE_STAMP)
+
+demo: $(STAMP) $(CORE_STAMP)
 	$(BIN)/kairos-gym demo
 
-test: $(STAMP)
+test: $(STAMP) $(CORE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
@@ -31,4 +41,4 @@ bench: $(STAMP)
 	$(BIN)/kairos-gym bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info kairos_gym/_core*.so

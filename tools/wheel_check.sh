@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the wheel, installs it into a fresh venv outside the checkout and uses it as a user would:
+# Builds the wheel (compiling the native core kairos_gym._core), installs it into a fresh venv outside the checkout and uses it as a user would:
 # `import kairos_gym` + gym.make of every registered id, `kairos-gym --version`, and `kairos-gym demo` on the
 # short `small` scenario. Catches package data missing from the wheel and top-level names leaking into
 # site-packages (only `kairos_gym` may be installed). Run by .ci/run after `make test`; needs the package
@@ -27,6 +27,12 @@ import kairos_gym
 from kairos_gym.env.registration import env_ids
 
 assert kairos_gym.__file__.startswith(__import__("sysconfig").get_paths()["purelib"]), kairos_gym.__file__
+from kairos_gym import native
+
+assert native.checkout_root() is None  # an installed wheel: no sources beside it
+info = native.build_info()
+assert info["fp_contract_off"] and not info["fast_math"], info
+print(f"wheel_check: native core built by {info['compiler']} (sources {info['source_hash']})")
 ids = env_ids()
 assert "kairos_gym/Kairos-v0" in ids and "kairos_gym/KairosSmall-v0" in ids, ids
 for env_id in ids:

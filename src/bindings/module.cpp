@@ -1,0 +1,25 @@
+// kairos_gym._core: the Python face of the native simulation core (one small, typed surface;
+// docs/architecture.md lists it). Bindings only: the core itself lives in src/core and has no Python headers.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "build_info.hpp"
+
+namespace nb = nanobind;
+
+NB_MODULE(_core, m) {
+    m.doc() = "kairos-gym native simulation core";
+    m.def(
+        "build_info",
+        []() {
+            kairos::BuildInfo b = kairos::build_info();
+            nb::dict d;
+            d["compiler"] = b.compiler;
+            d["cxx_standard"] = b.cxx_standard;
+            d["fast_math"] = b.fast_math;
+            d["fp_contract_off"] = b.fp_contract_off;
+            d["source_hash"] = b.source_hash;
+            return d;
+        },
+        "Build facts: compiler, C++ standard, floating-point flags, hash of the sources (dict).");
+}
