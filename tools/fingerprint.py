@@ -3,6 +3,11 @@
     cd <old checkout> && python <this checkout>/tools/fingerprint.py /tmp/before.json
     cd <new checkout> && python tools/fingerprint.py /tmp/after.json
     diff /tmp/before.json /tmp/after.json              # no output: bit-identical results
+    python tools/fingerprint.py tests/golden/fingerprints.json   # re-record the golden dataset (see below)
+
+``tests/golden/fingerprints.json`` is the golden dataset: ``tests/golden/test_fingerprints.py`` recomputes
+every entry and fails on any difference, so a refactor or a port (the native core) must reproduce today's
+results bit for bit. Re-record it only for a change that is meant to alter results, and say why in the commit.
 
 The package under test is the one in the current directory; the workloads, policies and memory set-up
 come from this checkout (``tests/sim/conftest.py`` next to this file), so both sides run the same cases.
@@ -12,7 +17,7 @@ first token, finish, prefill start/end, execution, transfer, nodes, worst gap, p
 and the run's summary (minus wall-clock keys); the tight-memory entries cover the ``swap`` policy, the
 ``incl`` entries a scenario whose TTFT excludes the transfer. The env entries hash 4,000 steps of
 observations, rewards and end-of-episode summaries on ``Kairos-v0`` and ``KairosSmall-v0`` under a
-seeded random masked policy. Takes about a minute.
+seeded random masked policy. Takes about 10 s.
 """
 
 from __future__ import annotations
@@ -75,7 +80,8 @@ def fingerprint(sim: Simulator, summary: dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def main(out_path: str) -> None:
+def compute() -> dict[str, str]:
+    """Every fingerprint, keyed by case (``scenario/policy/seed``, ``tight-<policy>/...``, ``incl/...``, env ids)."""
     out: dict[str, str] = {}
     for scen in ("bursty", "decode-heavy", "azure-code", "mooncake", "small"):
         for name in ("nodef", "d512", "dls", "rand"):
@@ -110,6 +116,11 @@ def main(out_path: str) -> None:
                 h.update(json.dumps(_stable(info.get("summary", {})), sort_keys=True, default=str).encode())
                 obs, info = env.reset(seed=episodes)
         out[env_id] = h.hexdigest()[:16]
+    return out
+
+
+def main(out_path: str) -> None:
+    out = compute()
     Path(out_path).write_text(json.dumps(out, indent=1) + "\n")
     print(f"{len(out)} fingerprints -> {out_path}")
 
