@@ -459,6 +459,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `kairos-gym latency | head`: the reader left; not an error of ours
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: point it somewhere that accepts
+        return 0
     except ConfigError as e:
         print(f"kairos-gym {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -45,19 +45,20 @@ def latency_table(
 
 
 def format_latency_table(table: dict[str, Any]) -> str:
-    """Plain-text rendering of :func:`latency_table`."""
+    """Plain-text rendering of :func:`latency_table` (through the CLI's one table renderer)."""
+    from kairos_gym.report import render_table
+
     p = table["preset"]
     chunks = list(table["rows"][0]["added_ms"]) if table["rows"] else []
-    lines = [
-        f"Step latency: {p['model']} on {p['gpu']} x TP{p['tp']} "
-        f"(KV {p['kv_bytes_per_token']} B/token, {p['kv_capacity_tokens_per_gpu']:,} KV tokens/GPU)",
-        "decode = decode-only step (ms); chunk c: added ms at chunk index 1..5 (prefix = (i-1) x c)",
-        f"{'batch':>5} {'ctx':>5} {'decode':>7} " + " ".join(f"{'chunk ' + c:>26}" for c in chunks),
-    ]
-    for r in table["rows"]:
-        cells = " ".join(f"{'/'.join(f'{x:.0f}' for x in r['added_ms'][c]):>26}" for c in chunks)
-        lines.append(f"{r['batch']:>5} {r['context']:>5} {r['decode_ms']:>7.1f} {cells}")
-    return "\n".join(lines)
+    headers = ["batch", "context\n(tokens)", "decode\n(ms)", *(f"chunk {c}: added\n(ms, index 1-5)" for c in chunks)]
+    rows = [[str(r["batch"]), str(r["context"]), f"{r['decode_ms']:.1f}",
+             *("/".join(f"{x:.0f}" for x in r["added_ms"][c]) for c in chunks)] for r in table["rows"]]
+    return render_table(
+        headers, rows, keep=3, align=["right"] * len(headers),
+        title=f"Step latency: {p['model']} on {p['gpu']} x TP{p['tp']} (KV {p['kv_bytes_per_token']} B/token, "
+              f"{p['kv_capacity_tokens_per_gpu']:,} KV tokens/GPU)",
+        notes=["decode: decode-only step; chunk c: latency a c-token chunk adds to the step at chunk index 1..5 "
+               "(prefix = (i-1) x c)"])
 
 
 def seed_target_checks(m: StepLatencyModel) -> list[dict[str, Any]]:

@@ -1,0 +1,29 @@
+"""`kairos-gym latency` prints through the one table renderer (<= 120 columns) and survives a closed pipe."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from kairos_gym.cli import main
+
+
+def test_latency_table_fits_120_columns(capsys):
+    assert main(["latency", "--chunks", "128,256,512,1024,2048,4096"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 120
+    assert "(ms, index 1-5)" in out and "85/114/142/171/199" in out
+
+
+def test_closed_pipe_is_not_a_traceback():
+    # `kairos-gym latency | head -1`: the reader closes the pipe after one line
+    many = ",".join(str(b) for b in range(1, 65))  # 64 x 16 rows: far more than a pipe buffer holds
+    ctx = ",".join(str(512 * i) for i in range(1, 17))
+    proc = subprocess.Popen([sys.executable, "-m", "kairos_gym.cli", "latency", "--batches", many, "--contexts", ctx],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
