@@ -7,6 +7,8 @@
 
 namespace nb = nanobind;
 
+void bind_pricer(nb::module_& m);  // pricer_bindings.cpp
+
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
     m.def(
@@ -22,4 +24,5 @@ NB_MODULE(_core, m) {
             return d;
         },
         "Build facts: compiler, C++ standard, floating-point flags, hash of the sources (dict).");
+    bind_pricer(m);
 }
