@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kairos_gym.agents.kairos import build_model
+from kairos_gym.agents.kairos import Kairos, build_model
 
 from kairos_gym.config import ScenarioConfig, load_scenario, scenario_names
 from kairos_gym.errors import ConfigError
@@ -389,3 +389,45 @@ def test_menu_terms_of_a_foreign_size_below_one_chunk_are_fine():
     nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
     ref = ChunkPricer(StepLatencyModel.from_preset())
     assert same(nat.menu_terms(500, (128, 777)), ref.menu_terms(500, (128, 777)))
+
+
+# ---------------------------------------------------------------------------------------------- Kairos
+
+class PythonPricer(ChunkPricer):
+    """What Kairos priced with before the switch: ChunkPricer, and the model's own step_time_fast."""
+
+    __slots__ = ()
+
+    def model_time(self, *args: float) -> float:
+        return self.model.step_time_fast(*args)
+
+
+def python_kairos(name: str, **kw) -> Kairos:
+    k = Kairos(name, **kw)
+    k.pricer = PythonPricer(k.model, k.chunk_menu)
+    k._attn0 = k.model.step_time_fast(1.0, 1.0, 0.0, 0.0, 0.0)
+    k._step_full = k.pricer.base(k.prefill_budget, 1)
+    return k
+
+
+@pytest.mark.parametrize("name", ["small", "bursty", "mooncake"])
+@pytest.mark.parametrize("exact", [False, True])
+def test_kairos_prices_with_the_native_pricer_as_python_did(name, exact):
+    """Kairos on its native pricer decides exactly as on the Python one over a whole run (with model error and
+    staleness, and exact), and the compiled tables never grow."""
+    from kairos_gym.agents.runner import simulate
+
+    kw = {"seed": 3, **({"staleness_s": 0.0, "model_error": 0.0} if exact else {})}
+    k_nat = Kairos(name, **kw)
+    k_py = python_kairos(name, **kw)
+    assert type(k_nat.pricer).__name__ == "Pricer"
+    s_nat, sim_nat = simulate(k_nat, name, 1)
+    s_py, sim_py = simulate(k_py, name, 1)
+    for key in ("path", "p_node", "d_node", "first_token", "finish"):
+        assert np.asarray(getattr(sim_nat, key)).tobytes() == np.asarray(getattr(sim_py, key)).tobytes(), key
+    assert sim_nat.chunks == sim_py.chunks
+    timing = {"wall_time_s", "decision_us_p50", "decision_us_p99", "decision_cpu_us_p50", "decision_cpu_us_p99"}
+    assert {k: v for k, v in s_nat.items() if k not in timing} == {k: v for k, v in s_py.items() if k not in timing}
+    assert 0 < s_nat["deflection_rate"] < 1
+    assert k_nat.n_refreshes == k_py.n_refreshes > 0
+    assert k_nat.pricer.grow_count == 0
