@@ -11,9 +11,11 @@ import pytest
 from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train.leaderboard import (
+    N_TEST,
     REQUIRED,
     STATIC_GRID,
     SUITE,
+    TIER_NAMES,
     Instance,
     Task,
     leaderboard_md,
@@ -25,6 +27,7 @@ from kairos_gym.train.leaderboard import (
 
 from kairos_gym.cli import main
 from kairos_gym.config import load_scenario
+from kairos_gym.sim import Simulator
 
 TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
         "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
@@ -64,15 +67,32 @@ def _fig(values):
 # ---------------------------------------------------------------------------------------------- the suite
 def test_the_standard_suite_has_fixed_disjoint_instances():
     for t in SUITE:
-        assert len(t.test) == 5 and t.train, t.name
+        assert len(t.test) == N_TEST and t.train, t.name
         assert not set(t.test) & set(t.train), t.name  # tuning never sees a test instance
         if t.windows:  # trace: disjoint windows, all with one seed (it does not change the workload)
             spans = sorted(i.window_s for i in (*t.test, *t.train))
             assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), t.name
             assert {i.seed for i in t.test} == {0}
         else:
-            assert all(i.window_s is None for i in t.test) and len({i.seed for i in t.test}) == 5
-    assert [t.name for t in SUITE if t.windows] == ["azure-code"]
+            assert all(i.window_s is None for i in t.test) and len({i.seed for i in t.test}) == N_TEST
+    assert {t.family for t in SUITE if t.windows} == {"azure-code", "long-tail"}
+    # every family at every tier, on the family's instances (tiers change the SLOs only)
+    fams = {t.family for t in SUITE}
+    assert len(SUITE) == len(fams) * len(TIER_NAMES) == len({t.name for t in SUITE})
+    for f in fams:
+        ts = [t for t in SUITE if t.family == f]
+        assert sorted(t.tier for t in ts) == sorted(TIER_NAMES)
+        assert len({(t.test, t.train, t.scenario) for t in ts}) == 1, f
+
+
+def test_trace_windows_lie_inside_their_trace():
+    """A window past the trace's end would be an empty (or short) instance: every window holds requests."""
+    for t in SUITE:
+        if t.windows and t.tier == "default":
+            base = t.base()
+            last = max((*t.test, *t.train), key=lambda i: i.window_s[1])
+            sim = Simulator(last.scenario(base), seed=0)
+            assert sim.n > 100, (t.name, last.label, sim.n)
 
 
 def test_a_trace_workload_does_not_depend_on_the_seed_but_on_the_window():
