@@ -219,9 +219,11 @@ SUITE: tuple[Task, ...] = tuple(
 train instances of ``best-static``."""
 
 
-def select_tasks(spec: str, suite: Sequence[Task] = SUITE) -> tuple[Task, ...]:
+def select_tasks(spec: str, suite: Sequence[Task] | None = None) -> tuple[Task, ...]:
     """The tasks of a comma-separated ``--tasks`` list: task names (``bursty/strict``), family names (every
-    tier of the family) or tier names (every family at that tier); in suite order, each once."""
+    tier of the family) or tier names (every family at that tier); in suite order, each once. ``suite``:
+    :data:`SUITE` when None."""
+    suite = SUITE if suite is None else tuple(suite)
     names = [p.strip() for p in spec.split(",")]
     fams = {t.family for t in suite}
     known = [t.name for t in suite]
@@ -403,7 +405,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         "command": command, **provenance(),
         "suite": [{"task": t.name, "scenario": t.scenario if isinstance(t.scenario, str) else bases[t.name].name,
                    "instances": [i.label for i in t.test], "train_instances": [i.label for i in t.train],
-                   "windows": t.windows, "test": t.describe("test"), "train": t.describe("train")} for t in suite],
+                   "windows": t.windows, "test": t.describe("test"), "train": t.describe("train"),
+                   "family": t.family or t.name, "tier": t.tier,
+                   "slo": {"ttft_s": bases[t.name].slo.ttft_s, "tbt_s": bases[t.name].slo.tbt_s}} for t in suite],
         "entries": [{"label": e.label, "kind": e.kind} for e in entries],
         "figures": figures,
         "best_static": best,
@@ -495,6 +499,53 @@ def ranking(res: Mapping[str, Any]) -> list[str]:
     return sorted(labels, key=lambda lb: (-agg[lb]["iqm"][0], lb))
 
 
+def _family_tables(res: Mapping[str, Any], order: Sequence[str]) -> list[str]:
+    """Per family and tier SLO attainment; per task the per-request vs per-gap TBT figures and the TTFT
+    breakdown of the anchors and the comparison; the precision of the per-task means."""
+    suite = res["suite"]
+    fams = list(dict.fromkeys(s.get("family", s["task"]) for s in suite))
+    by = {(s.get("family", s["task"]), s.get("tier", "default")): s["task"] for s in suite}
+    tiers = [t for t in TIER_NAMES if any((f, t) in by for f in fams)]
+    pt = res["per_task"]
+    lines = ["", "## SLO attainment per family and tier", "",
+             "Mean over the test instances, " + " / ".join(tiers) + " (docs/benchmark.md, \"SLO tiers\"); "
+             "-: the task was not run.", "",
+             "| policy | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    for lb in order:
+        cells = [" / ".join(_num(pt[lb][by[(f, t)]]["raw"]["mean"]) if (f, t) in by else "-" for t in tiers)
+                 for f in fams]
+        lines.append(f"| {lb} | " + " | ".join(cells) + " |")
+    show = [lb for lb in (res["baseline"], res["comparison"], res["reference"]) if lb in pt]
+    lines += ["", "## TBT per request and per gap, TTFT breakdown", "",
+              "Means over the test instances. TBT req: `tbt_request_attainment` (share of completed requests whose "
+              "every gap is within the TBT SLO); TBT gaps: `tbt_violation_rate` (share of gaps over it). TTFT "
+              "breakdown of the prefill-path requests (docs/metrics.md): mean queue / execution / transfer, and "
+              "P95 queue, in seconds (n/a: no request took the prefill path).", "",
+              "| task | policy | SLO attainment | TBT req | TBT gaps | queue | execution | transfer | P95 queue |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in suite:
+        t = s["task"]
+        for lb in show:
+            c = pt[lb][t]
+
+            def m(k: str, spec: str = ".3f", c: Mapping[str, Any] = c) -> str:
+                return _num(c[k]["mean"], spec) if k in c else "n/a"
+
+            lines.append(f"| {t} | {lb} | {_num(c['raw']['mean'])} | {m('tbt_request_attainment')} | "
+                         f"{m('tbt_violation_rate', '.4f')} | {m('ttft_breakdown_mean.queue', '.3f')} | "
+                         f"{m('ttft_breakdown_mean.execution', '.3f')} | {m('ttft_breakdown_mean.transfer', '.4f')} | "
+                         f"{m('ttft_breakdown_p95.queue', '.3f')} |")
+    lines += ["", "## Precision of the per-task means", "",
+              "Half-width of the 95% Student-t interval of the mean SLO attainment over the test instances (the "
+              "target is < 0.02, two SLO-attainment points).", "",
+              "| policy | " + " | ".join(s["task"] for s in suite) + " | max |", "|---|" + "---|" * (len(suite) + 1)]
+    for lb in show:
+        hs = [pt[lb][s["task"]]["raw"]["ci95"] for s in suite]
+        finite = [h for h in hs if h is not None]
+        lines.append(f"| {lb} | " + " | ".join(_num(h) for h in hs) + f" | {_num(max(finite) if finite else None)} |")
+    return lines
+
+
 def leaderboard_md(res: Mapping[str, Any]) -> str:
     """The markdown text of LEADERBOARD.md."""
     tasks = [s["task"] for s in res["suite"]]
@@ -520,14 +571,16 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         "",
         "## Suite",
         "",
-        "| task | instances (test) | n | train instances (best-static only) | what differs between instances |",
-        "|---|---|---:|---|---|",
+        "| task | SLO TTFT / TBT (s) | instances (test) | n | train instances (best-static only) | what differs "
+        "between instances |",
+        "|---|---|---|---:|---|---|",
     ]
     for s in res["suite"]:
         what = ("the trace window (a trace workload does not depend on the seed: every window runs with seed 0, "
                 "which seeds only the policies' own randomness); original trace seconds" if s["windows"]
                 else "the workload seed")
-        lines.append(f"| {s['task']} | {s['test']} | {len(s['instances'])} | {s['train']} | {what} |")
+        slo = f"{s['slo']['ttft_s']:g} / {s['slo']['tbt_s']:g}" if "slo" in s else "-"
+        lines.append(f"| {s['task']} | {slo} | {s['test']} | {len(s['instances'])} | {s['train']} | {what} |")
     lines.append("")
     if scored:
         lines += [
@@ -588,6 +641,7 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
             cells.append(f"{_pm(c['raw'])} / {_num(c['ttft_p95']['mean'], '.2f')} / "
                          f"{_num(c['tbt_violation_rate']['mean'], '.4f')}")
         lines.append(f"| {lb} | " + " | ".join(cells) + " |")
+    lines += _family_tables(res, order)
     lines += [
         "",
         f"## Paired against {res['comparison']}",
