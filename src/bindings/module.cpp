@@ -7,6 +7,8 @@
 
 namespace nb = nanobind;
 
+void bind_simulator(nb::module_& m);  // simulator_bindings.cpp
+
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
     m.def(
@@ -22,4 +24,5 @@ NB_MODULE(_core, m) {
             return d;
         },
         "Build facts: compiler, C++ standard, floating-point flags, hash of the sources (dict).");
+    bind_simulator(m);
 }

@@ -1,0 +1,469 @@
+"""The native engine: :class:`NativeSimulator`, the C++ core ``kairos_gym._core.Simulator`` behind the public API
+of :class:`kairos_gym.sim.engine.Simulator` (which stays the reference: the golden fingerprints and the
+differential tests hold the two bit for bit equal).
+
+Pick it with ``Simulator(..., engine="native")`` or ``KAIROS_ENGINE=native``. The port lands in slices (issue 11,
+step 3): 3a runs without deflection (prefill nodes, links, reserve memory, decode stretches); a decision or a
+set-up a landed slice cannot run raises :class:`NotImplementedError` naming the missing slice (never a silent
+fallback to the Python engine): an accepted deflection (3b), ``memory_policy: swap`` (3c), ``record_timeline``,
+``snapshot``/``restore`` (step 6).
+
+The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
+``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
+lists give), so :func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read the same bytes.
+The decision context is still priced in Python (``ChunkPricer``, the same code as the Python engine) from the
+core's node state: the native pricer (step 2) will take that over. Times in seconds, sizes in tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.errors import ConfigError
+from kairos_gym.latency.model import StepLatencyModel
+from kairos_gym.latency.pricing import ChunkPricer
+from kairos_gym.latency.transfer import TransferConfig
+from kairos_gym.native import core as _native_core
+from kairos_gym.sim.engine import (
+    UTIL_WINDOW_S,
+    _check_kv_capacity,
+    _check_seed,
+    _index_ok,
+    _steps_within,
+)
+from kairos_gym.sim.hook import (
+    DEFLECT,
+    LARGEST_SAFE,
+    PREFILL,
+    Decision,
+    DecisionContext,
+    DecodeNodeView,
+    Policy,
+    PrefillNodeView,
+    RequestView,
+)
+from kairos_gym.sim.metrics import RunStats, summarize
+from kairos_gym.workload import Workload, generate
+
+_REFUSALS = (None, "deflection in flight", "batch full", "memory")
+"""``_core.Simulator.node_refuses`` codes as the Python engine's reasons."""
+
+COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
+           "p_node", "d_node", "max_gap", "kv_moved", "last_tok", "ctx_base", "end_step", "gap_own", "from_rec")
+"""Per-request columns of the core, exposed as attributes of the same names (read-only numpy views)."""
+
+
+class NodeTotals(NamedTuple):
+    """A node's accumulated work (what the summary reads): seconds busy, compute seconds, FLOPs."""
+
+    idx: int
+    busy_s: float
+    compute_s: float
+    flops: float
+
+
+def table_sizes(cap: int, budget: int, menu: tuple[int, ...]) -> tuple[int, int]:
+    """Entries of the G (tokens) and L (sequences) cost tables the core needs: the largest indices it can reach
+    (a prefill step of ``budget`` tokens, a decode batch of ``cap`` plus the largest chunk) plus one."""
+    return max(4096, budget, cap + max(menu)) + 1, max(512, cap + 1, budget) + 1
+
+
+class NativeSimulator:
+    """The C++ simulator with :class:`kairos_gym.sim.engine.Simulator`'s public API (see the module docstring
+    for what the landed slices cover)."""
+
+    def __init__(
+        self,
+        scenario: str | ScenarioConfig | dict[str, Any] = "bursty",
+        *,
+        seed: int = 0,
+        workload: Workload | None = None,
+        oracle: bool = False,
+        record_timeline: bool = False,
+        kv_capacity: int | None = None,
+        trace: bool = False,
+    ) -> None:
+        seed = _check_seed("Simulator", seed)
+        if not isinstance(oracle, bool):
+            raise ConfigError("Simulator", "oracle", oracle, "True or False")
+        if not isinstance(trace, bool):
+            raise ConfigError("Simulator", "trace", trace, "True or False")
+        if record_timeline:
+            raise NotImplementedError("the native engine does not record a timeline yet; use engine=\"python\"")
+        self.scenario = load_scenario(scenario)
+        sc = self.scenario
+        cl = sc.cluster
+        if cl.memory_policy == "swap":
+            raise NotImplementedError("the native engine does not implement slice 3c (swap memory policy) yet; "
+                                      "use engine=\"python\"")
+        self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
+        self.menu = sc.deflection.chunk_menu
+        self.menu_desc = tuple(sorted(self.menu, reverse=True))
+        self.pricer = ChunkPricer(self.model, self.menu)
+        self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
+            else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
+        self.swap_policy = cl.memory_policy == "swap"
+        self.block = cl.kv_block_tokens
+        t = sc.transfer
+        self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
+        self.oracle = oracle
+        self.record_timeline = False
+        self.timeline: list[tuple[str, int, float, float, str]] = []
+        self._fixed_workload: Workload | None = None
+        self._menu_set = frozenset(self.menu)
+        self._policy_label = "policy"
+        self._cap = cl.decode_max_batch
+        self._p_budget = cl.prefill_token_budget
+        self._includes = cl.ttft_includes_transfer
+        self._tbt = sc.slo.tbt_s
+        self._ls_budget = sc.deflection.beta * sc.slo.tbt_s
+        self._core = _native_core().Simulator(self._core_config(), self._core_tables())
+        self._core.trace_on = trace
+        self._trace = trace
+        self.reset(seed, workload)
+
+    # ------------------------------------------------------------------ set-up
+    def _core_config(self) -> dict[str, Any]:
+        sc = self.scenario
+        cl = sc.cluster
+        m = self.model
+        return {
+            "n_prefill": cl.prefill_nodes, "n_decode": cl.decode_nodes, "decode_max_batch": cl.decode_max_batch,
+            "prefill_token_budget": cl.prefill_token_budget, "ttft_includes_transfer": cl.ttft_includes_transfer,
+            "tbt_s": sc.slo.tbt_s, "ls_budget_s": self._ls_budget, "menu": list(self.menu),
+            "menu_desc": list(self.menu_desc), "max_deflections_per_node": cl.max_deflections_per_node,
+            "swap": self.swap_policy, "kv_block_tokens": cl.kv_block_tokens,
+            "swap_bandwidth": float(cl.swap_bandwidth_bytes_per_s),
+            "transfer_bandwidth": float(self.transfer.bandwidth_bytes_per_s),
+            "transfer_setup_s": float(self.transfer.setup_s), "transfer_enabled": bool(self.transfer.enabled),
+            "kv_capacity": self.kv_capacity, "max_context": m.model.max_context,
+            "kv_bytes_per_token": int(m.kv_bytes_per_token),
+            "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
+        }
+
+    def _core_tables(self) -> dict[str, Any]:
+        """The cost tables the Python pricer computed (never recomputed in C++: numpy's pow is not libm's)."""
+        pr = self.pricer
+        m = self.model
+        n_tok, n_seq = table_sizes(self._cap, self._p_budget, self.menu)
+        pr._grow(n_tok, n_seq)
+        return {
+            "gc": np.asarray(pr._gc, dtype=np.float64), "lc": np.asarray(pr._lc, dtype=np.float64),
+            "kcost": [float(x) for x in pr.decode_pair_cost],
+            "apf_c": m._apf_c, "kv_m": m._kv_m, "p": m._p, "inv_p": m._inv_p,
+            "attn_pf_pair": m._attn_pf_pair, "peak_c_attn_pf": m._peak_c_attn_pf,
+        }
+
+    def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.reset` (same checks, same errors)."""
+        seed = self.seed if seed is None else _check_seed("Simulator.reset", seed)
+        if workload is not None and not isinstance(workload, Workload):
+            raise ConfigError("Simulator.reset", "workload", workload, "None or a kairos_gym.workload.Workload")
+        rng = np.random.default_rng(seed)
+        fixed = workload if workload is not None else self._fixed_workload
+        wl = fixed if fixed is not None else generate(self.scenario.workload, rng)
+        n = len(wl)
+        sc = self.scenario
+        if not n:
+            if fixed is not None:
+                raise ConfigError("Simulator", "workload", wl, "a workload with at least one request")
+            sc.workload.require_requests(n, wl.source, seed)
+        if sc.cluster.overlong == "error":
+            limit = min(self.model.model.max_context, self.kv_capacity)
+            total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
+            bad = np.flatnonzero(total > limit)
+            if bad.size:
+                i = int(bad[0])
+                raise ConfigError(
+                    f"workload {wl.source}", f"request {i} prompt_tokens + output_tokens",
+                    int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
+                    f"{bad.size} such requests: set cluster.overlong: reject to reject them at arrival",
+                )
+        self.seed = seed
+        self.rng = rng
+        self._fixed_workload = fixed
+        self.workload = wl
+        self.n = n
+        arrival = np.ascontiguousarray(wl.arrival_s, dtype=np.float64)
+        prompt = np.ascontiguousarray(wl.prompt_tokens, dtype=np.int64)
+        output = np.ascontiguousarray(wl.output_tokens, dtype=np.int64)
+        self._core.reset(arrival, prompt, output)
+        core = self._core
+        self.arrival = core.column("arrival")
+        self.prompt = core.column("prompt")
+        self.output = core.column("output")
+        for k in COLUMNS:
+            setattr(self, k, core.column(k))
+        # Python scalars for the decision context (the Python engine's lists hold Python ints and floats)
+        self._arrival_l = arrival.tolist()
+        self._prompt_l = prompt.tolist()
+        self._output_l = output.tolist()
+        self.chunks: list[list[int] | None] = [None] * n
+        self._ctx: DecisionContext | None = None
+        self._wall_start = time.perf_counter()
+
+    # ------------------------------------------------------------------ counters (read from the core)
+    @property
+    def now(self) -> float:
+        return self._core.now
+
+    @property
+    def waiting(self) -> int:
+        return self._core.waiting
+
+    @property
+    def wait_area(self) -> float:
+        return self._core.wait_area
+
+    @property
+    def tbt_violations(self) -> int:
+        return self._core.tbt_violations
+
+    @property
+    def tokens_out(self) -> int:
+        return self._core.tokens_out
+
+    @property
+    def n_decisions(self) -> int:
+        return self._core.n_decisions
+
+    @property
+    def n_invalid(self) -> int:
+        return self._core.n_invalid
+
+    @property
+    def n_finished(self) -> int:
+        return self._core.n_finished
+
+    @property
+    def n_rejected(self) -> int:
+        return self._core.n_rejected
+
+    @property
+    def n_preemptions(self) -> int:
+        return self._core.n_preemptions
+
+    @property
+    def swap_bytes(self) -> int:
+        return self._core.swap_bytes
+
+    @property
+    def _pending_rid(self) -> int | None:
+        r = self._core.pending_rid
+        return None if r < 0 else r
+
+    @property
+    def _seq(self) -> int:
+        """Events pushed so far (the Python engine's sequence counter)."""
+        return self._core.events_pushed
+
+    @property
+    def done(self) -> bool:
+        """True when every request has finished or been rejected."""
+        return self._core.done
+
+    @property
+    def trace(self) -> list[tuple[float, int, int, int, float]] | None:
+        """With ``trace=True``: every popped event as (t, kind, a, b, wait_area after it), else None."""
+        return self._core.trace() if self._trace else None
+
+    @property
+    def stats(self) -> RunStats:
+        """The token-gap records (a :class:`RunStats` over copies of the core's arrays)."""
+        st = RunStats()
+        st.s_t0, st.s_dt, st.s_n, st.s_w, st.gap_v, st.gap_w = self._core.stats()
+        return st
+
+    @property
+    def pnodes(self) -> list[NodeTotals]:
+        core = self._core
+        out = []
+        for i in range(self.scenario.cluster.prefill_nodes):
+            s = core.prefill_state(i)
+            out.append(NodeTotals(i, s[11], s[12], s[13]))
+        return out
+
+    @property
+    def dnodes(self) -> list[NodeTotals]:
+        core = self._core
+        out = []
+        for i in range(self.scenario.cluster.decode_nodes):
+            s = core.decode_state(i)
+            out.append(NodeTotals(i, s[15], s[16], s[17]))
+        return out
+
+    # ------------------------------------------------------------------ decisions
+    def next_decision(self) -> DecisionContext | None:
+        """Run events until a request needs a routing decision; None when every request is done."""
+        core = self._core
+        if core.pending_rid >= 0:
+            return self._ctx
+        if core.next_decision():
+            self._ctx = self._build_context(core.pending_rid)
+            return self._ctx
+        return None
+
+    def run(self, policy: Policy, progress: Callable[[], Any] | None = None) -> dict[str, Any]:
+        """Run to the end, asking ``policy`` at every decision (calling ``progress()`` after each);
+        returns the summary."""
+        self._policy_label = f"policy {getattr(policy, 'name', type(policy).__name__)}"
+        ctx = self.next_decision()
+        while ctx is not None:
+            self.apply(policy.decide(ctx))
+            if progress is not None:
+                progress()
+            ctx = self.next_decision()
+        return self.summary()
+
+    def apply(self, decision: Decision) -> bool:
+        """As :meth:`kairos_gym.sim.engine.Simulator.apply` (same checks, same errors, same fallback)."""
+        core = self._core
+        rid = core.pending_rid
+        if rid < 0:
+            raise RuntimeError("apply() called with no pending decision; call next_decision() first")
+        if type(decision) is not Decision and not isinstance(decision, Decision):
+            raise self._bad_decision(rid, "decision", decision, "a kairos_gym.sim.Decision: "
+                                     "Decision.prefill_path(node=None) or Decision.deflect(node, chunk)")
+        path = decision.path
+        n_d = self.scenario.cluster.decode_nodes
+        if type(path) is str and path == DEFLECT:
+            d = decision.decode_node
+            if not _index_ok(d, n_d):
+                raise self._bad_decision(rid, "decode_node", decision, f"a decode node index from 0 to {n_d - 1}")
+            chunk = decision.chunk
+            if not ((type(chunk) is int or isinstance(chunk, np.integer))
+                    and (chunk == LARGEST_SAFE or chunk in self._menu_set)):
+                raise self._bad_decision(rid, "chunk", decision, f"a size of the chunk menu {list(self.menu)} "
+                                         f"or LARGEST_SAFE ({LARGEST_SAFE})")
+            if core.node_refuses(int(d), core.kv_need(rid)) == 0:
+                raise NotImplementedError("the native engine does not implement slice 3b (deflection) yet; "
+                                          "use engine=\"python\"")
+            self._ctx = None
+            return core.apply_deflect(int(d), int(chunk))
+        if type(path) is str and path == PREFILL:
+            pn = decision.prefill_node
+            n_p = self.scenario.cluster.prefill_nodes
+            if pn is not None and not _index_ok(pn, n_p):
+                raise self._bad_decision(rid, "prefill_node", decision,
+                                         f"None or a prefill node index from 0 to {n_p - 1}")
+            self._ctx = None
+            core.apply_prefill(-1 if pn is None else int(pn))
+            return True
+        raise self._bad_decision(rid, "path", decision, f"path {PREFILL!r} or {DEFLECT!r}")
+
+    def _bad_decision(self, rid: int, field: str, decision: Any, allowed: str) -> ConfigError:
+        where = f"{self._policy_label} decision for request {rid}"
+        return ConfigError(where, field if field == "decision" else f"decision.{field}", decision, allowed)
+
+    def deflect_allowed(self, rid: int, d: int) -> bool:
+        """Would a deflection of request ``rid`` to decode node ``d`` be accepted now?"""
+        if not isinstance(d, (int, np.integer)) or not 0 <= d < self.scenario.cluster.decode_nodes:
+            return False
+        return self._core.node_refuses(int(d), self._core.kv_need(int(rid))) == 0
+
+    # ------------------------------------------------------------------ the decision context (Python pricing)
+    def _prefill_wait(self, st: tuple) -> float:
+        """engine.Simulator.prefill_wait from a core prefill-node state tuple (see _core.Simulator.prefill_state)."""
+        queued, _, busy_until, has_step, step_tokens, q_pairs, q_kv, step_pairs, step_kv = st[:9]
+        wait = max(0.0, busy_until - self._core.now) if busy_until >= 0 else 0.0
+        in_step = step_tokens if has_step else 0
+        rest = queued - in_step
+        if rest > 0:
+            budget = self._p_budget
+            full, last = divmod(rest, budget)
+            steps_s = full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
+            if has_step:
+                attn_s = self.pricer.attn_time(q_pairs - step_pairs, q_kv - step_kv)
+            else:
+                attn_s = self.pricer.attn_time(q_pairs, q_kv)
+            return wait + steps_s + attn_s
+        return wait + 0.0 + 0.0
+
+    def _build_context(self, rid: int) -> DecisionContext:
+        """The decision context of request ``rid`` now: engine.Simulator._build_context, line for line, over the
+        core's node state."""
+        new = tuple.__new__
+        core = self._core
+        sc = self.scenario
+        now = core.now
+        prompt = self._prompt_l[rid]
+        pr = self.pricer
+        tr = self.transfer
+        own = pr.prefill_alone(prompt, self._p_budget)
+        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and self._includes) else 0.0
+        P = sc.cluster.prefill_nodes
+        pstates = [core.prefill_state(i) for i in range(P)]
+        dstates = [core.decode_state(i) for i in range(sc.cluster.decode_nodes)]
+        exp = math.exp
+        util = [s[9] if now <= s[10] else s[9] * exp(-(now - s[10]) / UTIL_WINDOW_S) for s in pstates]
+        util += [s[13] if now <= s[14] else s[13] * exp(-(now - s[14]) / UTIL_WINDOW_S) for s in dstates]
+        pviews = []
+        ttft_p = []
+        for i, st in enumerate(pstates):
+            w = self._prefill_wait(st)
+            pviews.append(new(PrefillNodeView, (st[0], st[1], w, util[i])))
+            ttft_p.append(w + own + xfer)
+        tbt = self._tbt
+        budget = self._ls_budget
+        menu_desc = self.menu_desc
+        terms = pr.menu_terms(prompt, self.menu)
+        need = core.kv_need(rid)
+        dviews = []
+        step_s = []
+        ttft_d = []
+        ls_ok = []
+        ls_t = []
+        ls_first = []
+        for di, st in enumerate(dstates):
+            B, sum_ctx, mode, start, t0, dt, n = st[:7]
+            if mode == 0:
+                sctx, wait_boundary = sum_ctx, 0.0
+            else:
+                elapsed = now - start
+                j = _steps_within(t0, dt, elapsed) if mode == 1 else 0
+                wait_boundary = max(0.0, (j + 1) * t0 + dt * (j + 1) * j / 2.0 - elapsed)
+                sctx = sum_ctx + B * min(j, n)
+            pairs = sctx + B
+            row_s, row_t = pr.menu_rows(B, pairs, terms, wait_boundary)
+            ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, menu_desc)
+            step_s.append(tuple(row_s))
+            ttft_d.append(tuple(row_t))
+            ls_ok.append(ok)
+            ls_t.append(wait_boundary + total if ok else math.inf)
+            ls_first.append(sizes[0] if ok and sizes else 0)
+            kv_reserved, kv_cap, has_defl, defl_rem = st[9], st[10], st[11], st[12]
+            dviews.append(new(DecodeNodeView, (
+                B, sctx, st[7] + st[8], 1.0 - kv_reserved / kv_cap, kv_cap - kv_reserved, has_defl,
+                defl_rem if has_defl else 0, pr.step(B, pairs, 0, 0), tbt, util[P + di],
+                core.node_refuses(di, need) == 0,
+            )))
+        req = new(RequestView, (rid, self._arrival_l[rid], prompt, self._output_l[rid] if self.oracle else None))
+        return new(DecisionContext, (
+            now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
+            tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta,
+        ))
+
+    # ------------------------------------------------------------------ results
+    def summary(self) -> dict[str, Any]:
+        """The run's summary (see :func:`kairos_gym.sim.metrics.summarize`)."""
+        return summarize(self, wall_time_s=time.perf_counter() - self._wall_start)  # type: ignore[arg-type]
+
+    def requests_table(self) -> dict[str, np.ndarray]:
+        """Per-request record as columns (see docs/metrics.md)."""
+        from kairos_gym.sim.metrics import requests_table
+
+        return requests_table(self)  # type: ignore[arg-type]
+
+    def snapshot(self) -> dict[str, Any]:
+        raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
+                                  "use engine=\"python\"")
+
+    def restore(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
+                                  "use engine=\"python\"")

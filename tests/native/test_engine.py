@@ -1,0 +1,211 @@
+"""The native engine (kairos_gym.sim.native_engine) against the Python reference: the golden fingerprints of
+the landed slices recomputed natively, and differential runs on random small scenarios (every per-request
+column, every decision context, the event trace and the summary equal bit for bit)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim import Decision, Simulator
+from kairos_gym.sim.engine import Simulator as PySimulator
+from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
+from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = json.loads((ROOT / "tests" / "golden" / "fingerprints.json").read_text(encoding="utf-8"))
+
+
+def _fingerprint_module():
+    spec = importlib.util.spec_from_file_location("kairos_fingerprint_native", ROOT / "tools" / "fingerprint.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FP = _fingerprint_module()
+
+SLICE_3A = sorted(k for k in GOLDEN if "/nodef" in k and "swap" not in k)
+"""Golden cases the no-deflection slice (3a) covers: every no-deflect simulator case but the swap policy's."""
+
+
+def test_slice_3a_covers_every_nodef_case():
+    assert len(SLICE_3A) == 12
+    assert {k.split("/")[0] for k in SLICE_3A} == {*FP.SIM_SCENARIOS, "tight-reserve", "incl"}
+
+
+@pytest.mark.parametrize("key", SLICE_3A)
+def test_golden_fingerprints_natively(key):
+    got = FP.compute(engine="native", select=lambda k: k == key)
+    assert got == {key: GOLDEN[key]}
+
+
+def test_engine_selection_builds_the_native_simulator(monkeypatch):
+    assert type(Simulator("small", seed=0, engine="native")) is NativeSimulator
+    monkeypatch.setenv("KAIROS_ENGINE", "native")
+    assert type(Simulator("small", seed=0)) is NativeSimulator
+    assert type(Simulator("small", seed=0, engine="python")) is PySimulator
+
+
+# ---------------------------------------------------------------------------------------------- differential runs
+class RandomPrefill:
+    """Random prefill node (or the shortest queue), and now and then a deflection the node refuses (the
+    fallback path): every decision the no-deflection slice handles."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def decide(self, ctx):
+        refused = [i for i, d in enumerate(ctx.decode) if not d.can_deflect]
+        if refused and self.rng.random() < 0.3:
+            return Decision.deflect(refused[int(self.rng.integers(len(refused)))], ctx.chunk_menu[0])
+        k = int(self.rng.integers(len(ctx.prefill) + 1))
+        return Decision.prefill_path(None if k == len(ctx.prefill) else k)
+
+
+@st.composite
+def scenarios(draw):
+    """Small random scenarios without deflection-specific settings: node counts, batch and budget limits,
+    transfer set-ups, TTFT accounting and reserve memory that binds (a small KV capacity)."""
+    cluster = {
+        "prefill_nodes": draw(st.integers(1, 3)),
+        "decode_nodes": draw(st.integers(1, 3)),
+        "decode_max_batch": draw(st.sampled_from([1, 2, 5, 32, 256])),
+        "prefill_token_budget": draw(st.sampled_from([64, 512, 2048, 8192])),
+        "ttft_includes_transfer": draw(st.booleans()),
+        "overlong": "reject",
+    }
+    transfer = {"setup_s": draw(st.sampled_from([0.0, 0.005, 0.05])), "enabled": draw(st.booleans()),
+                "bandwidth_bytes_per_s": draw(st.sampled_from([1e9, 17.5e9]))}
+    workload = {
+        "arrival": {"kind": "gamma", "rate": draw(st.sampled_from([5, 22, 80])), "cv": draw(st.sampled_from([1, 3]))},
+        "num_requests": draw(st.integers(1, 120)),
+        "lengths": {"kind": "lognormal", "prompt_median": draw(st.sampled_from([50, 600, 1500])),
+                    "prompt_sigma": 0.8, "prompt_max": 8000,
+                    "output_median": draw(st.sampled_from([1, 3, 60, 150])), "output_sigma": 0.9,
+                    "output_max": 1000},
+    }
+    sc = {"name": "random", "cluster": cluster, "transfer": transfer, "workload": workload,
+          "slo": {"tbt_s": draw(st.sampled_from([0.005, 0.02, 0.1]))}}
+    kv = draw(st.sampled_from([None, 3000, 12_000, 40_000]))
+    return ScenarioConfig.from_dict(sc), kv, draw(st.integers(0, 2**31 - 1))
+
+
+def _drive(sim, policy) -> list[str]:
+    """Run to the end; returns repr of every decision context (floats repr round-trip: bit-exact)."""
+    seen = []
+    ctx = sim.next_decision()
+    while ctx is not None:
+        seen.append(repr(ctx))
+        sim.apply(policy.decide(ctx))
+        ctx = sim.next_decision()
+    return seen
+
+
+def assert_same_run(py, nat, policy_seed: int, policy=RandomPrefill) -> None:
+    ctx_py = _drive(py, policy(policy_seed))
+    ctx_nat = _drive(nat, policy(policy_seed))
+    assert len(ctx_py) == len(ctx_nat)
+    for i, (a, b) in enumerate(zip(ctx_py, ctx_nat, strict=True)):
+        assert a == b, f"decision {i} differs"
+    for k in ("arrival", *COLUMNS):
+        a = np.asarray(getattr(py, k))
+        b = getattr(nat, k)
+        if k == "arrival":
+            a = a.astype(np.float64)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), k
+    assert repr(py.trace) == repr(nat.trace)
+    for k in ("wait_area", "tbt_violations", "tokens_out", "now", "n_preemptions", "swap_bytes", "n_decisions",
+              "n_invalid", "n_finished", "n_rejected", "waiting", "done", "_seq"):
+        assert repr(getattr(py, k)) == repr(getattr(nat, k)), k
+    assert repr(py.chunks) == repr(nat.chunks)
+    sp, sn = FP._stable(py.summary()), FP._stable(nat.summary())
+    assert json.dumps(sp, sort_keys=True) == json.dumps(sn, sort_keys=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_random_scenarios_match_the_python_engine(case):
+    sc, kv, seed = case
+    py = Simulator(sc, seed=seed, kv_capacity=kv, trace=True, engine="python")
+    nat = Simulator(sc, seed=seed, kv_capacity=kv, trace=True, engine="native")
+    assert_same_run(py, nat, seed)
+
+
+@pytest.mark.parametrize("oracle", [False, True])
+def test_scenario_runs_match_with_contexts(oracle):
+    py = PySimulator("bursty", seed=4, oracle=oracle, trace=True)
+    nat = NativeSimulator("bursty", seed=4, oracle=oracle, trace=True)
+    assert_same_run(py, nat, 4)
+
+
+def test_reset_replays_and_keeps_old_views():
+    nat = NativeSimulator("small", seed=0)
+    nat.run(NoDeflect())
+    first = nat.first_token
+    kept = first.copy()
+    nat.reset(1)
+    assert first.tobytes() == kept.tobytes()  # the view of the first run outlives the reset
+    assert nat.first_token is not first and np.isnan(nat.first_token).all()
+    py = PySimulator("small", seed=1)
+    assert_same_run(py, nat, 0, policy=lambda s: NoDeflect())
+
+
+def test_columns_are_read_only():
+    nat = NativeSimulator("small", seed=0)
+    nat.run(NoDeflect())
+    with pytest.raises(ValueError, match="read-only"):
+        nat.finish[0] = 0.0
+
+
+# ---------------------------------------------------------------------------------------------- slices not landed
+def test_an_accepted_deflection_is_not_implemented_yet():
+    nat = NativeSimulator("small", seed=0)
+    ctx = nat.next_decision()
+    assert ctx.decode[0].can_deflect
+    with pytest.raises(NotImplementedError, match="slice 3b"):
+        nat.apply(Decision.deflect(0, 512))
+    assert nat._pending_rid == ctx.request.rid and nat.n_decisions == 0  # nothing moved
+    nat.apply(Decision.prefill_path())
+    with pytest.raises(NotImplementedError, match="slice 3b"):
+        nat.run(DeflectAll(0))
+
+
+def test_swap_policy_and_timeline_are_not_implemented_yet():
+    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "swap", "overlong": "reject"}})
+    with pytest.raises(NotImplementedError, match="slice 3c"):
+        Simulator(sc, seed=0, engine="native")
+    with pytest.raises(NotImplementedError, match="timeline"):
+        Simulator("small", seed=0, engine="native", record_timeline=True)
+    nat = NativeSimulator("small", seed=0)
+    with pytest.raises(NotImplementedError, match="snapshot"):
+        nat.snapshot()
+
+
+@pytest.mark.parametrize("bad", [None, "prefill", Decision("sideways"), Decision.prefill_path(7),
+                                 Decision.deflect(9, 512), Decision.deflect(0, 100), Decision.prefill_path(True)])
+def test_bad_decisions_raise_the_python_engines_errors(bad):
+    msgs = []
+    for sim in (PySimulator("small", seed=0), NativeSimulator("small", seed=0)):
+        sim.next_decision()
+        with pytest.raises(ConfigError) as e:
+            sim.apply(bad)
+        msgs.append(str(e.value))
+        assert sim._pending_rid == 0 and sim.n_decisions == 0  # the decision stays pending
+    assert msgs[0] == msgs[1]
+
+
+def test_apply_without_a_pending_decision():
+    nat = NativeSimulator("small", seed=0)
+    nat.run(NoDeflect())
+    with pytest.raises(RuntimeError, match="no pending decision"):
+        nat.apply(Decision.prefill_path())
