@@ -1,4 +1,5 @@
-"""Static baselines (DOMAIN.md section 2): no-deflect, always-deflect, random, SQ and SL.
+"""Static baselines (DOMAIN.md section 2): no-deflect, always-deflect, random, SQ and SL, and the LargestSafe
+variants of the deflecting ones (always-deflect-ls, sq-ls, sl-ls: the same rules with ``chunk = LARGEST_SAFE``).
 
 None of them needs the latency model: they read the :class:`DecisionContext` node views only. A
 deflection always goes to a decode node that can take one (``can_deflect``: no deflected prefill in
@@ -161,4 +162,35 @@ class SL(BasePolicy):
         return {**super().describe(), "length_threshold": self.length_threshold, "chunk": self.chunk}
 
 
-__all__ = ["DEFAULT_CHUNK", "LARGEST_SAFE", "SL", "SQ", "AlwaysDeflect", "NoDeflect", "Random"]
+class AlwaysDeflectLS(AlwaysDeflect):
+    """:class:`AlwaysDeflect` with LargestSafe chunks (``chunk = LARGEST_SAFE``, no chunk parameter): the
+    simulator re-applies LargestSafe chunk by chunk on the true state (the largest menu size whose step fits in
+    ``deflection.beta * tbt_slo``)."""
+
+    name = "always-deflect-ls"
+
+    def __init__(self, scenario: Any = None, seed: int | None = 0) -> None:
+        super().__init__(scenario, seed, chunk=LARGEST_SAFE)
+
+
+class SQLS(SQ):
+    """:class:`SQ` with LargestSafe chunks (``chunk = LARGEST_SAFE``, no chunk parameter)."""
+
+    name = "sq-ls"
+
+    def __init__(self, scenario: Any = None, seed: int | None = 0, queue_threshold: float | None = None,
+                 unit: str = "tokens") -> None:
+        super().__init__(scenario, seed, queue_threshold=queue_threshold, unit=unit, chunk=LARGEST_SAFE)
+
+
+class SLLS(SL):
+    """:class:`SL` with LargestSafe chunks (``chunk = LARGEST_SAFE``, no chunk parameter)."""
+
+    name = "sl-ls"
+
+    def __init__(self, scenario: Any = None, seed: int | None = 0, length_threshold: int = 2048) -> None:
+        super().__init__(scenario, seed, length_threshold=length_threshold, chunk=LARGEST_SAFE)
+
+
+__all__ = ["DEFAULT_CHUNK", "LARGEST_SAFE", "SL", "SLLS", "SQ", "SQLS", "AlwaysDeflect", "AlwaysDeflectLS", "NoDeflect",
+           "Random"]

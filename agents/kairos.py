@@ -9,11 +9,11 @@ Per arriving request (prompt ``L`` tokens):
    budget when longer); ``xfer(L) = setup_s + L * kv_bytes_per_token / bandwidth`` when the scenario's
    TTFT includes the KV transfer and transfers are enabled, else 0.
 2. For each decode node ``d`` with no deflected prefill in flight that can take one: the greedy
-   LargestSafe schedule (:meth:`ChunkPricer.largest_safe`) of the whole prompt over the node's batch
-   (``batch_size`` requests, ``total_context + batch_size`` decode pairs, growing by one token per
-   request per step) with budget ``beta * tbt_slo``: each chunk the largest menu size whose predicted
-   step fits. Infeasible (skipped) when even the smallest size does not fit. ``TTFT_D(d)`` = sum of its
-   step times, times ``(1 + e_d)``.
+   LargestSafe schedule (:meth:`ChunkPricer.largest_safe`, priced by its native twin ``_core.Pricer``)
+   of the whole prompt over the node's batch (``batch_size`` requests, ``total_context + batch_size``
+   decode pairs, growing by one token per request per step) with budget ``beta * tbt_slo``: each chunk
+   the largest menu size whose predicted step fits. Infeasible (skipped) when even the smallest size
+   does not fit. ``TTFT_D(d)`` = sum of its step times, times ``(1 + e_d)``.
 3. Deflect to ``argmin_d TTFT_D`` iff ``TTFT_D <= alpha * TTFT_P`` and ``TTFT_D <= TTFT_SLO``; the
    decision carries ``chunk = LARGEST_SAFE``: the simulator re-applies LargestSafe chunk by chunk on the
    true state (with the scenario's menu and ``deflection.beta``), so the schedule Kairos priced is a
@@ -56,7 +56,7 @@ from kairos_gym.agents.base import BasePolicy
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer
+from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
 
@@ -121,9 +121,11 @@ class Kairos(BasePolicy):
         self.chunk_menu: tuple[int, ...] = tuple(sorted(menu))  # type: ignore[arg-type]
         self.menu_desc = tuple(sorted(menu, reverse=True))  # type: ignore[arg-type]
         self.model = model if model is not None else build_model(sc)
-        self.pricer = ChunkPricer(self.model, self.chunk_menu)
-        self.sigma = self.model_error * math.sqrt(math.pi / 2.0)
         cl = sc.cluster
+        # the native twin of ChunkPricer (bit-identical prices), tables sized for this scenario and menu
+        self.pricer = native_pricer(ChunkPricer(self.model, self.chunk_menu),
+                                    *table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.chunk_menu))
+        self.sigma = self.model_error * math.sqrt(math.pi / 2.0)
         self.prefill_budget = cl.prefill_token_budget
         tr = sc.transfer
         if tr.enabled and cl.ttft_includes_transfer:
@@ -132,7 +134,7 @@ class Kairos(BasePolicy):
         else:
             self._xfer_setup = 0.0
             self._xfer_per_token = 0.0
-        self._attn0 = self.model.step_time_fast(1.0, 1.0, 0.0, 0.0, 0.0)
+        self._attn0 = self.pricer.model_time(1.0, 1.0, 0.0, 0.0, 0.0)
         self._step_full = self.pricer.base(self.prefill_budget, 1)
         self._own_memo: dict[int, float] = {}
         self.last: KairosEstimate | None = None
@@ -185,15 +187,15 @@ class Kairos(BasePolicy):
         return t
 
     def _own_prefill(self, prompt: int) -> float:
-        m = self.model
+        step_time = self.pricer.model_time  # StepLatencyModel.step_time_fast, bit for bit
         budget = self.prefill_budget
         if prompt <= budget:
-            return m.step_time_fast(float(prompt), 1.0, 0.0, prompt * (prompt + 1) / 2.0, float(prompt))
+            return step_time(float(prompt), 1.0, 0.0, prompt * (prompt + 1) / 2.0, float(prompt))
         t = 0.0
         done = 0
         while done < prompt:
             c = min(budget, prompt - done)
-            t += m.step_time_fast(float(c), 1.0, 0.0, c * (done + (c + 1) / 2.0), float(done + c))
+            t += step_time(float(c), 1.0, 0.0, c * (done + (c + 1) / 2.0), float(done + c))
             done += c
         return t
 
@@ -207,7 +209,7 @@ class Kairos(BasePolicy):
         n = max(int(queued_requests), 1)
         mean_len = queued_tokens / n
         pairs = queued_tokens * (mean_len + 1.0) / 2.0
-        wait += self.model.step_time_fast(1.0, 1.0, 0.0, pairs, float(queued_tokens)) - self._attn0
+        wait += self.pricer.model_time(1.0, 1.0, 0.0, pairs, float(queued_tokens)) - self._attn0
         return wait
 
     def transfer_s(self, prompt: int) -> float:

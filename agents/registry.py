@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kairos_gym.agents.base import BasePolicy
-from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
+from kairos_gym.agents.baselines import SL, SLLS, SQ, SQLS, AlwaysDeflect, AlwaysDeflectLS, NoDeflect, Random
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.ppo import PPOAgent
@@ -19,13 +19,32 @@ from kairos_gym.agents.ppo import PPOAgent
 from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
 
+
+class KairosExact(Kairos):
+    """Kairos with a fresh view of the cluster and an exact latency model: ``staleness_s = 0`` and
+    ``model_error = 0`` (no parameter for them), i.e. the exact fresh rule of docs/policies.md; it draws no
+    random numbers. The leaderboard's upper reference until a clairvoyant Oracle bound exists (it is not one:
+    it sees no future arrivals or output lengths)."""
+
+    name = "kairos-exact"
+
+    def __init__(self, scenario: Any = "bursty", seed: int | None = 0, alpha: float = 1.3, beta: float | None = None,
+                 chunk_menu: Any = None, model: Any = None) -> None:
+        super().__init__(scenario, seed, alpha=alpha, beta=beta, staleness_s=0.0, model_error=0.0,
+                         chunk_menu=chunk_menu, model=model)
+
+
 POLICIES: dict[str, Callable[..., BasePolicy]] = {
     "no-deflect": NoDeflect,
     "always-deflect": AlwaysDeflect,
+    "always-deflect-ls": AlwaysDeflectLS,
     "random": Random,
     "sq": SQ,
+    "sq-ls": SQLS,
     "sl": SL,
+    "sl-ls": SLLS,
     "kairos": Kairos,
+    "kairos-exact": KairosExact,
     "oracle": Oracle,
     "ppo": PPOAgent,
 }

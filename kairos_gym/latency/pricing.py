@@ -11,19 +11,129 @@ is exactly linear in ``P``, and the prefill-attention term ``G`` of a chunk is m
 All times in seconds, sizes in tokens. The pricer is the simulator's hot path: it calls the model's
 unchecked kernels (``_cost_agg``, ``_lm_head_cost``, ``_pf_attention_time``/``_cost``) with the aggregates it
 builds itself, so the public methods' input checks cost nothing per event.
+
+The native core (``kairos_gym._core.Pricer``, C++) prices from the same numbers: :meth:`ChunkPricer.compile`
+exports the tables and constants as a :class:`CostTables` (sized up front for a scenario by
+:func:`table_sizes`), and :func:`native_pricer` builds the native twin, whose results are bit for bit this
+class's (tests/native/test_pricer.py). Python stays the owner of the formulas: the core never recomputes a
+table entry (numpy's vectorised pow, which built them, differs from libm's in a few % of entries).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
+from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
+from kairos_gym.latency.presets import MAX_TOKENS
 
 MenuTerm = tuple[int, int, int, int, float, float, float]
 """One menu size's prompt-only terms: (chunk, n_full, remainder, n_chunks, first_attn_s, full_attn_s, rest_attn_s)."""
 
 MEMO_LIMIT = 200_000
 """Entries kept in the attention memo before it is cleared (bounded memory on long runs)."""
+
+MAX_TABLE_INDEX = MAX_TOKENS
+"""Largest index :meth:`ChunkPricer.compile` tabulates (tokens of a step, sampling sequences of a step):
+16,777,216, the latency model's MAX_TOKENS; the native pricer refuses prices past it (ConfigError)."""
+
+MIN_TABLE_TOKENS = 4096
+"""The token tables always cover [0, 4096] (ChunkPricer's initial size)."""
+MIN_TABLE_SEQS = 512
+"""The sequence tables always cover [0, 512]."""
+
+
+def table_sizes(decode_max_batch: int, prefill_token_budget: int, menu: Iterable[int]) -> tuple[int, int]:
+    """The largest (token index, sequence index) a scenario's pricing reaches: ``(max(4096, budget, B + cmax),
+    max(512, B + 1, budget))`` with ``B`` the decode batch cap and ``cmax`` the largest chunk of ``menu``.
+
+    A decode step with a chunk prices ``F(B + c, B + 1)``, a decode-only one ``F(B, B)``, a prefill step of at most
+    ``budget`` tokens ``F(tokens, chunks)`` with at most ``budget`` chunks. Tables compiled to these bounds never
+    grow during a run of that scenario; a context built by hand may still reach past them (the tables then grow,
+    see :func:`native_pricer`)."""
+    b, budget = int(decode_max_batch), int(prefill_token_budget)
+    cmax = max((int(c) for c in menu), default=0)
+    return max(MIN_TABLE_TOKENS, budget, b + cmax), max(MIN_TABLE_SEQS, b + 1, budget)
+
+
+@dataclass(frozen=True)
+class StepConstants:
+    """The constants of :meth:`StepLatencyModel.step_time_fast` (already divided by the achievable rates:
+    seconds per token, per FLOP-equivalent unit, of weight reads), for the native ``model_time``. ``gemms``
+    holds one ``(count, fc, w, am)`` per dense GEMM shape; the ``moe_*`` fields are 0 without MoE layers."""
+
+    fixed_s: float
+    ew_ar_tok: float
+    gemms: tuple[tuple[float, float, float, float], ...]
+    lm_fc: float
+    lm_wm: float
+    adec_c: float
+    moe: bool
+    moe_p: float
+    moe_inv_p: float
+    moe_fc: float = 0.0
+    moe_e: float = 0.0
+    moe_miss: float = 0.0
+    moe_shared: float = 0.0
+    moe_wm: float = 0.0
+    moe_am: float = 0.0
+
+    @classmethod
+    def of(cls, m: StepLatencyModel) -> StepConstants:
+        moe = bool(m._moe_layers)
+        extra = dict(moe_fc=m._moe_fc, moe_e=m._moe_E, moe_miss=m._moe_miss, moe_shared=m._moe_shared,
+                     moe_wm=m._moe_wm, moe_am=m._moe_am) if moe else {}
+        return cls(fixed_s=m._fixed, ew_ar_tok=m._ew_ar_tok, gemms=tuple(tuple(g) for g in m._fast_gemms),
+                   lm_fc=m._lm_fc, lm_wm=m._lm_wm, adec_c=m._adec_c, moe=moe, moe_p=m._p_moe,
+                   moe_inv_p=m._inv_p_moe, **extra)
+
+
+@dataclass(frozen=True, eq=False)
+class CostTables:
+    """Everything the native pricer reads, exported by :meth:`ChunkPricer.compile` (arrays read-only, float64).
+
+    ``F(T, S) = g[T] + l[S]`` is a step of ``T`` tokens and ``S`` sampling sequences without attention
+    (seconds); ``gc``/``lc`` hold the same split as (seconds, FLOPs, compute seconds) rows. ``kdec`` is ``K``,
+    the decode-attention seconds per decode pair (``kdec_cost`` the same as (s, FLOPs, compute s)). The
+    prefill-attention term of ``pf`` pairs reading ``kv`` KV tokens is ``((pf * apf_c)**p + (kv * kv_m)**p)**inv_p``
+    seconds and ``pf * attn_pf_pair`` FLOPs at ``peak_c_attn_pf`` FLOP/s. ``step`` holds the constants of the
+    scalar step time (:class:`StepConstants`). ``menu`` is the pricer's chunk menu (tokens), the sizes with
+    attention prefix sums."""
+
+    g: np.ndarray  # float64 [T]
+    gc: np.ndarray  # float64 [T, 3]
+    l: np.ndarray  # noqa: E741 (the L table)  float64 [S]
+    lc: np.ndarray  # float64 [S, 3]
+    kdec: float
+    kdec_cost: tuple[float, float, float]
+    apf_c: float
+    kv_m: float
+    p: float
+    inv_p: float
+    attn_pf_pair: float
+    peak_c_attn_pf: float
+    step: StepConstants
+    menu: tuple[int, ...]
+
+    @property
+    def n_tokens(self) -> int:
+        """Entries of the token tables: indices 0 .. n_tokens - 1."""
+        return int(self.g.shape[0])
+
+    @property
+    def n_seqs(self) -> int:
+        """Entries of the sequence tables: indices 0 .. n_seqs - 1."""
+        return int(self.l.shape[0])
+
+
+def _frozen(rows: Any) -> np.ndarray:
+    a = np.array(rows, dtype=np.float64)
+    a.flags.writeable = False
+    return a
 
 
 class ChunkPricer:
@@ -57,6 +167,23 @@ class ChunkPricer:
         z = model._cost_agg(0.0, 0.0, 0.0, 0.0, 0.0)
         one = model._cost_agg(0.0, 0.0, 1.0, 0.0, 0.0)
         self._kdec_cost = (one[0] - z[0], one[1] - z[1], one[2] - z[2])
+
+    def compile(self, n_tokens: int, n_seqs: int) -> CostTables:
+        """The tables and constants of this pricer as a :class:`CostTables` covering token indices
+        ``[0, n_tokens]`` and sequence indices ``[0, n_seqs]`` (at least: the tables grow as :meth:`_grow` does,
+        to the larger of the index + 1 and twice their size, and never shrink). The exported numbers are this
+        pricer's own table entries. Indices are integers in [0, :data:`MAX_TABLE_INDEX`] (ConfigError otherwise,
+        before anything is allocated)."""
+        for field, v in (("n_tokens", n_tokens), ("n_seqs", n_seqs)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= MAX_TABLE_INDEX:
+                raise ConfigError("pricer tables", field, v, f"an integer in [0, {MAX_TABLE_INDEX:,}] (a table index)")
+        self._grow(int(n_tokens), int(n_seqs))
+        m = self.model
+        return CostTables(
+            g=_frozen(self._g), gc=_frozen(self._gc), l=_frozen(self._l), lc=_frozen(self._lc),
+            kdec=self._kdec, kdec_cost=self._kdec_cost, apf_c=m._apf_c, kv_m=m._kv_m, p=m._p, inv_p=m._inv_p,
+            attn_pf_pair=m._attn_pf_pair, peak_c_attn_pf=m._peak_c_attn_pf, step=StepConstants.of(m),
+            menu=self._menu_t)
 
     def base_cost(self, n_tokens: int, n_seqs: int) -> tuple[float, float, float]:
         """F(T, S) as (seconds, FLOPs, compute seconds) (for utilization accounting; table look-ups)."""
@@ -310,3 +437,16 @@ class ChunkPricer:
     def cache_size(self) -> int:
         """Attention entries memoised so far (for diagnostics)."""
         return len(self._attn)
+
+
+def native_pricer(pricer: ChunkPricer, n_tokens: int = MIN_TABLE_TOKENS, n_seqs: int = MIN_TABLE_SEQS) -> Any:
+    """The native twin of ``pricer`` (``kairos_gym._core.Pricer``): the same methods, bit-identical results.
+
+    Its tables are ``pricer.compile(n_tokens, n_seqs)`` (size them with :func:`table_sizes`). Growth rule: a
+    price that needs an index past them calls ``pricer.compile`` for tables covering it (doubling, as
+    :meth:`ChunkPricer._grow`; counted in the native pricer's ``grow_count``); indices past
+    :data:`MAX_TABLE_INDEX` are a ConfigError. Arguments are checked (negative counts, non-finite aggregates:
+    ConfigError), and the floating-point inputs follow Python's int semantics for integral values below 2^50."""
+    from kairos_gym.native import core
+
+    return core().Pricer(pricer.compile(n_tokens, n_seqs), pricer.compile)

@@ -7,6 +7,8 @@
 
 namespace nb = nanobind;
 
+void bind_components(nb::module_& m);  // components_bindings.cpp: event queue, link, run stats
+void bind_pricer(nb::module_& m);  // pricer_bindings.cpp
 void bind_simulator(nb::module_& m);  // simulator_bindings.cpp
 
 NB_MODULE(_core, m) {
@@ -24,5 +26,7 @@ NB_MODULE(_core, m) {
             return d;
         },
         "Build facts: compiler, C++ standard, floating-point flags, hash of the sources (dict).");
+    bind_components(m);
+    bind_pricer(m);
     bind_simulator(m);
 }

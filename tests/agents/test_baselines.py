@@ -121,3 +121,50 @@ def test_every_policy_times_its_decisions():
     for _ in range(5):
         p.decide(make_ctx())
     assert len(p.decision_times_us) == 5 and p.decision_us_p99 >= p.decision_us_p50 > 0
+
+
+# ---------------------------------------------------------------------------- LargestSafe variants
+LS_VARIANTS = [("always-deflect-ls", "always-deflect", {}), ("sq-ls", "sq", {"queue_threshold": 2048}),
+               ("sl-ls", "sl", {"length_threshold": 4096})]
+
+
+@pytest.mark.parametrize("ls_name,base,params", LS_VARIANTS)
+def test_largest_safe_variants_deflect_with_largest_safe_only(ls_name, base, params):
+    from kairos_gym.agents import make_policy, policy_params, run_policy
+
+    class Recorder:
+        """Records every decision of the wrapped policy."""
+
+        def __init__(self, policy):
+            self.policy, self.name, self.decisions = policy, policy.name, []
+
+        def decide(self, ctx):
+            d = self.policy.decide(ctx)
+            self.decisions.append(d)
+            return d
+
+    assert "chunk" not in policy_params(ls_name)  # no way to turn it back into a fixed-chunk rule
+    rec = Recorder(make_policy(ls_name, "bursty", seed=0, **params))
+    tiny = {"name": "ls", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 200}}
+    summary = run_policy(rec, tiny, seed=0)
+    deflections = [d for d in rec.decisions if d.path == DEFLECT]
+    assert deflections and summary["deflection_rate"] > 0
+    assert all(d.chunk == LARGEST_SAFE for d in deflections)
+    # the same decisions, and results, as the fixed-chunk rule given chunk=0
+    same = run_policy(make_policy(base, "bursty", seed=0, chunk=LARGEST_SAFE, **params), tiny, seed=0)
+    for key in ("ttft_p95", "slo_attainment", "deflection_rate", "tbt_violation_rate"):
+        assert summary[key] == same[key], key
+    # and not the default 512-token rule's
+    fixed = run_policy(make_policy(base, "bursty", seed=0, **params), tiny, seed=0)
+    assert fixed["ttft_p95"] != summary["ttft_p95"]
+
+
+def test_largest_safe_variant_ctx_decisions():
+    from kairos_gym.agents.baselines import SLLS, SQLS, AlwaysDeflectLS
+
+    ctx = make_ctx(prompt=100, prefill=((9000, 3), (20000, 9)), decode=(decode_view(30), decode_view(10)))
+    for p in (AlwaysDeflectLS(SCENARIO), SQLS(SCENARIO, queue_threshold=100), SLLS(SCENARIO)):
+        assert p.decide(ctx) == Decision.deflect(1, LARGEST_SAFE), p.name
+        assert p.describe()["chunk"] == LARGEST_SAFE
+    with pytest.raises(TypeError):
+        SQLS(SCENARIO, chunk=512)

@@ -12,7 +12,22 @@ TINY = {"name": "tiny", "workload": {"arrival": {"kind": "poisson", "rate": 20},
 
 
 def test_names():
-    assert list(POLICIES) == ["no-deflect", "always-deflect", "random", "sq", "sl", "kairos", "oracle", "ppo"]
+    assert list(POLICIES) == ["no-deflect", "always-deflect", "always-deflect-ls", "random", "sq", "sq-ls", "sl",
+                              "sl-ls", "kairos", "kairos-exact", "oracle", "ppo"]
+
+
+def test_kairos_exact_is_kairos_without_staleness_or_model_error():
+    k = make_policy("kairos-exact", TINY, seed=3, alpha=1.5)
+    assert isinstance(k, Kairos) and k.staleness_s == 0.0 and k.model_error == 0.0 and k.alpha == 1.5
+    assert "staleness_s" not in policy_params("kairos-exact") and "model_error" not in policy_params("kairos-exact")
+    exact = run_policy("kairos-exact", TINY, seed=1)
+    same = run_policy("kairos", TINY, seed=1, staleness_s=0.0, model_error=0.0)
+    assert exact["policy"] == "kairos-exact"
+    for key in ("ttft_p95", "slo_attainment", "deflection_rate"):
+        assert exact[key] == same[key], key
+    # it draws no random numbers: the policy seed does not matter
+    assert run_policy("kairos-exact", TINY, seed=1)["ttft_p95"] == run_policy(
+        make_policy("kairos-exact", TINY, seed=7), TINY, seed=1)["ttft_p95"]
 
 
 def test_make_policy_with_parameters():

@@ -7,7 +7,6 @@ import math
 
 import pytest
 from kairos_gym.train.evaluate import evaluate, format_table, mean_ci, parse_seeds
-from kairos_gym.train.leaderboard import leaderboard_md
 from kairos_gym.train.sweep import classify, pareto_front, scale_load
 
 from kairos_gym.cli import main
@@ -72,13 +71,6 @@ def test_evaluate_writes_plots(tmp_path):
     assert len(res["plots"]) == 4
     for p in res["plots"]:
         assert (tmp_path / p.split("/")[-1]).stat().st_size > 1000
-
-
-def test_leaderboard_md_ranks_by_score():
-    rows = [{"policy": p, "scenario": s, "slo_attainment": v, "ttft_p95": 1.0, "tbt_violation_rate": 0.0}
-            for p, v in (("a", 0.2), ("b", 0.9)) for s in ("x", "y")]
-    md = leaderboard_md({"rows": rows, "elapsed_s": 1.0}, {"x": [0], "y": [0, 1]})
-    assert md.index("| 1 | b |") < md.index("| 2 | a |")
 
 
 def test_cli_simulate_json(tmp_path, capsys):

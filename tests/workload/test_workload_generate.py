@@ -17,6 +17,7 @@ from kairos_gym.workload import (
     generate,
     load_trace,
 )
+from tests.workload.strategies import arrival_configs, length_configs
 
 CONFIGS = {
     "poisson+lognormal": {"arrival": {"kind": "poisson", "rate": 8.0}, "num_requests": 500},
@@ -205,27 +206,8 @@ def test_generate_rejects_legacy_random_state() -> None:
         generate(WorkloadConfig(), np.random.RandomState(0))  # type: ignore[arg-type]
 
 
-_ARRIVALS = st.one_of(
-    st.builds(lambda r: {"kind": "poisson", "rate": r}, st.floats(0.1, 200)),
-    st.builds(lambda r, cv: {"kind": "gamma", "rate": r, "cv": cv}, st.floats(0.1, 200), st.floats(0.05, 8)),
-    st.builds(lambda on, off, a, b: {"kind": "mmpp", "rate_on": on, "rate_off": off, "mean_on_s": a,
-                                     "mean_off_s": b},
-              st.floats(0.5, 100), st.floats(0, 10), st.floats(0.01, 20), st.floats(0.01, 20)),
-)
-_LENGTHS = st.one_of(
-    st.builds(lambda pm, ps, px, om, os_, ox: {"kind": "lognormal", "prompt_median": pm, "prompt_sigma": ps,
-                                               "prompt_max": px, "output_median": om, "output_sigma": os_,
-                                               "output_max": ox},
-              st.floats(1, 5000), st.floats(0, 3), st.integers(1, 40000),
-              st.floats(1, 1000), st.floats(0, 3), st.integers(1, 5000)),
-    st.builds(lambda pm, pa, px, om, oa, ox: {"kind": "pareto", "prompt_min": pm, "prompt_alpha": pa,
-                                              "prompt_max": px, "output_min": om, "output_alpha": oa,
-                                              "output_max": ox},
-              st.floats(0.5, 2000), st.floats(0.3, 5), st.integers(1, 40000),
-              st.floats(0.5, 500), st.floats(0.3, 5), st.integers(1, 5000)),
-    st.builds(lambda p, o: {"kind": "fixed", "prompt_tokens": p, "output_tokens": o},
-              st.integers(1, 10**6), st.integers(1, 10**5)),
-)
+_ARRIVALS = arrival_configs()
+_LENGTHS = length_configs()
 _SIZE = st.one_of(
     st.builds(lambda n: {"num_requests": n}, st.integers(1, 300)),
     st.builds(lambda d, m: {"duration_s": d, "max_requests": m}, st.floats(0.5, 30), st.integers(1, 400)),

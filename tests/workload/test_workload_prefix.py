@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kairos_gym.errors import ConfigError
 from kairos_gym.workload import Workload, WorkloadConfig, generate
 from kairos_gym.workload.arrivals import _renewal
+from tests.workload.strategies import arrival_configs, length_configs
 
 ARRIVALS = {
     "poisson": {"kind": "poisson", "rate": 8.0},
@@ -105,28 +106,8 @@ def test_renewal_running_sum_is_exact_across_batches() -> None:
     assert np.array_equal(batched, one[one < 5000.0])
 
 
-_ARRIVAL_ST = st.one_of(
-    st.builds(lambda r: {"kind": "poisson", "rate": r}, st.floats(0.1, 100)),
-    st.builds(lambda r, cv: {"kind": "gamma", "rate": r, "cv": cv}, st.floats(0.1, 100), st.floats(0.05, 8)),
-    st.builds(lambda on, off, a, b: {"kind": "mmpp", "rate_on": on, "rate_off": off, "mean_on_s": a,
-                                     "mean_off_s": b},
-              st.floats(0.5, 50), st.floats(0, 5), st.floats(0.01, 10), st.floats(0.01, 10)),
-)
-_LENGTH_ST = st.one_of(
-    st.builds(lambda pm, ps, px, om, os_, ox: {"kind": "lognormal", "prompt_median": pm, "prompt_sigma": ps,
-                                               "prompt_max": px, "output_median": om, "output_sigma": os_,
-                                               "output_max": ox},
-              st.floats(1, 5000), st.floats(0, 3), st.integers(1, 40000),
-              st.floats(1, 1000), st.floats(0, 3), st.integers(1, 5000)),
-    st.builds(lambda pm, pa, px, om, oa, ox: {"kind": "pareto", "prompt_min": pm, "prompt_alpha": pa,
-                                              "prompt_max": px, "output_min": om, "output_alpha": oa,
-                                              "output_max": ox},
-              st.floats(0.5, 2000), st.floats(0.3, 5), st.integers(1, 40000),
-              st.floats(0.5, 500), st.floats(0.3, 5), st.integers(1, 5000)),
-    st.just(LENGTHS["empirical"]),
-    st.builds(lambda p, o: {"kind": "fixed", "prompt_tokens": p, "output_tokens": o},
-              st.integers(1, 10**6), st.integers(1, 10**5)),
-)
+_ARRIVAL_ST = arrival_configs(100.0)
+_LENGTH_ST = length_configs(LENGTHS["empirical"])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])

@@ -1,0 +1,218 @@
+"""The leaderboard (kairos_gym.train.leaderboard): fixed instances, normalised scores, paired statistics,
+policies from files and checkpoints, the header; on a tiny suite so it runs in seconds."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import kairos_gym.train.leaderboard as lb
+import pytest
+from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+from kairos_gym.agents.runner import run_policy
+from kairos_gym.train.leaderboard import (
+    REQUIRED,
+    STATIC_GRID,
+    SUITE,
+    Instance,
+    Task,
+    leaderboard_md,
+    ranking,
+    score,
+    seeds,
+    windows,
+)
+
+from kairos_gym.cli import main
+from kairos_gym.config import load_scenario
+
+TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
+        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
+                    "output_median": 60, "output_sigma": 0.5, "output_max": 400}}}
+TRACE = {"name": "tiny-trace", "workload": {"arrival": {"kind": "trace", "path": "azure2023_code", "rate_scale": 6}}}
+TINY_SUITE = (
+    Task("tiny", TINY, seeds(0, 1, 2), seeds(100)),
+    Task("tiny-trace", TRACE, windows([240, 300, 360, 420]), windows([0, 60]), windows=True),
+)
+"""Two tasks: a synthetic one (3 seeds) and a trace (3 windows of 60 s; train window [0, 60))."""
+
+POLICY_FILE = '''
+from kairos_gym.sim.hook import Decision
+
+
+class Prefill:
+    """Never deflects: must score exactly as no-deflect."""
+
+    name = "prefill-only"
+
+    def decide(self, ctx):
+        return Decision.prefill_path()
+'''
+
+
+@pytest.fixture
+def tiny_suite(monkeypatch):
+    monkeypatch.setattr(lb, "SUITE", TINY_SUITE)
+    return TINY_SUITE
+
+
+def _fig(values):
+    return {"slo_attainment": list(values), "ttft_p95": [1.0] * len(values), "tbt_violation_rate": [0.0] * len(values),
+            "deflection_rate": [0.1] * len(values), "n_requests": [10.0] * len(values)}
+
+
+# ---------------------------------------------------------------------------------------------- the suite
+def test_the_standard_suite_has_fixed_disjoint_instances():
+    for t in SUITE:
+        assert len(t.test) == 5 and t.train, t.name
+        assert not set(t.test) & set(t.train), t.name  # tuning never sees a test instance
+        if t.windows:  # trace: disjoint windows, all with one seed (it does not change the workload)
+            spans = sorted(i.window_s for i in (*t.test, *t.train))
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), t.name
+            assert {i.seed for i in t.test} == {0}
+        else:
+            assert all(i.window_s is None for i in t.test) and len({i.seed for i in t.test}) == 5
+    assert [t.name for t in SUITE if t.windows] == ["azure-code"]
+
+
+def test_a_trace_workload_does_not_depend_on_the_seed_but_on_the_window():
+    """Why trace instances are windows, not seeds: the seed does not change a trace workload."""
+    base = load_scenario(TRACE)
+    win = Instance(0, (240.0, 300.0)).scenario(base)
+    a, b = run_policy("no-deflect", win, 0), run_policy("no-deflect", win, 1)
+    for key in ("n_requests", "ttft_p95", "slo_attainment"):
+        assert a[key] == b[key], key
+    other = run_policy("no-deflect", Instance(0, (300.0, 360.0)).scenario(base), 0)
+    assert other["n_requests"] != a["n_requests"]
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+def test_score_normalises_per_task_and_leaves_saturated_tasks_out():
+    figures = {
+        "no-deflect": {"a": _fig([0.1, 0.3]), "flat": _fig([1.0, 1.0])},
+        "kairos-exact": {"a": _fig([0.5, 0.7]), "flat": _fig([1.0, 1.0])},
+        "kairos": {"a": _fig([0.3, 0.5]), "flat": _fig([1.0, 1.0])},
+        "x": {"a": _fig([0.6, 0.5]), "flat": _fig([1.0, 0.99])},
+    }
+    res = score(figures, ["a", "flat"], reps=2000)
+    assert res["scored_tasks"] == ["a"] and res["saturated_tasks"] == ["flat"]
+    assert res["anchors"]["a"] == pytest.approx({"no_deflect": 0.2, "reference": 0.6, "headroom": 0.4})
+    # (x - 0.2) / 0.4 with the anchors' task means
+    assert res["normalized"]["x"]["a"] == pytest.approx([1.0, 0.75])
+    assert res["normalized"]["no-deflect"]["a"] == pytest.approx([-0.25, 0.25])
+    assert "flat" not in res["normalized"]["x"]
+    assert res["per_task"]["x"]["flat"]["normalized"] is None
+    assert res["per_task"]["kairos-exact"]["a"]["normalized"]["mean"] == pytest.approx(1.0)
+    # paired with kairos, instance by instance: x wins on the first (0.6 > 0.3), ties the second (0.5 = 0.5)
+    p = res["paired"]["x"]["a"]
+    assert (p["wins"], p["ties"], p["losses"]) == (1, 1, 0) and p["mean"] == pytest.approx(0.15)
+    assert res["paired"]["x"]["flat"]["losses"] == 1
+    agg = res["aggregates"]["x"]
+    assert agg["poi_vs_comparison"][0] == 0.75  # (1 + 1/2) / 2, on the scored task only
+    assert agg["mean"][0] == pytest.approx(0.875)
+    assert agg["optimality_gap"][0] == pytest.approx(1 - (1.0 + 0.75) / 2)
+    for name in ("iqm", "median", "mean", "optimality_gap", "poi_vs_comparison"):
+        point, lo, hi = agg[name]
+        assert lo <= point <= hi, name
+    # every policy is resampled with the same instance indices: identical runs get identical intervals
+    figures["y"] = figures["x"]
+    again = score(figures, ["a", "flat"], reps=2000)
+    assert again["aggregates"]["y"] == again["aggregates"]["x"] == agg
+
+
+def test_score_without_headroom_anywhere_has_no_aggregates():
+    same = {p: {"t": _fig([1.0, 1.0])} for p in REQUIRED}
+    res = score(same, ["t"], reps=100)
+    assert res["scored_tasks"] == [] and res["aggregates"] == {}
+
+
+# ---------------------------------------------------------------------------------------------- end to end
+def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, tmp_path, capsys):
+    pol = tmp_path / "my_policy.py"
+    pol.write_text(POLICY_FILE)
+    out, js = tmp_path / "LB.md", tmp_path / "lb.json"
+    argv = ["leaderboard", "--policies", "no-deflect,kairos,kairos-exact,best-static", "--policy", f"{pol}:Prefill",
+            "--checkpoint", str(DEFAULT_CHECKPOINT.parent), "--out", str(out), "--json", str(js), "--no-progress"]
+    assert main(argv) == 0
+    res = json.loads(js.read_text())
+    labels = [e["label"] for e in res["entries"]]
+    ckpt = f"checkpoint:{DEFAULT_CHECKPOINT.parent}"
+    assert labels == ["no-deflect", "kairos", "kairos-exact", "best-static", "my_policy.py:Prefill", ckpt]
+    figs = res["figures"]
+    # every entry ran on the same instances: the same workloads, instance by instance
+    for t in ("tiny", "tiny-trace"):
+        assert len({tuple(figs[lb_][t]["n_requests"]) for lb_ in labels}) == 1
+        assert len(figs["kairos"][t]["slo_attainment"]) == 3
+    # the file's policy went through the same runner: never deflecting, it scores exactly as no-deflect
+    assert figs["my_policy.py:Prefill"] == figs["no-deflect"]
+    # the checkpoint is the shipped agent: the same figures as a direct run of ppo on the first instance
+    first = run_policy("ppo", TINY, 0)
+    assert figs[ckpt]["tiny"]["slo_attainment"][0] == first["slo_attainment"]
+    # best-static: the best rule of the grid on the train instances
+    grid = res["best_static"]["tiny"]["grid"]
+    assert len(grid) == len(STATIC_GRID)
+    assert res["best_static"]["tiny"]["chosen"]["train_score"] == max(g["train_score"] for g in grid)
+    md = out.read_text()
+    assert f"Command: `kairos-gym {' '.join(argv)}`" in md
+    assert "commit `" in md or "outside a git checkout" in md
+    assert "wall time" in md and "not an Oracle bound" in md
+    assert "my_policy.py:Prefill" in md and ckpt in md
+    assert "the trace window (a trace workload does not depend on the seed" in md
+    assert capsys.readouterr().out.startswith(f"wrote {out}")
+
+
+@pytest.fixture
+def no_runs(monkeypatch, tiny_suite):
+    """A leaderboard run that reaches a real (tuning or test) run fails the test."""
+    def fail(*a, **k):
+        raise AssertionError("a suite run started before the bad input was reported")
+
+    monkeypatch.setattr(lb, "run_one", fail)
+
+
+BAD_ARGS = [
+    (["--policy", "nocolon"], "--policy"),
+    (["--policy", "{dir}/missing.py:X"], "no file"),
+    (["--policy", "{file}:Missing"], "classes there with a decide method: Prefill"),
+    (["--policy", "{bad}:NoDecide"], "has none"),
+    (["--policy", "{bad}:ReturnsNone"], "decision = None"),
+    (["--policy", "{bad}:NeedsArgs"], "also requires width"),
+    (["--policy", "{file}:Prefill", "--policy", "{file}:Prefill"], "given twice"),
+    (["--checkpoint", "{dir}"], "--checkpoint"),
+    (["--policies", "no-deflect,kairos"], "missing: kairos-exact"),
+    (["--policies", "no-deflect,kairos,kairos-exact,oracle"], "oracle is left out"),
+    (["--policies", "no-deflect,kairos,kairos-exact,best-static,nope"], "'nope' is not one"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD_ARGS)
+def test_bad_leaderboard_input_exits_2_before_any_run(args, needle, no_runs, tmp_path, capsys):
+    (tmp_path / "good.py").write_text(POLICY_FILE)
+    (tmp_path / "bad.py").write_text(
+        "class NoDecide:\n    pass\n\n\nclass ReturnsNone:\n    def decide(self, ctx):\n        return None\n\n\n"
+        "class NeedsArgs:\n    def __init__(self, width):\n        pass\n\n    def decide(self, ctx):\n"
+        "        return None\n")
+    fmt = {"dir": tmp_path, "file": tmp_path / "good.py", "bad": tmp_path / "bad.py"}
+    argv = ["leaderboard", *[a.format(**fmt) for a in args], "--out", str(tmp_path / "o.md"), "--no-progress"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1, err
+    assert lines[0].startswith("kairos-gym leaderboard: error: ") and needle in lines[0] and "allowed" in lines[0]
+    assert not (tmp_path / "o.md").exists()
+
+
+def test_markdown_ranks_by_iqm_and_records_the_header():
+    figures = {"no-deflect": {"a": _fig([0.1, 0.3])}, "kairos-exact": {"a": _fig([0.5, 0.7])},
+               "kairos": {"a": _fig([0.3, 0.5])}, "better": {"a": _fig([0.8, 0.9])}}
+    res = {"command": "kairos-gym leaderboard --out X.md", "version": "9.9", "commit": "abc123", "dirty": True,
+           "date": "2030-01-01 00:00 UTC", "python": "3.x", "numpy": "2.x", "elapsed_s": 12.3,
+           "suite": [{"task": "a", "test": "seeds 0,1", "train": "seeds 9", "instances": ["seed 0", "seed 1"],
+                      "windows": False}],
+           "entries": [{"label": k, "kind": "built-in"} for k in figures], "best_static": {}}
+    res.update(score(figures, ["a"], reps=500))
+    assert ranking(res) == ["better", "kairos-exact", "kairos", "no-deflect"]
+    md = leaderboard_md(res)
+    assert "Command: `kairos-gym leaderboard --out X.md`" in md
+    assert "commit `abc123` with uncommitted changes" in md and "wall time 12 s" in md
+    assert md.index("| 1 | better |") < md.index("| 2 | kairos-exact |") < md.index("| 4 | no-deflect |")
