@@ -11,13 +11,12 @@ fallback to the Python engine): an accepted deflection (3b), ``memory_policy: sw
 The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
 ``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
 lists give), so :func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read the same bytes.
-The decision context is still priced in Python (``ChunkPricer``, the same code as the Python engine) from the
-core's node state: the native pricer (step 2) will take that over. Times in seconds, sizes in tokens.
+The decision context is priced in C++ (``_core.Pricer`` over the tables ``ChunkPricer.compile`` exports) into flat
+buffers; Python turns them into the same NamedTuples as the Python engine. Times in seconds, sizes in tokens.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -27,15 +26,13 @@ import numpy as np
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer
+from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
 from kairos_gym.latency.transfer import TransferConfig
 from kairos_gym.native import core as _native_core
 from kairos_gym.sim.engine import (
-    UTIL_WINDOW_S,
     _check_kv_capacity,
     _check_seed,
     _index_ok,
-    _steps_within,
 )
 from kairos_gym.sim.hook import (
     DEFLECT,
@@ -66,12 +63,6 @@ class NodeTotals(NamedTuple):
     busy_s: float
     compute_s: float
     flops: float
-
-
-def table_sizes(cap: int, budget: int, menu: tuple[int, ...]) -> tuple[int, int]:
-    """Entries of the G (tokens) and L (sequences) cost tables the core needs: the largest indices it can reach
-    (a prefill step of ``budget`` tokens, a decode batch of ``cap`` plus the largest chunk) plus one."""
-    return max(4096, budget, cap + max(menu)) + 1, max(512, cap + 1, budget) + 1
 
 
 class NativeSimulator:
@@ -123,8 +114,10 @@ class NativeSimulator:
         self._includes = cl.ttft_includes_transfer
         self._tbt = sc.slo.tbt_s
         self._ls_budget = sc.deflection.beta * sc.slo.tbt_s
-        self._core = _native_core().Simulator(self._core_config(), self._core_tables())
+        n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
+        self._core = _native_core().Simulator(self._core_config(), native_pricer(self.pricer, n_tok, n_seq), oracle)
         self._core.trace_on = trace
+        self._menu = self._core.menu_buffers()
         self._trace = trace
         self.reset(seed, workload)
 
@@ -145,19 +138,6 @@ class NativeSimulator:
             "kv_capacity": self.kv_capacity, "max_context": m.model.max_context,
             "kv_bytes_per_token": int(m.kv_bytes_per_token),
             "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
-        }
-
-    def _core_tables(self) -> dict[str, Any]:
-        """The cost tables the Python pricer computed (never recomputed in C++: numpy's pow is not libm's)."""
-        pr = self.pricer
-        m = self.model
-        n_tok, n_seq = table_sizes(self._cap, self._p_budget, self.menu)
-        pr._grow(n_tok, n_seq)
-        return {
-            "gc": np.asarray(pr._gc, dtype=np.float64), "lc": np.asarray(pr._lc, dtype=np.float64),
-            "kcost": [float(x) for x in pr.decode_pair_cost],
-            "apf_c": m._apf_c, "kv_m": m._kv_m, "p": m._p, "inv_p": m._inv_p,
-            "attn_pf_pair": m._attn_pf_pair, "peak_c_attn_pf": m._peak_c_attn_pf,
         }
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
@@ -200,10 +180,6 @@ class NativeSimulator:
         self.output = core.column("output")
         for k in COLUMNS:
             setattr(self, k, core.column(k))
-        # Python scalars for the decision context (the Python engine's lists hold Python ints and floats)
-        self._arrival_l = arrival.tolist()
-        self._prompt_l = prompt.tolist()
-        self._output_l = output.tolist()
         self.chunks: list[list[int] | None] = [None] * n
         self._ctx: DecisionContext | None = None
         self._wall_start = time.perf_counter()
@@ -305,7 +281,7 @@ class NativeSimulator:
         if core.pending_rid >= 0:
             return self._ctx
         if core.next_decision():
-            self._ctx = self._build_context(core.pending_rid)
+            self._ctx = self._build_context()
             return self._ctx
         return None
 
@@ -367,86 +343,22 @@ class NativeSimulator:
             return False
         return self._core.node_refuses(int(d), self._core.kv_need(int(rid))) == 0
 
-    # ------------------------------------------------------------------ the decision context (Python pricing)
-    def _prefill_wait(self, st: tuple) -> float:
-        """engine.Simulator.prefill_wait from a core prefill-node state tuple (see _core.Simulator.prefill_state)."""
-        queued, _, busy_until, has_step, step_tokens, q_pairs, q_kv, step_pairs, step_kv = st[:9]
-        wait = max(0.0, busy_until - self._core.now) if busy_until >= 0 else 0.0
-        in_step = step_tokens if has_step else 0
-        rest = queued - in_step
-        if rest > 0:
-            budget = self._p_budget
-            full, last = divmod(rest, budget)
-            steps_s = full * self.pricer.base(budget, 1) + (self.pricer.base(last, 1) if last else 0.0)
-            if has_step:
-                attn_s = self.pricer.attn_time(q_pairs - step_pairs, q_kv - step_kv)
-            else:
-                attn_s = self.pricer.attn_time(q_pairs, q_kv)
-            return wait + steps_s + attn_s
-        return wait + 0.0 + 0.0
-
-    def _build_context(self, rid: int) -> DecisionContext:
-        """The decision context of request ``rid`` now: engine.Simulator._build_context, line for line, over the
-        core's node state."""
+    # ------------------------------------------------------------------ the decision context
+    def _build_context(self) -> DecisionContext:
+        """The pending decision's context from the core's menu buffers (priced in C++, decision_menu.cpp): the
+        NamedTuples of the Python engine, built with ``tuple.__new__`` from Python scalars (``tolist``)."""
         new = tuple.__new__
         core = self._core
+        now, rid, arrival, prompt, output = core.menu_request()
+        pi, pf, ttft_p, di, df, db, step_s, ttft_d, ls_ok, ls_t, ls_first = (b.tolist() for b in self._menu)
+        pviews = tuple([new(PrefillNodeView, (a[0], a[1], b[0], b[1])) for a, b in zip(pi, pf, strict=True)])
+        dviews = tuple([new(DecodeNodeView, (i[0], i[1], i[2], f[0], i[3], b[0], i[4], f[1], f[2], f[3], b[1]))
+                        for i, f, b in zip(di, df, db, strict=True)])
+        req = new(RequestView, (rid, arrival, prompt, output if self.oracle else None))
         sc = self.scenario
-        now = core.now
-        prompt = self._prompt_l[rid]
-        pr = self.pricer
-        tr = self.transfer
-        own = pr.prefill_alone(prompt, self._p_budget)
-        xfer = tr.time_alone(prompt * self.model.kv_bytes_per_token) if (tr.enabled and self._includes) else 0.0
-        P = sc.cluster.prefill_nodes
-        pstates = [core.prefill_state(i) for i in range(P)]
-        dstates = [core.decode_state(i) for i in range(sc.cluster.decode_nodes)]
-        exp = math.exp
-        util = [s[9] if now <= s[10] else s[9] * exp(-(now - s[10]) / UTIL_WINDOW_S) for s in pstates]
-        util += [s[13] if now <= s[14] else s[13] * exp(-(now - s[14]) / UTIL_WINDOW_S) for s in dstates]
-        pviews = []
-        ttft_p = []
-        for i, st in enumerate(pstates):
-            w = self._prefill_wait(st)
-            pviews.append(new(PrefillNodeView, (st[0], st[1], w, util[i])))
-            ttft_p.append(w + own + xfer)
-        tbt = self._tbt
-        budget = self._ls_budget
-        menu_desc = self.menu_desc
-        terms = pr.menu_terms(prompt, self.menu)
-        need = core.kv_need(rid)
-        dviews = []
-        step_s = []
-        ttft_d = []
-        ls_ok = []
-        ls_t = []
-        ls_first = []
-        for di, st in enumerate(dstates):
-            B, sum_ctx, mode, start, t0, dt, n = st[:7]
-            if mode == 0:
-                sctx, wait_boundary = sum_ctx, 0.0
-            else:
-                elapsed = now - start
-                j = _steps_within(t0, dt, elapsed) if mode == 1 else 0
-                wait_boundary = max(0.0, (j + 1) * t0 + dt * (j + 1) * j / 2.0 - elapsed)
-                sctx = sum_ctx + B * min(j, n)
-            pairs = sctx + B
-            row_s, row_t = pr.menu_rows(B, pairs, terms, wait_boundary)
-            ok, total, sizes = pr.largest_safe(B, pairs, prompt, budget, menu_desc)
-            step_s.append(tuple(row_s))
-            ttft_d.append(tuple(row_t))
-            ls_ok.append(ok)
-            ls_t.append(wait_boundary + total if ok else math.inf)
-            ls_first.append(sizes[0] if ok and sizes else 0)
-            kv_reserved, kv_cap, has_defl, defl_rem = st[9], st[10], st[11], st[12]
-            dviews.append(new(DecodeNodeView, (
-                B, sctx, st[7] + st[8], 1.0 - kv_reserved / kv_cap, kv_cap - kv_reserved, has_defl,
-                defl_rem if has_defl else 0, pr.step(B, pairs, 0, 0), tbt, util[P + di],
-                core.node_refuses(di, need) == 0,
-            )))
-        req = new(RequestView, (rid, self._arrival_l[rid], prompt, self._output_l[rid] if self.oracle else None))
         return new(DecisionContext, (
-            now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
-            tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta,
+            now, req, pviews, dviews, self.menu, tuple(map(tuple, step_s)), tuple(map(tuple, ttft_d)),
+            tuple(ttft_p), tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, self._tbt, sc.deflection.beta,
         ))
 
     # ------------------------------------------------------------------ results

@@ -39,17 +39,18 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> copy_of(const std::vector<T>& v) {
 
 using F64 = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using I64 = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-using Table = nb::ndarray<const double, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>;
 
 template <class T, class A>
 std::vector<T> to_vector(const A& a) {
     return std::vector<T>(a.data(), a.data() + a.shape(0));
 }
 
-std::vector<Cost3> to_table(const Table& t) {
-    std::vector<Cost3> out(t.shape(0));
-    for (size_t i = 0; i < t.shape(0); ++i) out[i] = Cost3{t(i, 0), t(i, 1), t(i, 2)};
-    return out;
+// A read-only view of a decision-menu buffer (fixed size for the simulator's life), kept alive by `owner`.
+template <class T, class S>
+nb::ndarray<nb::numpy, const T> menu_view(const std::vector<S>& v, std::initializer_list<size_t> shape,
+                                         nb::handle owner) {
+    static_assert(sizeof(T) == sizeof(S), "menu_view: element sizes differ");
+    return nb::ndarray<nb::numpy, const T>(reinterpret_cast<const T*>(v.data()), shape, owner);
 }
 
 template <class T>
@@ -81,22 +82,6 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.kv_bytes_per_token = get<int64_t>(c, "kv_bytes_per_token");
     cfg.kv_bytes_per_token_per_gpu = get<double>(c, "kv_bytes_per_token_per_gpu");
     return cfg;
-}
-
-CostTablesI tables_from(const nb::dict& t) {
-    CostTablesI tab;
-    tab.gc = to_table(get<Table>(t, "gc"));
-    tab.lc = to_table(get<Table>(t, "lc"));
-    auto k = get<std::vector<double>>(t, "kcost");
-    if (k.size() != 3) throw nb::value_error("tables: kcost needs 3 values");
-    tab.kcost = Cost3{k[0], k[1], k[2]};
-    tab.apf_c = get<double>(t, "apf_c");
-    tab.kv_m = get<double>(t, "kv_m");
-    tab.p = get<double>(t, "p");
-    tab.inv_p = get<double>(t, "inv_p");
-    tab.attn_pf_pair = get<double>(t, "attn_pf_pair");
-    tab.peak_c_attn_pf = get<double>(t, "peak_c_attn_pf");
-    return tab;
 }
 
 nb::object request_column(const Simulator& s, const std::string& name) {
@@ -136,10 +121,12 @@ void bind_simulator(nb::module_& m) {
 
     nb::class_<Simulator>(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).")
         .def("__init__",
-             [](Simulator* self, const nb::dict& config, const nb::dict& tables) {
-                 new (self) Simulator(config_from(config), tables_from(tables));
+             [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
+                 new (self) Simulator(config_from(config), pricer, oracle);
              },
-             nb::arg("config"), nb::arg("tables"))
+             nb::arg("config"), nb::arg("pricer"), nb::arg("oracle"),
+             "config: the scenario's constants (dict, see native_engine.py); pricer: a _core.Pricer over the "
+             "scenario's compiled cost tables (copied, memos included); oracle: show output lengths.")
         .def("reset",
              [](Simulator& s, const F64& arrival, const I64& prompt, const I64& output) {
                  s.reset(make_workload(to_vector<double>(arrival), to_vector<int64_t>(prompt),
@@ -163,16 +150,39 @@ void bind_simulator(nb::module_& m) {
         .def_prop_ro("n", &Simulator::n)
         .def_prop_ro("done", &Simulator::done)
         .def_prop_ro("events_pushed", &Simulator::events_pushed)
-        .def_ro("waiting", &Simulator::waiting)
-        .def_ro("wait_area", &Simulator::wait_area)
-        .def_ro("tbt_violations", &Simulator::tbt_violations)
-        .def_ro("tokens_out", &Simulator::tokens_out)
-        .def_ro("n_decisions", &Simulator::n_decisions)
-        .def_ro("n_invalid", &Simulator::n_invalid)
-        .def_ro("n_finished", &Simulator::n_finished)
-        .def_ro("n_rejected", &Simulator::n_rejected)
-        .def_ro("n_preemptions", &Simulator::n_preemptions)
-        .def_ro("swap_bytes", &Simulator::swap_bytes)
+        .def_prop_ro("waiting", [](const Simulator& s) { return s.counters().waiting; })
+        .def_prop_ro("wait_area", [](const Simulator& s) { return s.counters().wait_area; })
+        .def_prop_ro("tbt_violations", [](const Simulator& s) { return s.counters().tbt_violations; })
+        .def_prop_ro("tokens_out", [](const Simulator& s) { return s.counters().tokens_out; })
+        .def_prop_ro("n_decisions", [](const Simulator& s) { return s.counters().n_decisions; })
+        .def_prop_ro("n_invalid", [](const Simulator& s) { return s.counters().n_invalid; })
+        .def_prop_ro("n_finished", [](const Simulator& s) { return s.counters().n_finished; })
+        .def_prop_ro("n_rejected", [](const Simulator& s) { return s.counters().n_rejected; })
+        .def_prop_ro("n_preemptions", [](const Simulator& s) { return s.counters().n_preemptions; })
+        .def_prop_ro("swap_bytes", [](const Simulator& s) { return s.counters().swap_bytes; })
+        .def_prop_ro("grow_count", [](const Simulator& s) { return s.pricer().grow_count(); },
+                     "Times the simulator's pricer grew its tables (0 when table_sizes bounded the run).")
+        .def("menu_buffers",
+             [](nb::handle self) {
+                 const DecisionMenu& m = nb::cast<const Simulator&>(self).menu();
+                 size_t P = static_cast<size_t>(m.P), D = static_cast<size_t>(m.D), K = static_cast<size_t>(m.K);
+                 return nb::make_tuple(
+                     menu_view<int64_t>(m.prefill_i, {P, 2}, self), menu_view<double>(m.prefill_f, {P, 2}, self),
+                     menu_view<double>(m.ttft_p, {P}, self), menu_view<int64_t>(m.decode_i, {D, 5}, self),
+                     menu_view<double>(m.decode_f, {D, 4}, self), menu_view<bool>(m.decode_b, {D, 2}, self),
+                     menu_view<double>(m.step_s, {D, K}, self), menu_view<double>(m.ttft_d, {D, K}, self),
+                     menu_view<bool>(m.ls_ok, {D}, self), menu_view<double>(m.ls_t, {D}, self),
+                     menu_view<int64_t>(m.ls_first, {D}, self));
+             },
+             "Read-only views of the decision-menu buffers, rewritten at every decision: prefill_i [P, 2], "
+             "prefill_f [P, 2], ttft_p [P], decode_i [D, 5], decode_f [D, 4], decode_b [D, 2] (bool), step_s "
+             "[D, K], ttft_d [D, K], ls_ok [D] (bool), ls_t [D], ls_first [D] (see decision_menu.hpp).")
+        .def("menu_request",
+             [](const Simulator& s) {
+                 const DecisionMenu& m = s.menu();
+                 return nb::make_tuple(m.now, m.rid, m.arrival, m.prompt, m.output);
+             },
+             "(now, rid, arrival, prompt, output or -1) of the last decision's menu.")
         .def_rw("trace_on", &Simulator::trace_on)
         .def("trace",
              [](const Simulator& s) {
@@ -183,7 +193,7 @@ void bind_simulator(nb::module_& m) {
              "Every popped event as (t, kind, a, b, wait_area after it) when trace_on.")
         .def("stats",
              [](const Simulator& s) {
-                 const RunStatsI& st = s.stats();
+                 const RunStats& st = s.stats();
                  return nb::make_tuple(copy_of(st.s_t0), copy_of(st.s_dt), copy_of(st.s_n), copy_of(st.s_w),
                                        copy_of(st.gap_v), copy_of(st.gap_w));
              },

@@ -35,19 +35,23 @@ int64_t steps_within(double t0, double dt, double x) {
     return j;
 }
 
-Simulator::Simulator(CoreConfig cfg, CostTablesI tables) : cfg_(std::move(cfg)), tab_(std::move(tables)) {
+Simulator::Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle)
+    : cfg_(std::move(cfg)), pricer_(pricer), oracle_(oracle) {
     if (cfg_.n_prefill < 1 || cfg_.n_decode < 1) throw std::invalid_argument("simulator: no prefill or decode node");
     if (cfg_.menu.empty() || cfg_.menu_desc.size() != cfg_.menu.size())
         throw std::invalid_argument("simulator: chunk menu empty or menu_desc of another length");
     if (cfg_.kv.block < 1) throw std::invalid_argument("simulator: kv block < 1 token");
+    if (cfg_.kv_capacity < 1) throw std::invalid_argument("simulator: kv capacity < 1 token");
+    menu_.resize(cfg_.n_prefill, cfg_.n_decode, static_cast<int64_t>(cfg_.menu.size()));
 }
 
 void Simulator::reset(WorkloadPtr wl) {
     if (!wl || wl->size() < 1) throw std::invalid_argument("simulator: empty workload");
+    if (wl->size() > MAX_RUN_REQUESTS) throw std::length_error("simulator: more than 2^31 - 1 requests");
     wl_ = std::move(wl);
     n_ = wl_->size();
     R_ = std::make_shared<Requests>(n_);  // fresh arrays: views of the previous run stay valid
-    events_.clear();
+    events_ = EventQueue{};
     pnodes_.assign(static_cast<size_t>(cfg_.n_prefill), PrefillNode{});
     for (int64_t i = 0; i < cfg_.n_prefill; ++i) pnodes_[static_cast<size_t>(i)].idx = i;
     dnodes_.assign(static_cast<size_t>(cfg_.n_decode), DecodeNode{});
@@ -55,16 +59,11 @@ void Simulator::reset(WorkloadPtr wl) {
         dnodes_[static_cast<size_t>(i)].idx = i;
         dnodes_[static_cast<size_t>(i)].kv_capacity = cfg_.kv_capacity;
     }
-    links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLinkI(cfg_.transfer_bandwidth));
+    links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLink(cfg_.transfer_bandwidth));
     awaiting_memory_.clear();
-    stats_ = RunStatsI{};
-    waiting = 0;
-    wait_area = 0.0;
-    area_t_ = 0.0;
+    stats_ = RunStats{};
+    c_ = RunCounters{};
     now_ = 0.0;
-    tbt_violations = tokens_out = 0;
-    n_decisions = n_invalid = n_finished = n_rejected = 0;
-    n_preemptions = swap_bytes = 0;
     pending_rid_ = -1;
     trace.clear();
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
@@ -77,10 +76,9 @@ bool Simulator::next_decision() {
         Event e = events_.pop();
         double t = e.t;
         if (t < now_) throw std::logic_error("simulator: clock went backwards");
-        wait_area += dbl(waiting) * (t - area_t_);
-        area_t_ = t;
+        c_.advance_clock(t);
         now_ = t;
-        if (trace_on) trace.push_back(TraceRecord{t, e.kind, e.a, e.b, wait_area});
+        if (trace_on) trace.push_back(TraceRecord{t, e.kind, e.a, e.b, c_.wait_area});
         switch (e.kind) {
             case EV_DECODE_BOUNDARY: {
                 DecodeNode& d = dnodes_[static_cast<size_t>(e.a)];
@@ -107,13 +105,12 @@ bool Simulator::next_decision() {
                 break;
             }
             case EV_XFER_DONE: {
-                FairShareLinkI& link = links_[static_cast<size_t>(e.a)];
-                if (e.b == link.version) {
-                    double tn;
-                    int64_t tid;
-                    if (link.next_completion(tn, tid)) {
-                        link.remove(tid, t);
-                        on_transfer_done(tid);
+                FairShareLink& link = links_[static_cast<size_t>(e.a)];
+                if (e.b == link.version()) {
+                    Completion nxt;
+                    if (link.next_completion(nxt)) {
+                        link.remove(nxt.tid, t);
+                        on_transfer_done(nxt.tid);
                         schedule_link(e.a);
                     }
                 }
@@ -134,11 +131,12 @@ bool Simulator::on_arrival(int64_t rid) {
     if (p + o > cfg_.max_context || cfg_.kv.total(p + o) > cfg_.kv_capacity) {
         // explicit admission rule: a request that can never fit is rejected at arrival
         R_->path[rid] = PATH_REJECTED;
-        n_rejected += 1;
+        c_.n_rejected += 1;
         return false;
     }
-    waiting += 1;
+    c_.arrive();
     pending_rid_ = rid;
+    build_menu(rid);
     return true;
 }
 
@@ -157,7 +155,7 @@ void Simulator::apply_prefill(int64_t pn) {
     if (rid < 0) throw std::logic_error("simulator: apply with no pending decision");
     if (pn < -1 || pn >= cfg_.n_prefill) throw std::out_of_range("simulator: prefill node index");
     pending_rid_ = -1;
-    n_decisions += 1;
+    c_.n_decisions += 1;
     if (pn < 0) pn = shortest_queue();
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
 }
@@ -170,20 +168,10 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
     if (node_refuses(d, kv_need(rid)) == REFUSE_NONE)
         throw NotImplementedSlice("3b (deflection)");
     pending_rid_ = -1;
-    n_decisions += 1;
-    n_invalid += 1;
+    c_.n_decisions += 1;
+    c_.n_invalid += 1;
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(shortest_queue())]);
     return false;
-}
-
-int Simulator::node_refuses(int64_t di, int64_t need) const {
-    const DecodeNode& node = dnodes_[static_cast<size_t>(di)];
-    if (cfg_.max_deflections_per_node < 1 || node.has_defl) return REFUSE_IN_FLIGHT;
-    if (node.batch_size + static_cast<int64_t>(node.pending.size()) + node.incoming +
-            static_cast<int64_t>(node.swapped.size()) + node.swapping_in >= cfg_.decode_max_batch)
-        return REFUSE_BATCH_FULL;
-    if (node.kv_reserved + need > node.kv_capacity) return REFUSE_MEMORY;
-    return REFUSE_NONE;
 }
 
 int64_t Simulator::kv_need(int64_t rid) const { return cfg_.kv.need(wl_->prompt[rid], wl_->output[rid]); }
@@ -203,13 +191,13 @@ void Simulator::start_prefill_step(PrefillNode& node) {
     }
     for (const StepItem& s : node.step)
         if (s.prefix == 0 && std::isnan(R_->prefill_start[s.rid])) R_->prefill_start[s.rid] = now_;
-    Cost3 b = tab_.base_cost(node.step_tokens, static_cast<int64_t>(node.step.size()));
-    Cost3 a = tab_.attn_cost(node.step_pairs, node.step_kv);
-    double dur = b[0] + a[0];
+    Cost3 b = pricer_.base_cost(node.step_tokens, static_cast<int64_t>(node.step.size()));
+    Cost3 a = pricer_.attn_cost(node.step_pairs, node.step_kv);
+    double dur = b.time_s + a.time_s;
     node.busy_s += dur;
-    node.compute_s += b[2] + a[2];
-    node.flops += b[1] + a[1];
-    util_update(node, dur, (b[2] + a[2]) / dur);
+    node.compute_s += b.compute_s + a.compute_s;
+    node.flops += b.flops + a.flops;
+    util_update(node, dur, (b.compute_s + a.compute_s) / dur);
     node.step_start = now_;
     node.busy_until = now_ + dur;
     push(node.busy_until, EV_PREFILL_DONE, node.idx, 0);
@@ -273,10 +261,9 @@ void Simulator::route_to_decode(int64_t rid) {
 }
 
 void Simulator::schedule_link(int64_t pi) {
-    FairShareLinkI& link = links_[static_cast<size_t>(pi)];
-    double t;
-    int64_t tid;
-    if (link.next_completion(t, tid)) push(std::max(t, now_), EV_XFER_DONE, pi, link.version);
+    FairShareLink& link = links_[static_cast<size_t>(pi)];
+    Completion nxt;
+    if (link.next_completion(nxt)) push(std::max(nxt.t, now_), EV_XFER_DONE, pi, link.version());
 }
 
 void Simulator::on_transfer_done(int64_t rid) {
@@ -324,7 +311,7 @@ void Simulator::plan_decode(DecodeNode& d) {
     }
     if (cfg_.kv.swap) throw NotImplementedSlice("3c (swap memory policy)");
     int64_t B = d.batch_size;
-    double kt = tab_.kcost[0];
+    double kt = pricer_.decode_pair_cost()[0];
     int64_t pairs = d.sum_ctx + B;
     if (d.has_defl) throw NotImplementedSlice("3b (deflection)");
     if (B == 0) {
@@ -332,8 +319,8 @@ void Simulator::plan_decode(DecodeNode& d) {
         return;
     }
     int64_t n = d.heap.front().first - d.steps;  // steps to the first finish
-    Cost3 bc = tab_.base_cost(B, B);
-    double t0 = bc[0] + kt * dbl(pairs);
+    Cost3 bc = pricer_.base_cost(B, B);
+    double t0 = bc.time_s + kt * dbl(pairs);
     double dt = kt * dbl(B);
     d.mode = MODE_STRETCH;
     d.start = now;
@@ -352,9 +339,9 @@ void Simulator::on_decode_boundary(DecodeNode& d) {
     int64_t B = d.batch_size;
     if (d.mode == MODE_STRETCH) {
         double span = dbl(n) * t0 + dt * dbl(n) * dbl(n - 1) / 2.0;
-        Cost3 base = tab_.base_cost(B, B);
-        double bf = base[1], bc = base[2];
-        double kf = tab_.kcost[1], kc = tab_.kcost[2];
+        Cost3 base = pricer_.base_cost(B, B);
+        double bf = base.flops, bc = base.compute_s;
+        double kf = pricer_.decode_pair_cost()[1], kc = pricer_.decode_pair_cost()[2];
         int64_t pairs0 = d.sum_ctx + B;
         // sums over steps j of (c0 + j * B * kc): closed form (both products exact ints, as in Python)
         double sum_pairs = dbl(n * pairs0) + dbl(B * n * (n - 1)) / 2.0;
@@ -393,37 +380,16 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
             double ref = !std::isnan(R.last_tok[r]) ? R.last_tok[r] : R.first_token[r];
             R.last_tok[r] = NaN;
             double g = t1 - ref;
-            stats_.add_gap(g, 1);
-            tokens_out += 1;
             if (g > R.gap_own[r]) R.gap_own[r] = g;
-            if (g > slo) tbt_violations += 1;
+            record_gap(stats_, c_, g, 1, slo);
         }
         fresh.clear();
         d.fresh.swap(fresh);  // keep the buffer (empty)
     }
     // step 0 gives a gap of t0 to every request that already had a token
     int64_t w0 = B - n_fresh;
-    if (w0 > 0) {
-        stats_.add_gap(t0, w0);
-        tokens_out += w0;
-        if (t0 > slo) tbt_violations += w0;
-    }
-    if (n > 1) {
-        stats_.add_stretch(t0 + dt, dt, n - 1, B);
-        tokens_out += B * (n - 1);
-        if (last > slo) {  // count steps j in 1..n-1 with t0 + j dt > slo
-            if (dt > 0) {
-                double est = std::floor((slo - t0) / dt) + 1.0;
-                // clamped to [1, n] (the loops below converge to the same threshold from any start)
-                int64_t jmin = est < 1.0 ? 1 : (est > dbl(n) ? n : static_cast<int64_t>(est));
-                while (jmin > 1 && t0 + dbl(jmin - 1) * dt > slo) --jmin;
-                while (t0 + dbl(jmin) * dt <= slo) ++jmin;
-                tbt_violations += B * (n - jmin);
-            } else {
-                tbt_violations += B * (n - 1);
-            }
-        }
-    }
+    if (w0 > 0) record_gap(stats_, c_, t0, w0, slo);
+    record_stretch_steps(stats_, c_, t0, dt, n, B, slo);  // steps 1..n-1 (nothing when n <= 1)
     // durations grow along a stretch, so its last step is its longest
     d.record(R, last);
     d.steps += n;
@@ -463,15 +429,13 @@ void Simulator::retry_memory() {
 void Simulator::first_token(int64_t rid, double t) {
     if (std::isnan(R_->first_token[rid])) {
         R_->first_token[rid] = t;
-        waiting -= 1;
-        // the waiting area was integrated up to now; a first token at t < now stopped waiting at t
-        wait_area -= now_ - t;
+        c_.first_token(now_, t);  // the area was integrated up to now; the request stopped waiting at t
     }
 }
 
 void Simulator::finish(int64_t rid, double t) {
     R_->finish[rid] = t;
-    n_finished += 1;
+    c_.n_finished += 1;
 }
 
 template <class Node>

@@ -14,11 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "decision_menu.hpp"
 #include "decode_node.hpp"
-#include "interim_step2.hpp"
+#include "event_queue.hpp"
 #include "kv_memory.hpp"
+#include "link.hpp"
 #include "prefill_node.hpp"
+#include "pricer.hpp"
 #include "requests.hpp"
+#include "run_stats.hpp"
 #include "workload.hpp"
 
 namespace kairos {
@@ -31,20 +35,17 @@ struct NotImplementedSlice : std::logic_error {
 };
 
 // event kinds (engine.py)
-constexpr int32_t EV_ARRIVAL = 0;
-constexpr int32_t EV_PREFILL_DONE = 1;
-constexpr int32_t EV_SETUP_DONE = 2;
-constexpr int32_t EV_XFER_DONE = 3;
-constexpr int32_t EV_DECODE_BOUNDARY = 4;
-constexpr int32_t EV_SWAP_IN_DONE = 5;
+constexpr int8_t EV_ARRIVAL = 0;
+constexpr int8_t EV_PREFILL_DONE = 1;
+constexpr int8_t EV_SETUP_DONE = 2;
+constexpr int8_t EV_XFER_DONE = 3;
+constexpr int8_t EV_DECODE_BOUNDARY = 4;
+constexpr int8_t EV_SWAP_IN_DONE = 5;
+
+// Most requests a run holds (request ids travel in the events' int32 field): 2^31 - 1.
+constexpr int64_t MAX_RUN_REQUESTS = 2147483647;
 
 constexpr double UTIL_WINDOW_S = 5.0;  // window of the utilization EWMA shown to policies (s)
-
-// why a decode node refuses a deflection (engine.py _node_refuses)
-constexpr int REFUSE_NONE = 0;
-constexpr int REFUSE_IN_FLIGHT = 1;
-constexpr int REFUSE_BATCH_FULL = 2;
-constexpr int REFUSE_MEMORY = 3;
 
 // The scenario's constants, frozen (built in Python from ScenarioConfig and the latency model).
 struct CoreConfig {
@@ -69,14 +70,15 @@ struct CoreConfig {
 
 struct TraceRecord {
     double t;
-    int32_t kind;
+    int8_t kind;
     int64_t a, b;
     double wait_area;  // after the event's accumulation
 };
 
 class Simulator {
 public:
-    Simulator(CoreConfig cfg, CostTablesI tables);
+    // `pricer` prices every step (its tables compiled by Python's ChunkPricer); copied, with its memos.
+    Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle);
 
     void reset(WorkloadPtr wl);
     // run events until a request needs a decision (true; pending_rid() names it) or the run is over (false)
@@ -86,8 +88,11 @@ public:
     // deflect the pending request to decode node d with `chunk` (0: LargestSafe); a refusal falls back to
     // the shortest prefill queue, counts in n_invalid and returns false
     bool apply_deflect(int64_t d, int64_t chunk);
+    // why decode node d refuses a deflection reserving `need` KV tokens now (decision_menu.hpp REFUSE_*)
     int node_refuses(int64_t d, int64_t need) const;
     int64_t kv_need(int64_t rid) const;
+    // the priced menu of the pending decision (decision_menu.cpp), rewritten by each next_decision()
+    const DecisionMenu& menu() const { return menu_; }
     bool done() const { return pending_rid_ < 0 && events_.empty(); }
 
     // state read by Python
@@ -96,7 +101,9 @@ public:
     const RequestsPtr& requests() const { return R_; }
     const std::vector<PrefillNode>& pnodes() const { return pnodes_; }
     const std::vector<DecodeNode>& dnodes() const { return dnodes_; }
-    const RunStatsI& stats() const { return stats_; }
+    const RunStats& stats() const { return stats_; }
+    const RunCounters& counters() const { return c_; }
+    const Pricer& pricer() const { return pricer_; }
     int64_t pending_rid() const { return pending_rid_; }
     double now() const { return now_; }
     int64_t n() const { return n_; }
@@ -105,14 +112,10 @@ public:
     bool trace_on = false;
     std::vector<TraceRecord> trace;
 
-    int64_t waiting = 0;
-    double wait_area = 0.0;
-    int64_t tbt_violations = 0, tokens_out = 0;
-    int64_t n_decisions = 0, n_invalid = 0, n_finished = 0, n_rejected = 0;
-    int64_t n_preemptions = 0, swap_bytes = 0;
-
 private:
-    void push(double t, int32_t kind, int64_t a, int64_t b) { events_.push(t, kind, a, b); }
+    void push(double t, int8_t kind, int64_t a, int64_t b) { events_.push(t, kind, static_cast<int32_t>(a), b); }
+    void build_menu(int64_t rid);  // decision_menu.cpp
+    double prefill_wait(const PrefillNode& node);  // decision_menu.cpp
     bool on_arrival(int64_t rid);
     void enqueue_prefill(int64_t rid, PrefillNode& node);
     void start_prefill_step(PrefillNode& node);
@@ -133,17 +136,20 @@ private:
     int64_t shortest_queue() const;
 
     CoreConfig cfg_;
-    CostTablesI tab_;
+    Pricer pricer_;
+    bool oracle_ = false;
     WorkloadPtr wl_;
     RequestsPtr R_;
     int64_t n_ = 0;
-    EventQueueI events_;
+    EventQueue events_;
     std::vector<PrefillNode> pnodes_;
     std::vector<DecodeNode> dnodes_;
-    std::vector<FairShareLinkI> links_;
+    std::vector<FairShareLink> links_;
     std::deque<int64_t> awaiting_memory_;
-    RunStatsI stats_;
-    double now_ = 0.0, area_t_ = 0.0;
+    RunStats stats_;
+    RunCounters c_;
+    DecisionMenu menu_;
+    double now_ = 0.0;
     int64_t pending_rid_ = -1;
 };
 
