@@ -180,7 +180,6 @@ class NativeSimulator:
         self.output = core.column("output")
         for k in COLUMNS:
             setattr(self, k, core.column(k))
-        self.chunks: list[list[int] | None] = [None] * n
         self._ctx: DecisionContext | None = None
         self._wall_start = time.perf_counter()
 
@@ -250,6 +249,11 @@ class NativeSimulator:
         return self._core.trace() if self._trace else None
 
     @property
+    def chunks(self) -> list[list[int] | None]:
+        """Per request: None, or the chunk sizes (tokens) of its deflected prefill (a new list at each access)."""
+        return self._core.chunks()
+
+    @property
     def stats(self) -> RunStats:
         """The token-gap records (a :class:`RunStats` over copies of the core's arrays)."""
         st = RunStats()
@@ -317,9 +321,6 @@ class NativeSimulator:
                     and (chunk == LARGEST_SAFE or chunk in self._menu_set)):
                 raise self._bad_decision(rid, "chunk", decision, f"a size of the chunk menu {list(self.menu)} "
                                          f"or LARGEST_SAFE ({LARGEST_SAFE})")
-            if core.node_refuses(int(d), core.kv_need(rid)) == 0:
-                raise NotImplementedError("the native engine does not implement slice 3b (deflection) yet; "
-                                          "use engine=\"python\"")
             self._ctx = None
             return core.apply_deflect(int(d), int(chunk))
         if type(path) is str and path == PREFILL:

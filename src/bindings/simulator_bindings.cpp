@@ -191,6 +191,22 @@ void bind_simulator(nb::module_& m) {
                  return out;
              },
              "Every popped event as (t, kind, a, b, wait_area after it) when trace_on.")
+        .def("chunks",
+             [](const Simulator& s) {
+                 const Requests& r = *s.requests();
+                 nb::list out;
+                 for (size_t i = 0; i < r.chunks.size(); ++i) {
+                     if (!r.has_chunks[i]) {
+                         out.append(nb::none());
+                         continue;
+                     }
+                     nb::list l;
+                     for (int64_t c : r.chunks[i]) l.append(c);
+                     out.append(l);
+                 }
+                 return out;
+             },
+             "Per request: None, or the chunk sizes (tokens) of its deflected prefill in order (a new list).")
         .def("stats",
              [](const Simulator& s) {
                  const RunStats& st = s.stats();

@@ -24,7 +24,7 @@ struct Requests {
         : path(n, PATH_PENDING), first_token(n, NaN), finish(n, NaN), prefill_start(n, NaN), prefill_end(n, NaN),
           exec_s(n, 0.0), xfer_start(n, NaN), xfer_end(n, NaN), p_node(n, -1), d_node(n, -1), max_gap(n, 0.0),
           last_tok(n, NaN), ctx_base(n, 0), end_step(n, 0), gap_own(n, 0.0), from_rec(n, 0), kv_moved(n, 0),
-          batch_prev(n, -1), batch_next(n, -1) {}
+          batch_prev(n, -1), batch_next(n, -1), has_chunks(n, 0), chunks(n) {}
 
     std::vector<int64_t> path;
     std::vector<double> first_token, finish, prefill_start, prefill_end;
@@ -41,6 +41,9 @@ struct Requests {
     std::vector<int64_t> kv_moved;  // KV bytes transferred P -> D
     // the decode batch a request is in, as an intrusive doubly linked list in admission order (-1: none)
     std::vector<int64_t> batch_prev, batch_next;
+    // the chunk sizes (tokens) of a deflected request's prefill, in order (Python: None unless deflected)
+    std::vector<uint8_t> has_chunks;
+    std::vector<std::vector<int64_t>> chunks;
 };
 
 using RequestsPtr = std::shared_ptr<Requests>;

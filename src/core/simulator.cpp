@@ -1,6 +1,7 @@
 #include "simulator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -164,11 +165,14 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
     int64_t rid = pending_rid_;
     if (rid < 0) throw std::logic_error("simulator: apply with no pending decision");
     if (d < 0 || d >= cfg_.n_decode) throw std::out_of_range("simulator: decode node index");
-    (void)chunk;
-    if (node_refuses(d, kv_need(rid)) == REFUSE_NONE)
-        throw NotImplementedSlice("3b (deflection)");
+    if (chunk != 0 && std::find(cfg_.menu.begin(), cfg_.menu.end(), chunk) == cfg_.menu.end())
+        throw std::out_of_range("simulator: a chunk size off the menu");
     pending_rid_ = -1;
     c_.n_decisions += 1;
+    if (node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
+        start_deflection(rid, dnodes_[static_cast<size_t>(d)], chunk);
+        return true;
+    }
     c_.n_invalid += 1;
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(shortest_queue())]);
     return false;
@@ -294,6 +298,83 @@ void Simulator::wake_decode(DecodeNode& d) {
     // mode 2 (chunk step): the boundary event already exists
 }
 
+void Simulator::start_deflection(int64_t rid, DecodeNode& d, int64_t chunk) {
+    R_->path[rid] = PATH_DEFLECT;
+    R_->d_node[rid] = d.idx;
+    R_->has_chunks[rid] = 1;
+    R_->chunks[rid].clear();
+    d.kv_reserved += kv_need(rid);
+    d.has_defl = true;
+    d.defl = Deflection{rid, wl_->prompt[rid], 0, chunk};
+    R_->prefill_start[rid] = NaN;
+    wake_decode(d);
+}
+
+// the next chunk step of the deflection in flight (engine.py _plan_decode, `if defl is not None`)
+void Simulator::start_chunk_step(DecodeNode& d, int64_t B, int64_t pairs) {
+    const double now = now_;
+    const int64_t rid = d.defl.rid, prompt = d.defl.prompt, done = d.defl.done, chunk = d.defl.chunk;
+    const std::array<double, 3>& k = pricer_.decode_pair_cost();
+    const double kt = k[0], kf = k[1], kc = k[2];
+    int64_t c;
+    if (chunk == 0) {  // LargestSafe: the largest size whose step fits in beta x TBT
+        const double budget = cfg_.ls_budget_s;
+        c = cfg_.menu_desc.back();
+        for (int64_t size : cfg_.menu_desc) {
+            int64_t cc = std::min(size, prompt - done);
+            if (pricer_.step(B, dbl(pairs), cc, done) <= budget) {
+                c = size;
+                break;
+            }
+        }
+    } else {
+        c = chunk;
+    }
+    if (c > prompt - done) c = prompt - done;
+    if (done == 0 && std::isnan(R_->prefill_start[rid])) R_->prefill_start[rid] = now;
+    Cost3 b = pricer_.base_cost(B + c, B + 1);
+    double at = pricer_.attn(c, done);
+    double dur = b.time_s + kt * dbl(pairs) + at;
+    double comp = b.compute_s + kc * dbl(pairs) + at;  // attention compute time ~ its time (compute-bound)
+    if (comp > dur) comp = dur;
+    d.mode = MODE_CHUNK;
+    d.chunk = c;
+    d.start = now;
+    d.t0 = dur;
+    d.dt = 0.0;
+    d.n = 1;
+    d.busy_s += dur;
+    d.compute_s += comp;
+    d.flops += b.flops + kf * dbl(pairs);
+    util_update(d, dur, comp / dur);
+    d.version += 1;
+    push(now + dur, EV_DECODE_BOUNDARY, d.idx, d.version);
+}
+
+void Simulator::advance_deflection(DecodeNode& d) {
+    const int64_t rid = d.defl.rid, prompt = d.defl.prompt;
+    const int64_t c = d.chunk;
+    R_->exec_s[rid] += d.t0;
+    R_->chunks[rid].push_back(c);
+    int64_t done = d.defl.done + c;
+    if (done < prompt) {
+        d.defl.done = done;
+        return;
+    }
+    d.has_defl = false;
+    d.defl = Deflection{};
+    R_->prefill_end[rid] = now_;
+    first_token(rid, now_);
+    if (wl_->output[rid] <= 1) {
+        finish(rid, now_);
+        d.kv_reserved -= kv_need(rid);
+        retry_memory();
+        return;
+    }
+    // joins the batch with its KV in place: no transfer
+    d.join(*R_, rid, prompt, wl_->output[rid] - 1, 0.0);
+}
+
 void Simulator::plan_decode(DecodeNode& d) {
     double now = now_;
     if (!d.swapped.empty()) throw NotImplementedSlice("3c (swap memory policy)");
@@ -313,7 +394,10 @@ void Simulator::plan_decode(DecodeNode& d) {
     int64_t B = d.batch_size;
     double kt = pricer_.decode_pair_cost()[0];
     int64_t pairs = d.sum_ctx + B;
-    if (d.has_defl) throw NotImplementedSlice("3b (deflection)");
+    if (d.has_defl) {
+        start_chunk_step(d, B, pairs);
+        return;
+    }
     if (B == 0) {
         d.mode = MODE_IDLE;
         return;
@@ -351,8 +435,9 @@ void Simulator::on_decode_boundary(DecodeNode& d) {
         d.flops += dbl(n) * bf + kf * sum_pairs;
         util_update(d, span, span > 0 ? comp / span : 0.0);
         if (B) emit_tokens(d, n, t0, dt);
-    } else if (d.mode == MODE_CHUNK) {
-        throw NotImplementedSlice("3b (deflection)");
+    } else if (d.mode == MODE_CHUNK) {  // a chunk step of the deflection in flight
+        if (B) emit_tokens(d, n, t0, dt);
+        advance_deflection(d);
     }
     d.mode = MODE_IDLE;
     plan_decode(d);

@@ -125,6 +125,9 @@ private:
     void schedule_link(int64_t pi);
     void on_transfer_done(int64_t rid);
     void wake_decode(DecodeNode& d);
+    void start_deflection(int64_t rid, DecodeNode& d, int64_t chunk);
+    void start_chunk_step(DecodeNode& d, int64_t B, int64_t pairs);
+    void advance_deflection(DecodeNode& d);
     void plan_decode(DecodeNode& d);
     void on_decode_boundary(DecodeNode& d);
     void emit_tokens(DecodeNode& d, int64_t n, double t0, double dt);

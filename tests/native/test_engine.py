@@ -18,7 +18,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.engine import Simulator as PySimulator
 from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
-from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+from tests.sim.conftest import SMALL, NoDeflect
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "fingerprints.json").read_text(encoding="utf-8"))
@@ -34,16 +34,23 @@ def _fingerprint_module():
 
 FP = _fingerprint_module()
 
-SLICE_3A = sorted(k for k in GOLDEN if "/nodef" in k and "swap" not in k)
-"""Golden cases the no-deflection slice (3a) covers: every no-deflect simulator case but the swap policy's."""
+SIM_KEYS = sorted(k for k in GOLDEN if not k.startswith("kairos_gym/"))
+SLICE_3A = [k for k in SIM_KEYS if "/nodef" in k and "swap" not in k]
+"""Golden cases of the no-deflection slice (3a): every no-deflect simulator case but the swap policy's."""
+SLICE_3B = [k for k in SIM_KEYS if "swap" not in k and k not in SLICE_3A]
+"""Golden cases of the deflection slice (3b): fixed chunks, LargestSafe and random deflections, reserve memory."""
+NATIVE = SLICE_3A + SLICE_3B
 
 
-def test_slice_3a_covers_every_nodef_case():
+def test_slices_cover_the_golden_cases():
     assert len(SLICE_3A) == 12
     assert {k.split("/")[0] for k in SLICE_3A} == {*FP.SIM_SCENARIOS, "tight-reserve", "incl"}
+    assert len(SLICE_3B) == 33
+    for part in ("/d512/", "/dls/", "/rand/", "tight-reserve/d256", "tight-reserve/rand", "incl/rand"):
+        assert any(part in k for k in SLICE_3B), part
 
 
-@pytest.mark.parametrize("key", SLICE_3A)
+@pytest.mark.parametrize("key", NATIVE)
 def test_golden_fingerprints_natively(key):
     got = FP.compute(engine="native", select=lambda k: k == key)
     assert got == {key: GOLDEN[key]}
@@ -57,25 +64,27 @@ def test_engine_selection_builds_the_native_simulator(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------- differential runs
-class RandomPrefill:
-    """Random prefill node (or the shortest queue), and now and then a deflection the node refuses (the
-    fallback path): every decision the no-deflection slice handles."""
+class RandomDecisions:
+    """Every kind of decision at random: a prefill node or the shortest queue, a deflection with any chunk of
+    the menu or LargestSafe, and deflections the node refuses (the fallback path)."""
 
     def __init__(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
     def decide(self, ctx):
-        refused = [i for i, d in enumerate(ctx.decode) if not d.can_deflect]
-        if refused and self.rng.random() < 0.3:
-            return Decision.deflect(refused[int(self.rng.integers(len(refused)))], ctx.chunk_menu[0])
+        u = self.rng.random()
+        menu = (0, *ctx.chunk_menu)
+        if u < 0.5:
+            d = int(self.rng.integers(len(ctx.decode)))
+            return Decision.deflect(d, menu[int(self.rng.integers(len(menu)))])
         k = int(self.rng.integers(len(ctx.prefill) + 1))
         return Decision.prefill_path(None if k == len(ctx.prefill) else k)
 
 
 @st.composite
 def scenarios(draw):
-    """Small random scenarios without deflection-specific settings: node counts, batch and budget limits,
-    transfer set-ups, TTFT accounting and reserve memory that binds (a small KV capacity)."""
+    """Small random scenarios: node counts, batch and budget limits, transfer set-ups, TTFT accounting, chunk
+    menus, LargestSafe budgets, deflections allowed or not, and reserve memory that binds (a small KV capacity)."""
     cluster = {
         "prefill_nodes": draw(st.integers(1, 3)),
         "decode_nodes": draw(st.integers(1, 3)),
@@ -94,7 +103,10 @@ def scenarios(draw):
                     "output_median": draw(st.sampled_from([1, 3, 60, 150])), "output_sigma": 0.9,
                     "output_max": 1000},
     }
-    sc = {"name": "random", "cluster": cluster, "transfer": transfer, "workload": workload,
+    cluster["max_deflections_per_node"] = draw(st.sampled_from([0, 1, 1]))
+    deflection = {"chunk_menu": draw(st.sampled_from([[16], [128, 512], [128, 256, 512, 1024, 2048], [4096]])),
+                  "beta": draw(st.sampled_from([0.1, 0.5, 1.0, 3.0]))}
+    sc = {"name": "random", "cluster": cluster, "transfer": transfer, "workload": workload, "deflection": deflection,
           "slo": {"tbt_s": draw(st.sampled_from([0.005, 0.02, 0.1]))}}
     kv = draw(st.sampled_from([None, 3000, 12_000, 40_000]))
     return ScenarioConfig.from_dict(sc), kv, draw(st.integers(0, 2**31 - 1))
@@ -111,7 +123,7 @@ def _drive(sim, policy) -> list[str]:
     return seen
 
 
-def assert_same_run(py, nat, policy_seed: int, policy=RandomPrefill) -> None:
+def assert_same_run(py, nat, policy_seed: int, policy=RandomDecisions) -> None:
     ctx_py = _drive(py, policy(policy_seed))
     ctx_nat = _drive(nat, policy(policy_seed))
     assert len(ctx_py) == len(ctx_nat)
@@ -167,19 +179,21 @@ def test_columns_are_read_only():
         nat.finish[0] = 0.0
 
 
+def test_apply_returns_what_the_python_engine_returns():
+    """True for a prefill decision or an accepted deflection, False for a refused one (which falls back)."""
+    got = []
+    for sim in (PySimulator("small", seed=0), NativeSimulator("small", seed=0)):
+        out = []
+        ctx = sim.next_decision()
+        for _ in range(60):
+            out.append((sim.apply(Decision.deflect(0, 256)), ctx.decode[0].can_deflect))
+            ctx = sim.next_decision()
+        got.append((out, sim.n_invalid, repr(sim.chunks[:60])))
+    assert got[0] == got[1]
+    assert {a for a, _ in got[0][0]} == {True, False} and all(a == b for a, b in got[0][0])
+
+
 # ---------------------------------------------------------------------------------------------- slices not landed
-def test_an_accepted_deflection_is_not_implemented_yet():
-    nat = NativeSimulator("small", seed=0)
-    ctx = nat.next_decision()
-    assert ctx.decode[0].can_deflect
-    with pytest.raises(NotImplementedError, match="slice 3b"):
-        nat.apply(Decision.deflect(0, 512))
-    assert nat._pending_rid == ctx.request.rid and nat.n_decisions == 0  # nothing moved
-    nat.apply(Decision.prefill_path())
-    with pytest.raises(NotImplementedError, match="slice 3b"):
-        nat.run(DeflectAll(0))
-
-
 def test_swap_policy_and_timeline_are_not_implemented_yet():
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "swap", "overlong": "reject"}})
     with pytest.raises(NotImplementedError, match="slice 3c"):
