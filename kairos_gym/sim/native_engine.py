@@ -90,9 +90,6 @@ class NativeSimulator:
         self.scenario = load_scenario(scenario)
         sc = self.scenario
         cl = sc.cluster
-        if cl.memory_policy == "swap":
-            raise NotImplementedError("the native engine does not implement slice 3c (swap memory policy) yet; "
-                                      "use engine=\"python\"")
         self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
         self.menu = sc.deflection.chunk_menu
         self.menu_desc = tuple(sorted(self.menu, reverse=True))
@@ -157,6 +154,9 @@ class NativeSimulator:
         if sc.cluster.overlong == "error":
             limit = min(self.model.model.max_context, self.kv_capacity)
             total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
+            if self.swap_policy:
+                b = self.block
+                total = -(-total // b) * b
             bad = np.flatnonzero(total > limit)
             if bad.size:
                 i = int(bad[0])

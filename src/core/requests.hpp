@@ -24,7 +24,8 @@ struct Requests {
         : path(n, PATH_PENDING), first_token(n, NaN), finish(n, NaN), prefill_start(n, NaN), prefill_end(n, NaN),
           exec_s(n, 0.0), xfer_start(n, NaN), xfer_end(n, NaN), p_node(n, -1), d_node(n, -1), max_gap(n, 0.0),
           last_tok(n, NaN), ctx_base(n, 0), end_step(n, 0), gap_own(n, 0.0), from_rec(n, 0), kv_moved(n, 0),
-          batch_prev(n, -1), batch_next(n, -1), has_chunks(n, 0), chunks(n) {}
+          batch_prev(n, -1), batch_next(n, -1), has_chunks(n, 0), chunks(n), swapped(n, 0), swap_ctx(n, 0),
+          swap_rem(n, 0), swap_gap(n, 0.0) {}
 
     std::vector<int64_t> path;
     std::vector<double> first_token, finish, prefill_start, prefill_end;
@@ -44,6 +45,10 @@ struct Requests {
     // the chunk sizes (tokens) of a deflected request's prefill, in order (Python: None unless deflected)
     std::vector<uint8_t> has_chunks;
     std::vector<std::vector<int64_t>> chunks;
+    // swap policy: a preempted request's state while its KV is in host memory (Python: swap_state[rid])
+    std::vector<uint8_t> swapped;
+    std::vector<int64_t> swap_ctx, swap_rem;  // cached tokens, tokens left to decode
+    std::vector<double> swap_gap;             // worst gap so far (s)
 };
 
 using RequestsPtr = std::shared_ptr<Requests>;

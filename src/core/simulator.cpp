@@ -62,6 +62,7 @@ void Simulator::reset(WorkloadPtr wl) {
     }
     links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLink(cfg_.transfer_bandwidth));
     awaiting_memory_.clear();
+    n_swap_state_ = 0;
     stats_ = RunStats{};
     c_ = RunCounters{};
     now_ = 0.0;
@@ -234,36 +235,6 @@ void Simulator::prefill_complete(int64_t rid) {
     route_to_decode(rid);
 }
 
-void Simulator::route_to_decode(int64_t rid) {
-    int64_t need = kv_need(rid);
-    DecodeNode* best = nullptr;
-    for (DecodeNode& d : dnodes_)
-        if (d.kv_reserved + need <= d.kv_capacity)
-            if (best == nullptr || d.kv_reserved < best->kv_reserved ||
-                (d.kv_reserved == best->kv_reserved && d.idx < best->idx))
-                best = &d;
-    if (best == nullptr) {
-        awaiting_memory_.push_back(rid);
-        return;
-    }
-    DecodeNode& d = *best;
-    d.kv_reserved += need;
-    R_->d_node[rid] = d.idx;
-    int64_t nbytes = wl_->prompt[rid] * cfg_.kv_bytes_per_token;
-    R_->kv_moved[rid] = nbytes;
-    R_->xfer_start[rid] = now_;
-    d.incoming += 1;
-    if (!cfg_.transfer_enabled) {
-        on_transfer_done(rid);
-    } else if (cfg_.transfer_setup_s > 0) {
-        push(now_ + cfg_.transfer_setup_s, EV_SETUP_DONE, rid, 0);
-    } else {
-        int64_t pi = R_->p_node[rid];
-        links_[static_cast<size_t>(pi)].add(rid, dbl(nbytes), now_);
-        schedule_link(pi);
-    }
-}
-
 void Simulator::schedule_link(int64_t pi) {
     FairShareLink& link = links_[static_cast<size_t>(pi)];
     Completion nxt;
@@ -377,7 +348,7 @@ void Simulator::advance_deflection(DecodeNode& d) {
 
 void Simulator::plan_decode(DecodeNode& d) {
     double now = now_;
-    if (!d.swapped.empty()) throw NotImplementedSlice("3c (swap memory policy)");
+    if (!d.swapped.empty()) try_swap_in(d);
     int64_t room = cfg_.decode_max_batch - d.batch_size - (d.has_defl ? 1 : 0);
     if (!d.pending.empty() && room > 0) {
         int64_t k = std::min<int64_t>(static_cast<int64_t>(d.pending.size()), room);
@@ -386,11 +357,20 @@ void Simulator::plan_decode(DecodeNode& d) {
         for (int64_t i = 0; i < k; ++i) {
             int64_t r = d.pending.front();
             d.pending.pop_front();
-            d.join(*R_, r, wl_->prompt[r], wl_->output[r] - drop1, 0.0);
+            if (n_swap_state_ && R_->swapped[r]) {  // back from host memory: its own context and gaps
+                R_->swapped[r] = 0;
+                n_swap_state_ -= 1;
+                d.join(*R_, r, R_->swap_ctx[r], R_->swap_rem[r], R_->swap_gap[r]);
+            } else {
+                d.join(*R_, r, wl_->prompt[r], wl_->output[r] - drop1, 0.0);
+            }
             d.fresh.push_back(r);
         }
     }
-    if (cfg_.kv.swap) throw NotImplementedSlice("3c (swap memory policy)");
+    if (cfg_.kv.swap && d.batch_size) {
+        preempt_until_fits(d);
+        if (!d.batch_size && !d.swapped.empty()) try_swap_in(d);  // memory just freed: nothing else may wake it
+    }
     int64_t B = d.batch_size;
     double kt = pricer_.decode_pair_cost()[0];
     int64_t pairs = d.sum_ctx + B;
@@ -403,6 +383,7 @@ void Simulator::plan_decode(DecodeNode& d) {
         return;
     }
     int64_t n = d.heap.front().first - d.steps;  // steps to the first finish
+    if (cfg_.kv.swap) n = std::min(n, steps_that_fit(d, n));
     Cost3 bc = pricer_.base_cost(B, B);
     double t0 = bc.time_s + kt * dbl(pairs);
     double dt = kt * dbl(B);
@@ -477,6 +458,8 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
     record_stretch_steps(stats_, c_, t0, dt, n, B, slo);  // steps 1..n-1 (nothing when n <= 1)
     // durations grow along a stretch, so its last step is its longest
     d.record(R, last);
+    if (cfg_.kv.swap)
+        d.kv_reserved += d.blocks_tokens(R, cfg_.kv.block, n) - d.blocks_tokens(R, cfg_.kv.block, 0);
     d.steps += n;
     d.sum_ctx += B * n;
     if (!d.heap.empty() && d.heap.front().first <= d.steps) {  // the stretch ran to its first finish
@@ -491,22 +474,6 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
             d.kv_reserved -= cfg_.kv.release(c, wl_->prompt[r], wl_->output[r]);
         }
         retry_memory();
-    }
-}
-
-void Simulator::retry_memory() {
-    while (!awaiting_memory_.empty()) {
-        int64_t rid = awaiting_memory_.front();
-        int64_t need = kv_need(rid);
-        bool any = false;
-        for (const DecodeNode& d : dnodes_)
-            if (d.kv_reserved + need <= d.kv_capacity) {
-                any = true;
-                break;
-            }
-        if (!any) return;
-        awaiting_memory_.pop_front();
-        route_to_decode(rid);
     }
 }
 

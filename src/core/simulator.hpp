@@ -132,6 +132,10 @@ private:
     void on_decode_boundary(DecodeNode& d);
     void emit_tokens(DecodeNode& d, int64_t n, double t0, double dt);
     void retry_memory();
+    // swap policy (kv_memory.cpp)
+    int64_t steps_that_fit(const DecodeNode& d, int64_t n_max) const;
+    void preempt_until_fits(DecodeNode& d);
+    void try_swap_in(DecodeNode& d);
     void first_token(int64_t rid, double t);
     void finish(int64_t rid, double t);
     template <class Node>
@@ -149,6 +153,7 @@ private:
     std::vector<DecodeNode> dnodes_;
     std::vector<FairShareLink> links_;
     std::deque<int64_t> awaiting_memory_;
+    int64_t n_swap_state_ = 0;  // requests with a swap state (Python: len(swap_state))
     RunStats stats_;
     RunCounters c_;
     DecisionMenu menu_;

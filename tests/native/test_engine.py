@@ -18,7 +18,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.engine import Simulator as PySimulator
 from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
-from tests.sim.conftest import SMALL, NoDeflect
+from tests.sim.conftest import NoDeflect
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "fingerprints.json").read_text(encoding="utf-8"))
@@ -39,7 +39,9 @@ SLICE_3A = [k for k in SIM_KEYS if "/nodef" in k and "swap" not in k]
 """Golden cases of the no-deflection slice (3a): every no-deflect simulator case but the swap policy's."""
 SLICE_3B = [k for k in SIM_KEYS if "swap" not in k and k not in SLICE_3A]
 """Golden cases of the deflection slice (3b): fixed chunks, LargestSafe and random deflections, reserve memory."""
-NATIVE = SLICE_3A + SLICE_3B
+SLICE_3C = [k for k in SIM_KEYS if "swap" in k]
+"""Golden cases of the swap slice (3c): preemption and swap-in under tight KV memory."""
+NATIVE = SLICE_3A + SLICE_3B + SLICE_3C
 
 
 def test_slices_cover_the_golden_cases():
@@ -48,6 +50,8 @@ def test_slices_cover_the_golden_cases():
     assert len(SLICE_3B) == 33
     for part in ("/d512/", "/dls/", "/rand/", "tight-reserve/d256", "tight-reserve/rand", "incl/rand"):
         assert any(part in k for k in SLICE_3B), part
+    assert SLICE_3C == ["tight-swap-slow", "tight-swap/d256", "tight-swap/nodef", "tight-swap/rand"]
+    assert sorted(NATIVE) == SIM_KEYS  # every simulator golden; the env ones run the default engine
 
 
 @pytest.mark.parametrize("key", NATIVE)
@@ -84,7 +88,8 @@ class RandomDecisions:
 @st.composite
 def scenarios(draw):
     """Small random scenarios: node counts, batch and budget limits, transfer set-ups, TTFT accounting, chunk
-    menus, LargestSafe budgets, deflections allowed or not, and reserve memory that binds (a small KV capacity)."""
+    menus, LargestSafe budgets, deflections allowed or not, and reserve or swap memory that binds (a small KV
+    capacity: requests wait for memory, and the swap policy preempts and swaps in)."""
     cluster = {
         "prefill_nodes": draw(st.integers(1, 3)),
         "decode_nodes": draw(st.integers(1, 3)),
@@ -108,6 +113,9 @@ def scenarios(draw):
                   "beta": draw(st.sampled_from([0.1, 0.5, 1.0, 3.0]))}
     sc = {"name": "random", "cluster": cluster, "transfer": transfer, "workload": workload, "deflection": deflection,
           "slo": {"tbt_s": draw(st.sampled_from([0.005, 0.02, 0.1]))}}
+    if draw(st.booleans()):
+        cluster |= {"memory_policy": "swap", "kv_block_tokens": draw(st.sampled_from([1, 16, 100])),
+                    "swap_bandwidth_bytes_per_s": draw(st.sampled_from([1e8, 20e9]))}
     kv = draw(st.sampled_from([None, 3000, 12_000, 40_000]))
     return ScenarioConfig.from_dict(sc), kv, draw(st.integers(0, 2**31 - 1))
 
@@ -144,7 +152,7 @@ def assert_same_run(py, nat, policy_seed: int, policy=RandomDecisions) -> None:
     assert json.dumps(sp, sort_keys=True) == json.dumps(sn, sort_keys=True)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_random_scenarios_match_the_python_engine(case):
     sc, kv, seed = case
@@ -194,10 +202,25 @@ def test_apply_returns_what_the_python_engine_returns():
 
 
 # ---------------------------------------------------------------------------------------------- slices not landed
-def test_swap_policy_and_timeline_are_not_implemented_yet():
-    sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "swap", "overlong": "reject"}})
-    with pytest.raises(NotImplementedError, match="slice 3c"):
-        Simulator(sc, seed=0, engine="native")
+def test_swap_overlong_error_counts_whole_blocks():
+    """overlong: error rounds up to whole blocks under swap, as the Python engine does (same message)."""
+    wl = {"arrival": {"kind": "poisson", "rate": 5}, "num_requests": 4,
+          "lengths": {"kind": "fixed", "prompt_tokens": 100, "output_tokens": 10}}  # 110 tokens: 2 blocks of 64
+    for policy, fits in (("reserve", True), ("swap", False)):
+        sc = ScenarioConfig.from_dict({"name": "t", "workload": wl,
+                                       "cluster": {"memory_policy": policy, "kv_block_tokens": 64}})
+        msgs = []
+        for engine in ("python", "native"):
+            if fits:
+                Simulator(sc, seed=0, kv_capacity=120, engine=engine)
+                continue
+            with pytest.raises(ConfigError, match="prompt_tokens \\+ output_tokens = 128") as e:
+                Simulator(sc, seed=0, kv_capacity=120, engine=engine)
+            msgs.append(str(e.value))
+        assert fits or msgs[0] == msgs[1]
+
+
+def test_timeline_and_snapshots_are_not_implemented_yet():
     with pytest.raises(NotImplementedError, match="timeline"):
         Simulator("small", seed=0, engine="native", record_timeline=True)
     nat = NativeSimulator("small", seed=0)
