@@ -3,10 +3,10 @@ of :class:`kairos_gym.sim.engine.Simulator` (which stays the reference: the gold
 differential tests hold the two bit for bit equal).
 
 Pick it with ``Simulator(..., engine="native")`` or ``KAIROS_ENGINE=native``. The port lands in slices (issue 11,
-step 3): 3a runs without deflection (prefill nodes, links, reserve memory, decode stretches); a decision or a
-set-up a landed slice cannot run raises :class:`NotImplementedError` naming the missing slice (never a silent
-fallback to the Python engine): an accepted deflection (3b), ``memory_policy: swap`` (3c), ``record_timeline``,
-``snapshot``/``restore`` (step 6).
+step 3): 3a (no deflection: prefill nodes, links, reserve memory, decode stretches), 3b (deflection: chunk steps,
+LargestSafe) and 3c (the swap memory policy) have landed: every simulator golden fingerprint is reproduced. What
+is not ported yet raises :class:`NotImplementedError` (never a silent fallback to the Python engine):
+``snapshot``/``restore`` (step 6), and so pickling an env built on it.
 
 The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
 ``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
@@ -56,13 +56,62 @@ COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exe
 """Per-request columns of the core, exposed as attributes of the same names (read-only numpy views)."""
 
 
-class NodeTotals(NamedTuple):
-    """A node's accumulated work (what the summary reads): seconds busy, compute seconds, FLOPs."""
+class PrefillNodeState(NamedTuple):
+    """A read-only copy of a prefill node's state (the Python engine's ``_PrefillNode`` fields): tokens, seconds.
+    ``queue`` holds (rid, remaining, done) per prompt, ``step`` (rid, chunk, prefix) per chunk of the step in
+    progress (None when idle)."""
 
     idx: int
+    queue: tuple[tuple[int, int, int], ...]
+    queued_tokens: int
+    q_pairs: float
+    q_kv: float
+    busy_until: float
+    step: tuple[tuple[int, int, int], ...] | None
+    step_tokens: int
+    step_pairs: float
+    step_kv: float
+    step_start: float
     busy_s: float
     compute_s: float
     flops: float
+    util_ewma: float
+    util_t: float
+
+
+class DecodeNodeState(NamedTuple):
+    """A read-only copy of a decode node's state (the Python engine's ``_DecodeNode`` fields): ``batch`` in
+    admission order, ``heap`` the (end_step, rid) entries in heap order, ``defl`` (rid, prompt, done, chunk) of
+    the deflection in flight or None. Tokens, seconds."""
+
+    idx: int
+    kv_capacity: int
+    kv_reserved: int
+    batch: tuple[int, ...]
+    steps: int
+    heap: tuple[tuple[int, int], ...]
+    fresh: tuple[int, ...]
+    sum_ctx: int
+    n_rec: int
+    smax_idx: tuple[int, ...]
+    smax_val: tuple[float, ...]
+    pending: tuple[int, ...]
+    incoming: int
+    swapped: tuple[int, ...]
+    swapping_in: int
+    defl: tuple[int, int, int, int] | None
+    mode: int
+    start: float
+    t0: float
+    dt: float
+    n: int
+    chunk: int
+    version: int
+    busy_s: float
+    compute_s: float
+    flops: float
+    util_ewma: float
+    util_t: float
 
 
 class NativeSimulator:
@@ -85,8 +134,6 @@ class NativeSimulator:
             raise ConfigError("Simulator", "oracle", oracle, "True or False")
         if not isinstance(trace, bool):
             raise ConfigError("Simulator", "trace", trace, "True or False")
-        if record_timeline:
-            raise NotImplementedError("the native engine does not record a timeline yet; use engine=\"python\"")
         self.scenario = load_scenario(scenario)
         sc = self.scenario
         cl = sc.cluster
@@ -101,8 +148,7 @@ class NativeSimulator:
         t = sc.transfer
         self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
         self.oracle = oracle
-        self.record_timeline = False
-        self.timeline: list[tuple[str, int, float, float, str]] = []
+        self.record_timeline = bool(record_timeline)
         self._fixed_workload: Workload | None = None
         self._menu_set = frozenset(self.menu)
         self._policy_label = "policy"
@@ -114,6 +160,7 @@ class NativeSimulator:
         n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
         self._core = _native_core().Simulator(self._core_config(), native_pricer(self.pricer, n_tok, n_seq), oracle)
         self._core.trace_on = trace
+        self._core.record_timeline = self.record_timeline
         self._menu = self._core.menu_buffers()
         self._trace = trace
         self.reset(seed, workload)
@@ -181,6 +228,7 @@ class NativeSimulator:
         for k in COLUMNS:
             setattr(self, k, core.column(k))
         self._ctx: DecisionContext | None = None
+        self._timeline: list[tuple[str, int, float, float, str]] = []
         self._wall_start = time.perf_counter()
 
     # ------------------------------------------------------------------ counters (read from the core)
@@ -239,6 +287,11 @@ class NativeSimulator:
         return self._core.events_pushed
 
     @property
+    def _events(self) -> list[tuple[float, int, int, int, int]]:
+        """A copy of the pending events (t, seq, kind, a, b) in the Python engine's heap layout."""
+        return self._core.events()
+
+    @property
     def done(self) -> bool:
         """True when every request has finished or been rejected."""
         return self._core.done
@@ -261,22 +314,25 @@ class NativeSimulator:
         return st
 
     @property
-    def pnodes(self) -> list[NodeTotals]:
-        core = self._core
-        out = []
-        for i in range(self.scenario.cluster.prefill_nodes):
-            s = core.prefill_state(i)
-            out.append(NodeTotals(i, s[11], s[12], s[13]))
-        return out
+    def pnodes(self) -> list[PrefillNodeState]:
+        """Copies of the prefill nodes' states (read-only; taken at each access)."""
+        make = PrefillNodeState._make
+        return [make(self._core.prefill_state(i)) for i in range(self.scenario.cluster.prefill_nodes)]
 
     @property
-    def dnodes(self) -> list[NodeTotals]:
-        core = self._core
-        out = []
-        for i in range(self.scenario.cluster.decode_nodes):
-            s = core.decode_state(i)
-            out.append(NodeTotals(i, s[15], s[16], s[17]))
-        return out
+    def dnodes(self) -> list[DecodeNodeState]:
+        """Copies of the decode nodes' states (read-only; taken at each access)."""
+        make = DecodeNodeState._make
+        return [make(self._core.decode_state(i)) for i in range(self.scenario.cluster.decode_nodes)]
+
+    @property
+    def timeline(self) -> list[tuple[str, int, float, float, str]]:
+        """With ``record_timeline=True``: every node activity so far as (``"P"``/``"D"``, node, start s, end s,
+        ``"prefill"``/``"decode"``/``"chunk<c>"``), as the Python engine records them; else empty."""
+        tl = self._timeline
+        if self.record_timeline:
+            tl.extend(self._core.timeline(len(tl)))
+        return tl
 
     # ------------------------------------------------------------------ decisions
     def next_decision(self) -> DecisionContext | None:

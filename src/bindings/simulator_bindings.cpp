@@ -218,28 +218,71 @@ void bind_simulator(nb::module_& m) {
              [](const Simulator& s, int64_t i) {
                  if (i < 0 || i >= static_cast<int64_t>(s.pnodes().size())) throw nb::index_error("prefill node");
                  const PrefillNode& p = s.pnodes()[static_cast<size_t>(i)];
-                 return nb::make_tuple(p.queued_tokens, static_cast<int64_t>(p.queue.size()), p.busy_until,
-                                       p.has_step, p.step_tokens, p.q_pairs, p.q_kv, p.step_pairs, p.step_kv,
-                                       p.util_ewma, p.util_t, p.busy_s, p.compute_s, p.flops);
+                 nb::list queue, step;
+                 for (const PrefillItem& q : p.queue) queue.append(nb::make_tuple(q.rid, q.rem, q.done));
+                 for (const StepItem& t : p.step) step.append(nb::make_tuple(t.rid, t.chunk, t.prefix));
+                 nb::object step_t = p.has_step ? nb::object(nb::tuple(step)) : nb::none();
+                 nb::object fields[] = {
+                     nb::cast(p.idx), nb::tuple(queue), nb::cast(p.queued_tokens), nb::cast(p.q_pairs),
+                     nb::cast(p.q_kv), nb::cast(p.busy_until), step_t, nb::cast(p.step_tokens),
+                     nb::cast(p.step_pairs), nb::cast(p.step_kv), nb::cast(p.step_start), nb::cast(p.busy_s),
+                     nb::cast(p.compute_s), nb::cast(p.flops), nb::cast(p.util_ewma), nb::cast(p.util_t)};
+                 nb::list out;
+                 for (nb::object& o : fields) out.append(o);
+                 return nb::tuple(out);
              },
-             nb::arg("node"),
-             "(queued_tokens, queued_requests, busy_until, has_step, step_tokens, q_pairs, q_kv, step_pairs, "
-             "step_kv, util_ewma, util_t, busy_s, compute_s, flops) of prefill node `node`.")
+             nb::arg("node"), "Prefill node `node`'s state, in native_engine.PrefillNodeState's field order.")
         .def("decode_state",
              [](const Simulator& s, int64_t i) {
                  if (i < 0 || i >= static_cast<int64_t>(s.dnodes().size())) throw nb::index_error("decode node");
                  const DecodeNode& d = s.dnodes()[static_cast<size_t>(i)];
-                 nb::list l;
-                 for (nb::object o :
-                      {nb::cast(d.batch_size), nb::cast(d.sum_ctx), nb::cast(d.mode), nb::cast(d.start),
-                       nb::cast(d.t0), nb::cast(d.dt), nb::cast(d.n), nb::cast(static_cast<int64_t>(d.pending.size())),
-                       nb::cast(d.incoming), nb::cast(d.kv_reserved), nb::cast(d.kv_capacity), nb::cast(d.has_defl),
-                       nb::cast(d.defl.prompt - d.defl.done), nb::cast(d.util_ewma), nb::cast(d.util_t),
-                       nb::cast(d.busy_s), nb::cast(d.compute_s), nb::cast(d.flops)})
-                     l.append(o);
-                 return nb::tuple(l);
+                 const Requests& R = *s.requests();
+                 nb::list batch, heap, fresh, pending, swapped, smax_idx, smax_val;
+                 for (int64_t r = d.batch_head; r >= 0; r = R.batch_next[r]) batch.append(r);
+                 for (const auto& e : d.heap) heap.append(nb::make_tuple(e.first, e.second));
+                 for (int64_t r : d.fresh) fresh.append(r);
+                 for (int64_t r : d.pending) pending.append(r);
+                 for (int64_t r : d.swapped) swapped.append(r);
+                 for (int64_t k : d.smax_idx) smax_idx.append(k);
+                 for (double v : d.smax_val) smax_val.append(v);
+                 nb::object defl = d.has_defl
+                                       ? nb::object(nb::make_tuple(d.defl.rid, d.defl.prompt, d.defl.done, d.defl.chunk))
+                                       : nb::none();
+                 nb::object fields[] = {
+                     nb::cast(d.idx), nb::cast(d.kv_capacity), nb::cast(d.kv_reserved), nb::tuple(batch),
+                     nb::cast(d.steps), nb::tuple(heap), nb::tuple(fresh), nb::cast(d.sum_ctx), nb::cast(d.n_rec),
+                     nb::tuple(smax_idx), nb::tuple(smax_val), nb::tuple(pending), nb::cast(d.incoming),
+                     nb::tuple(swapped), nb::cast(d.swapping_in), defl, nb::cast(d.mode), nb::cast(d.start),
+                     nb::cast(d.t0), nb::cast(d.dt), nb::cast(d.n), nb::cast(d.chunk), nb::cast(d.version),
+                     nb::cast(d.busy_s), nb::cast(d.compute_s), nb::cast(d.flops), nb::cast(d.util_ewma),
+                     nb::cast(d.util_t)};
+                 nb::list out;
+                 for (nb::object& o : fields) out.append(o);
+                 return nb::tuple(out);
              },
-             nb::arg("node"),
-             "(batch_size, sum_ctx, mode, start, t0, dt, n, pending, incoming, kv_reserved, kv_capacity, "
-             "has_defl, defl_remaining, util_ewma, util_t, busy_s, compute_s, flops) of decode node `node`.");
+             nb::arg("node"), "Decode node `node`'s state, in native_engine.DecodeNodeState's field order.")
+        .def("timeline",
+             [](const Simulator& s, size_t start) {
+                 nb::list out;
+                 const auto& tl = s.timeline;
+                 for (size_t i = start; i < tl.size(); ++i) {
+                     const TimelineRecord& r = tl[i];
+                     std::string label = r.chunk < 0 ? "prefill" : r.chunk == 0 ? "decode" : "chunk" + std::to_string(r.chunk);
+                     out.append(nb::make_tuple(r.decode ? "D" : "P", r.node, r.start, r.end, label));
+                 }
+                 return out;
+             },
+             nb::arg("start") = 0,
+             "Node activity records from index `start` on as (\"P\"|\"D\", node, start s, end s, label) when "
+             "record_timeline is on.")
+        .def_rw("record_timeline", &Simulator::record_timeline)
+        .def("events",
+             [](const Simulator& s) {
+                 nb::list out;
+                 for (const Event& e : s.event_queue().items())
+                     out.append(nb::make_tuple(e.t, e.seq, static_cast<int>(e.kind), e.a, e.b));
+                 return out;
+             },
+             "The pending events as (t, seq, kind, a, b) in heap order (the Python engine's heapq list, element "
+             "for element).");
 }

@@ -25,9 +25,11 @@ bool PrefillNode::compose_step(int64_t budget) {
         kv += static_cast<double>(it.done + c);
     }
     has_step = !step.empty();
-    step_tokens = n_tok;
-    step_pairs = pairs;
-    step_kv = kv;
+    if (has_step) {  // an empty queue leaves the last step's figures, as the Python engine does
+        step_tokens = n_tok;
+        step_pairs = pairs;
+        step_kv = kv;
+    }
     return has_step;
 }
 

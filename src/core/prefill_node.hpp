@@ -40,7 +40,8 @@ struct PrefillNode {
     // append a prompt of p tokens
     void enqueue(int64_t rid, int64_t p);
     // compose the next step from the queue head (at most `budget` tokens) into `step`; returns false (and
-    // clears the step) when the queue is empty. Sets step_tokens/step_pairs/step_kv; `len(step)` sequences.
+    // clears the step) when the queue is empty. Sets step_tokens/step_pairs/step_kv (kept when the queue is
+    // empty, as in Python: they are read only while a step runs); `len(step)` sequences.
     bool compose_step(int64_t budget);
     // the step's chunk of request rid (c tokens) completed: returns the prompt's built tokens if the prompt is
     // now complete (and removed from the queue), else -1

@@ -68,6 +68,7 @@ void Simulator::reset(WorkloadPtr wl) {
     now_ = 0.0;
     pending_rid_ = -1;
     trace.clear();
+    timeline.clear();
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
 }
 
@@ -205,6 +206,7 @@ void Simulator::start_prefill_step(PrefillNode& node) {
     util_update(node, dur, (b.compute_s + a.compute_s) / dur);
     node.step_start = now_;
     node.busy_until = now_ + dur;
+    if (record_timeline) timeline.push_back(TimelineRecord{false, node.idx, now_, now_ + dur, -1});
     push(node.busy_until, EV_PREFILL_DONE, node.idx, 0);
 }
 
@@ -319,6 +321,7 @@ void Simulator::start_chunk_step(DecodeNode& d, int64_t B, int64_t pairs) {
     d.flops += b.flops + kf * dbl(pairs);
     util_update(d, dur, comp / dur);
     d.version += 1;
+    if (record_timeline) timeline.push_back(TimelineRecord{true, d.idx, now, now + dur, c});
     push(now + dur, EV_DECODE_BOUNDARY, d.idx, d.version);
 }
 
@@ -415,6 +418,7 @@ void Simulator::on_decode_boundary(DecodeNode& d) {
         d.compute_s += comp;
         d.flops += dbl(n) * bf + kf * sum_pairs;
         util_update(d, span, span > 0 ? comp / span : 0.0);
+        if (record_timeline) timeline.push_back(TimelineRecord{true, d.idx, d.start, now_, 0});
         if (B) emit_tokens(d, n, t0, dt);
     } else if (d.mode == MODE_CHUNK) {  // a chunk step of the deflection in flight
         if (B) emit_tokens(d, n, t0, dt);

@@ -68,6 +68,14 @@ struct CoreConfig {
     double kv_bytes_per_token_per_gpu = 0.0;
 };
 
+// One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
+struct TimelineRecord {
+    bool decode;    // decode node (else prefill node)
+    int64_t node;
+    double start, end;  // seconds
+    int64_t chunk;  // -1: prefill step, 0: decode stretch, > 0: chunk step of that many tokens
+};
+
 struct TraceRecord {
     double t;
     int8_t kind;
@@ -108,9 +116,12 @@ public:
     double now() const { return now_; }
     int64_t n() const { return n_; }
     int64_t events_pushed() const { return events_.seq(); }
+    const EventQueue& event_queue() const { return events_; }
 
     bool trace_on = false;
     std::vector<TraceRecord> trace;
+    bool record_timeline = false;
+    std::vector<TimelineRecord> timeline;
 
 private:
     void push(double t, int8_t kind, int64_t a, int64_t b) { events_.push(t, kind, static_cast<int32_t>(a), b); }

@@ -220,12 +220,48 @@ def test_swap_overlong_error_counts_whole_blocks():
         assert fits or msgs[0] == msgs[1]
 
 
-def test_timeline_and_snapshots_are_not_implemented_yet():
-    with pytest.raises(NotImplementedError, match="timeline"):
-        Simulator("small", seed=0, engine="native", record_timeline=True)
+def test_snapshots_are_not_implemented_yet():
     nat = NativeSimulator("small", seed=0)
     with pytest.raises(NotImplementedError, match="snapshot"):
         nat.snapshot()
+    with pytest.raises(NotImplementedError, match="snapshot"):
+        nat.restore({})
+
+
+def test_timeline_node_states_and_pending_events_match_the_python_engine():
+    """The introspection the env's renderer and the invariant tests read: the timeline, copies of every node's
+    state and the pending events (in heapq's layout), at every decision of a run with deflections."""
+    py = PySimulator("small", seed=3, record_timeline=True)
+    nat = NativeSimulator("small", seed=3, record_timeline=True)
+    pol = RandomDecisions(3)
+    pol2 = RandomDecisions(3)
+    ctx, ctx2 = py.next_decision(), nat.next_decision()
+    k = 0
+    while ctx is not None:
+        if k % 7 == 0:
+            assert py.timeline == nat.timeline
+            assert py._events == nat._events
+            for a, b in zip(py.dnodes, nat.dnodes, strict=True):
+                for f in b._fields:
+                    va, vb = getattr(a, f), getattr(b, f)
+                    if f == "batch":
+                        va = tuple(va)
+                    elif f in ("fresh", "smax_idx", "smax_val", "pending", "swapped", "defl", "heap"):
+                        va = None if va is None else tuple(va)
+                    assert repr(va) == repr(vb), f
+            for a, b in zip(py.pnodes, nat.pnodes, strict=True):
+                for f in b._fields:
+                    va, vb = getattr(a, f), getattr(b, f)
+                    if f in ("queue", "step"):
+                        va = None if va is None else tuple(tuple(x) for x in va)
+                    assert repr(va) == repr(vb), f
+        k += 1
+        py.apply(pol.decide(ctx))
+        nat.apply(pol2.decide(ctx2))
+        ctx, ctx2 = py.next_decision(), nat.next_decision()
+    assert ctx2 is None and py.timeline == nat.timeline and len(nat.timeline) > 100
+    assert {x[4][:5] for x in nat.timeline} == {"prefi", "decod", "chunk"}
+    assert NativeSimulator("small", seed=3).timeline == []
 
 
 @pytest.mark.parametrize("bad", [None, "prefill", Decision("sideways"), Decision.prefill_path(7),
