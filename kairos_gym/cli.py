@@ -253,13 +253,16 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- leaderboard
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.leaderboard import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED, SUITE
+    from kairos_gym.train.leaderboard import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED, SUITE, TIER_NAMES
 
     p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md (docs/benchmark.md)")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
                    help="registry names and best-static (the static rule tuned on the train instances), each once; "
-                   f"must include {', '.join(REQUIRED)}. Every one runs the whole suite: "
-                   + "; ".join(f"{t.name} {t.describe()}" for t in SUITE))
+                   f"must include {', '.join(REQUIRED)}. Every one runs every task of the suite (docs/benchmark.md)")
+    p.add_argument("--tasks", default=None, metavar="NAMES",
+                   help="run only these tasks (comma-separated): task names, family names (every tier of it: "
+                   + ", ".join(dict.fromkeys(t.family for t in SUITE)) + ") or tier names (every family at it: "
+                   + ", ".join(TIER_NAMES) + "); default: the whole suite")
     p.add_argument("--policy", action="append", default=[], metavar="FILE.py:CLASS",
                    help="also rank the class CLASS of the Python file FILE.py (repeatable). This RUNS the file, as "
                    "'python FILE.py' would: only your own or trusted code. The class needs decide(ctx) -> Decision; "
@@ -280,10 +283,18 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     from kairos_gym.agents.loader import policy_from_checkpoint, policy_from_file
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.leaderboard import BEST_STATIC, MAX_EXTERNAL, check_entries, leaderboard_md, run_suite
+    from kairos_gym.train.leaderboard import (
+        BEST_STATIC,
+        MAX_EXTERNAL,
+        check_entries,
+        leaderboard_md,
+        run_suite,
+        select_tasks,
+    )
 
     w = "leaderboard"
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
+    suite = None if args.tasks is None else select_tasks(args.tasks)
     check_outputs(w, {"--out": args.out, "--json": args.json})
     if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
         raise ConfigError(w, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
@@ -293,7 +304,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["leaderboard"]))])
     with _progress(args, "leaderboard") as bar:
-        res = run_suite(policies, externals, progress=bar, command=command)
+        res = run_suite(policies, externals, suite=suite, progress=bar, command=command)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(leaderboard_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")

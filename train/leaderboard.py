@@ -73,8 +73,10 @@ MIN_HEADROOM = 0.01
 """Least ``reference - no-deflect`` (SLO attainment, means over the test instances) for a task to be normalised."""
 MAX_EXTERNAL = 16
 """Most ``--policy`` plus ``--checkpoint`` entries of one leaderboard run."""
-KEYS = ("slo_attainment", "ttft_p95", "tbt_violation_rate", "deflection_rate", "n_requests")
-"""Figures kept per run."""
+BREAKDOWN = ("queue", "execution", "transfer")
+KEYS = ("slo_attainment", "ttft_p95", "tbt_violation_rate", "tbt_request_attainment", "deflection_rate", "n_requests",
+        *(f"ttft_breakdown_mean.{k}" for k in BREAKDOWN), *(f"ttft_breakdown_p95.{k}" for k in BREAKDOWN))
+"""Figures kept per run (``a.b``: key ``b`` of the summary's dict ``a``)."""
 
 
 # ---------------------------------------------------------------------------------------------- the suite
@@ -101,19 +103,35 @@ class Instance:
 
 @dataclass(frozen=True)
 class Task:
-    """A scenario with its fixed test and train instances."""
+    """A scenario (a task family) at one SLO tier, with its fixed test and train instances.
+
+    ``overrides`` (deep-merged into the shipped scenario) shorten an instance, never change its physics;
+    ``tier`` is ``"default"`` (the scenario's own SLOs) or a key of :data:`TIERS` (SLOs from
+    :func:`tier_slos`)."""
 
     name: str
     scenario: str | Mapping[str, Any]
     test: tuple[Instance, ...]
     train: tuple[Instance, ...]
     windows: bool = field(default=False)
+    family: str = ""
+    tier: str = "default"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self, which: str = "test") -> str:
         inst = self.test if which == "test" else self.train
         if not self.windows:
             return "seeds " + format_seeds([i.seed for i in inst])
         return ", ".join(f"[{i.window_s[0]:g}, {i.window_s[1]:g})" for i in inst if i.window_s) + " s"
+
+    def base(self) -> ScenarioConfig:
+        """The task's scenario: the shipped one, its ``overrides``, and the tier's SLOs."""
+        sc = load_scenario(self.scenario)
+        if self.overrides:
+            sc = sc.with_overrides(self.overrides)
+        if self.tier != "default":
+            sc = sc.with_overrides({"slo": tier_slos(sc, self.train[0])[self.tier]})
+        return sc
 
 
 def seeds(*values: int) -> tuple[Instance, ...]:
@@ -126,16 +144,99 @@ def windows(edges: Sequence[float], seed: int = 0) -> tuple[Instance, ...]:
     return tuple(Instance(seed, (float(a), float(b))) for a, b in itertools.pairwise(edges))
 
 
-TRACE_WINDOW_S = 480.0
-"""Length of a trace instance (original seconds; azure-code's 3,436 s give seven, the first two for training)."""
-_W = [TRACE_WINDOW_S * i for i in range(8)]
-SUITE: tuple[Task, ...] = (
-    Task("bursty", "bursty", seeds(0, 1, 2, 3, 4), seeds(1000, 1001)),
-    Task("steady", "steady", seeds(0, 1, 2, 3, 4), seeds(1000, 1001)),
-    Task("decode-heavy", "decode-heavy", seeds(0, 1, 2, 3, 4), seeds(1000, 1001)),
-    Task("azure-code", "azure-code", windows(_W[2:]), windows(_W[:3]), windows=True),
+# ---------------------------------------------------------------------------------------------- SLO tiers
+TIERS: dict[str, float] = {"strict": 5.0, "relaxed": 25.0}
+"""SLO tiers as multiples of the unloaded figures (Sarathi-Serve's convention: strict TBT = 5x and relaxed = 25x
+an unloaded decode step; the TTFT tiers take the same factors of an unloaded TTFT). The ``default`` tier keeps
+the scenario's own SLOs."""
+TIER_NAMES = ("strict", "default", "relaxed")
+
+
+def unloaded(sc: ScenarioConfig, inst: Instance) -> dict[str, float]:
+    """The unloaded figures of a scenario (seconds), from the workload of ``inst``: its median prompt ``P`` and
+    median output ``O`` (tokens, rounded down); ``decode_step_s``: the latency model's decode step at batch 1
+    with context ``P + O // 2`` (the mean context of a median request while it decodes); ``ttft_s``: the TTFT
+    of one request of ``P`` prompt tokens alone on the cluster (simulated: its prefill steps at the scenario's
+    token budget, the KV transfer, the decode node's first step)."""
+    from kairos_gym.latency.model import StepLatencyModel
+    from kairos_gym.sim import Decision, Simulator
+
+    sim = Simulator(inst.scenario(sc), seed=inst.seed)
+    prompt = int(np.median(sim.workload.prompt_tokens))
+    output = int(np.median(sim.workload.output_tokens))
+    cl = sc.cluster
+    model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
+    step = model.step_time([prompt + output // 2])
+    one = sc.to_dict()
+    one["workload"] = {"arrival": {"kind": "poisson", "rate": 1.0}, "num_requests": 1,
+                       "lengths": {"kind": "fixed", "prompt_tokens": prompt, "output_tokens": 2}}
+
+    class _Prefill:
+        def decide(self, ctx: Any) -> Decision:
+            return Decision.prefill_path()
+
+    alone = Simulator(ScenarioConfig.from_dict(one), seed=0)
+    ttft = float(alone.run(_Prefill())["ttft_mean"])
+    return {"prompt_tokens": prompt, "output_tokens": output, "decode_step_s": step, "ttft_s": ttft}
+
+
+def tier_slos(sc: ScenarioConfig, inst: Instance) -> dict[str, dict[str, float]]:
+    """``{tier: {"ttft_s", "tbt_s"}}``: :data:`TIERS` times the unloaded TTFT and decode step (:func:`unloaded`),
+    rounded to 0.1 ms; ``default``: the scenario's own SLOs."""
+    u = unloaded(sc, inst)
+    out = {t: {"ttft_s": round(f * u["ttft_s"], 4), "tbt_s": round(f * u["decode_step_s"], 4)}
+           for t, f in TIERS.items()}
+    out["default"] = {"ttft_s": sc.slo.ttft_s, "tbt_s": sc.slo.tbt_s}
+    return out
+
+
+TRACE_WINDOW_S = 240.0
+"""Length of an azure-code instance (original seconds; the trace's 3,436 s give fourteen: two for training, ten
+for test, the last two unused)."""
+MOONCAKE_WINDOW_S = 280.0
+"""Length of a long-tail (Mooncake) instance (original seconds, replayed at 0.15x: ~1,870 simulated seconds,
+~950 requests; the trace's 3,537 s give twelve: two for training, ten for test)."""
+N_TEST = 10
+"""Test instances per task."""
+_AZ = [TRACE_WINDOW_S * i for i in range(N_TEST + 3)]
+_MC = [MOONCAKE_WINDOW_S * i for i in range(N_TEST + 3)]
+_SEEDS = seeds(*range(N_TEST))
+_TRAIN = seeds(1000, 1001)
+FAMILIES: tuple[tuple[str, str, dict[str, Any], tuple[Instance, ...], tuple[Instance, ...], bool], ...] = (
+    ("bursty", "bursty", {"workload": {"num_requests": 1500}}, _SEEDS, _TRAIN, False),
+    ("regime-shift", "regime-shift", {}, _SEEDS, _TRAIN, False),
+    ("decode-bound", "decode-bound", {}, _SEEDS, _TRAIN, False),
+    ("long-tail", "mooncake", {}, windows(_MC[2:]), windows(_MC[:3]), True),
+    ("kv-pressure", "kv-pressure", {"workload": {"num_requests": 1000}}, _SEEDS, _TRAIN, False),
+    ("azure-code", "azure-code", {}, windows(_AZ[2:]), windows(_AZ[:3]), True),
 )
-"""The standard suite: test instances (5 per task) and the disjoint train instances of ``best-static``."""
+"""The task families: (family, shipped scenario, overrides, test instances, train instances, trace windows)."""
+SUITE: tuple[Task, ...] = tuple(
+    Task(fam if tier == "default" else f"{fam}/{tier}", scen, test, train, windows=win, family=fam, tier=tier,
+         overrides=over)
+    for fam, scen, over, test, train, win in FAMILIES for tier in TIER_NAMES)
+"""The standard suite: every family at every tier; test instances (:data:`N_TEST` per task) and the disjoint
+train instances of ``best-static``."""
+
+
+def select_tasks(spec: str, suite: Sequence[Task] | None = None) -> tuple[Task, ...]:
+    """The tasks of a comma-separated ``--tasks`` list: task names (``bursty/strict``), family names (every
+    tier of the family) or tier names (every family at that tier); in suite order, each once. ``suite``:
+    :data:`SUITE` when None."""
+    suite = SUITE if suite is None else tuple(suite)
+    names = [p.strip() for p in spec.split(",")]
+    fams = {t.family for t in suite}
+    known = [t.name for t in suite]
+    if not spec.strip() or any(not n for n in names):
+        raise ConfigError("leaderboard", "--tasks", spec, "a comma-separated list of task, family or tier names")
+    for n in names:
+        if n not in known and n not in fams and n not in TIER_NAMES:
+            raise ConfigError("leaderboard", "--tasks", n, "task names (" + ", ".join(known) + "), family names ("
+                              + ", ".join(sorted(fams)) + ") or tier names (" + ", ".join(TIER_NAMES) + ")")
+    if len(set(names)) != len(names):
+        raise ConfigError("leaderboard", "--tasks", spec, "each name once")
+    return tuple(t for t in suite if t.name in names or t.family in names or t.tier in names)
+
 
 STATIC_GRID: tuple[tuple[str, dict[str, Any]], ...] = (
     ("always-deflect", {"chunk": 512}), ("always-deflect-ls", {}),
@@ -227,7 +328,10 @@ def _external(ext: ExternalPolicy) -> Entry:
 def _scores(runs: list[dict[str, Any]], key: str = METRIC) -> list[float]:
     out = []
     for r in runs:
-        v = r.get(key)
+        head, _, sub = key.partition(".")
+        v = r.get(head)
+        if sub:
+            v = v.get(sub) if isinstance(v, Mapping) else None
         out.append(math.nan if v is None else float(v))
     return out
 
@@ -263,7 +367,7 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     if not suite or any(not t.test or not t.train for t in suite) or len({t.name for t in suite}) != len(suite):
         raise ConfigError("leaderboard", "suite", [t.name for t in suite],
                           "tasks with distinct names, each with test and train instances")
-    bases = {t.name: load_scenario(t.scenario) for t in suite}
+    bases = {t.name: t.base() for t in suite}
     registry = [p for p in policies if p != BEST_STATIC]
     for t in suite:
         check_policies("leaderboard", "--policies", registry, bases[t.name], t.test[0].seed)
@@ -301,7 +405,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         "command": command, **provenance(),
         "suite": [{"task": t.name, "scenario": t.scenario if isinstance(t.scenario, str) else bases[t.name].name,
                    "instances": [i.label for i in t.test], "train_instances": [i.label for i in t.train],
-                   "windows": t.windows, "test": t.describe("test"), "train": t.describe("train")} for t in suite],
+                   "windows": t.windows, "test": t.describe("test"), "train": t.describe("train"),
+                   "family": t.family or t.name, "tier": t.tier,
+                   "slo": {"ttft_s": bases[t.name].slo.ttft_s, "tbt_s": bases[t.name].slo.tbt_s}} for t in suite],
         "entries": [{"label": e.label, "kind": e.kind} for e in entries],
         "figures": figures,
         "best_static": best,
@@ -339,7 +445,7 @@ def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks:
                               for x in figures[label][t][METRIC]] for t in scored} for label in labels}
     per_task = {label: {t: {"raw": _ci(figures[label][t][METRIC]),
                             "normalized": _ci(normalized[label][t]) if t in scored else None,
-                            **{k: _ci(figures[label][t][k]) for k in KEYS if k != METRIC}}
+                            **{k: _ci(figures[label][t][k]) for k in KEYS if k != METRIC and k in figures[label][t]}}
                         for t in tasks} for label in labels}
     paired = {}
     for label in labels:
@@ -393,6 +499,53 @@ def ranking(res: Mapping[str, Any]) -> list[str]:
     return sorted(labels, key=lambda lb: (-agg[lb]["iqm"][0], lb))
 
 
+def _family_tables(res: Mapping[str, Any], order: Sequence[str]) -> list[str]:
+    """Per family and tier SLO attainment; per task the per-request vs per-gap TBT figures and the TTFT
+    breakdown of the anchors and the comparison; the precision of the per-task means."""
+    suite = res["suite"]
+    fams = list(dict.fromkeys(s.get("family", s["task"]) for s in suite))
+    by = {(s.get("family", s["task"]), s.get("tier", "default")): s["task"] for s in suite}
+    tiers = [t for t in TIER_NAMES if any((f, t) in by for f in fams)]
+    pt = res["per_task"]
+    lines = ["", "## SLO attainment per family and tier", "",
+             "Mean over the test instances, " + " / ".join(tiers) + " (docs/benchmark.md, \"SLO tiers\"); "
+             "-: the task was not run.", "",
+             "| policy | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    for lb in order:
+        cells = [" / ".join(_num(pt[lb][by[(f, t)]]["raw"]["mean"]) if (f, t) in by else "-" for t in tiers)
+                 for f in fams]
+        lines.append(f"| {lb} | " + " | ".join(cells) + " |")
+    show = [lb for lb in (res["baseline"], res["comparison"], res["reference"]) if lb in pt]
+    lines += ["", "## TBT per request and per gap, TTFT breakdown", "",
+              "Means over the test instances. TBT req: `tbt_request_attainment` (share of completed requests whose "
+              "every gap is within the TBT SLO); TBT gaps: `tbt_violation_rate` (share of gaps over it). TTFT "
+              "breakdown of the prefill-path requests (docs/metrics.md): mean queue / execution / transfer, and "
+              "P95 queue, in seconds (n/a: no request took the prefill path).", "",
+              "| task | policy | SLO attainment | TBT req | TBT gaps | queue | execution | transfer | P95 queue |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in suite:
+        t = s["task"]
+        for lb in show:
+            c = pt[lb][t]
+
+            def m(k: str, spec: str = ".3f", c: Mapping[str, Any] = c) -> str:
+                return _num(c[k]["mean"], spec) if k in c else "n/a"
+
+            lines.append(f"| {t} | {lb} | {_num(c['raw']['mean'])} | {m('tbt_request_attainment')} | "
+                         f"{m('tbt_violation_rate', '.4f')} | {m('ttft_breakdown_mean.queue', '.3f')} | "
+                         f"{m('ttft_breakdown_mean.execution', '.3f')} | {m('ttft_breakdown_mean.transfer', '.4f')} | "
+                         f"{m('ttft_breakdown_p95.queue', '.3f')} |")
+    lines += ["", "## Precision of the per-task means", "",
+              "Half-width of the 95% Student-t interval of the mean SLO attainment over the test instances (the "
+              "target is < 0.02, two SLO-attainment points).", "",
+              "| policy | " + " | ".join(s["task"] for s in suite) + " | max |", "|---|" + "---|" * (len(suite) + 1)]
+    for lb in show:
+        hs = [pt[lb][s["task"]]["raw"]["ci95"] for s in suite]
+        finite = [h for h in hs if h is not None]
+        lines.append(f"| {lb} | " + " | ".join(_num(h) for h in hs) + f" | {_num(max(finite) if finite else None)} |")
+    return lines
+
+
 def leaderboard_md(res: Mapping[str, Any]) -> str:
     """The markdown text of LEADERBOARD.md."""
     tasks = [s["task"] for s in res["suite"]]
@@ -418,14 +571,16 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         "",
         "## Suite",
         "",
-        "| task | instances (test) | n | train instances (best-static only) | what differs between instances |",
-        "|---|---|---:|---|---|",
+        "| task | SLO TTFT / TBT (s) | instances (test) | n | train instances (best-static only) | what differs "
+        "between instances |",
+        "|---|---|---|---:|---|---|",
     ]
     for s in res["suite"]:
         what = ("the trace window (a trace workload does not depend on the seed: every window runs with seed 0, "
                 "which seeds only the policies' own randomness); original trace seconds" if s["windows"]
                 else "the workload seed")
-        lines.append(f"| {s['task']} | {s['test']} | {len(s['instances'])} | {s['train']} | {what} |")
+        slo = f"{s['slo']['ttft_s']:g} / {s['slo']['tbt_s']:g}" if "slo" in s else "-"
+        lines.append(f"| {s['task']} | {slo} | {s['test']} | {len(s['instances'])} | {s['train']} | {what} |")
     lines.append("")
     if scored:
         lines += [
@@ -486,6 +641,7 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
             cells.append(f"{_pm(c['raw'])} / {_num(c['ttft_p95']['mean'], '.2f')} / "
                          f"{_num(c['tbt_violation_rate']['mean'], '.4f')}")
         lines.append(f"| {lb} | " + " | ".join(cells) + " |")
+    lines += _family_tables(res, order)
     lines += [
         "",
         f"## Paired against {res['comparison']}",

@@ -161,6 +161,7 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
     n_gaps = int(gw.sum())
     n_ok = int(((ttft_all <= sc.slo.ttft_s) & (max_gap <= sc.slo.tbt_s) & done).sum())
     n_done = int(done.sum())
+    n_tbt_ok = int(((max_gap <= sc.slo.tbt_s) & done).sum())  # requests, not gaps (a 1-token request has none)
     makespan = float(np.nanmax(fin)) if any_done else 0.0
     span = makespan if makespan > 0 else 1.0
     n_deflect = int((path == PATH_DEFLECT).sum())
@@ -188,8 +189,12 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
             transfer = decode_wait = np.zeros(int(sel_p.sum()))
         q95 = sorted_percentile(np.sort(ttft_all[sel_p]), 95)
         exec_share = float(np.nanmean(exec_s) / q95) if q95 > 0 else math.nan
+        breakdown_p95 = {"queue": sorted_percentile(np.sort(queue[~np.isnan(queue)]), 95),
+                         "execution": sorted_percentile(np.sort(exec_s), 95),
+                         "transfer": sorted_percentile(np.sort(transfer), 95)}
     else:
         exec_share = math.nan
+        breakdown_p95 = {"queue": math.nan, "execution": math.nan, "transfer": math.nan}
     out: dict[str, Any] = {
         "scenario": sc.name,
         "source": sim.workload.source,
@@ -204,6 +209,7 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "ttft_mean": float(ttft_all[done].mean()) if ttft.size else math.nan,
         "tbt_p50": tbt50, "tbt_p95": tbt95, "tbt_p99": tbt99,
         "tbt_violation_rate": sim.tbt_violations / n_gaps if n_gaps else 0.0,
+        "tbt_request_attainment": n_tbt_ok / n_done if n_done else math.nan,
         "tpot_mean": float(tpot.mean()) if tpot.size else math.nan,
         "e2e_p50": sorted_percentile(e2e, 50), "e2e_p95": sorted_percentile(e2e, 95),
         "slo_ttft_s": sc.slo.ttft_s, "slo_tbt_s": sc.slo.tbt_s,
@@ -231,6 +237,7 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
             "transfer": float(np.mean(transfer)) if any_p else math.nan,
             "decode_wait": float(np.mean(decode_wait)) if any_p else math.nan,
         },
+        "ttft_breakdown_p95": {k: (None if math.isnan(v) else v) for k, v in breakdown_p95.items()},
         "prefill_exec_share_of_p95_ttft": exec_share,
         "tbt_gaps": n_gaps,
         "sim_time_s": makespan,

@@ -7,13 +7,16 @@ import itertools
 import json
 
 import kairos_gym.train.leaderboard as lb
+import numpy as np
 import pytest
 from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train.leaderboard import (
+    N_TEST,
     REQUIRED,
     STATIC_GRID,
     SUITE,
+    TIER_NAMES,
     Instance,
     Task,
     leaderboard_md,
@@ -25,6 +28,7 @@ from kairos_gym.train.leaderboard import (
 
 from kairos_gym.cli import main
 from kairos_gym.config import load_scenario
+from kairos_gym.sim import Simulator
 
 TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
         "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
@@ -64,15 +68,32 @@ def _fig(values):
 # ---------------------------------------------------------------------------------------------- the suite
 def test_the_standard_suite_has_fixed_disjoint_instances():
     for t in SUITE:
-        assert len(t.test) == 5 and t.train, t.name
+        assert len(t.test) == N_TEST and t.train, t.name
         assert not set(t.test) & set(t.train), t.name  # tuning never sees a test instance
         if t.windows:  # trace: disjoint windows, all with one seed (it does not change the workload)
             spans = sorted(i.window_s for i in (*t.test, *t.train))
             assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), t.name
             assert {i.seed for i in t.test} == {0}
         else:
-            assert all(i.window_s is None for i in t.test) and len({i.seed for i in t.test}) == 5
-    assert [t.name for t in SUITE if t.windows] == ["azure-code"]
+            assert all(i.window_s is None for i in t.test) and len({i.seed for i in t.test}) == N_TEST
+    assert {t.family for t in SUITE if t.windows} == {"azure-code", "long-tail"}
+    # every family at every tier, on the family's instances (tiers change the SLOs only)
+    fams = {t.family for t in SUITE}
+    assert len(SUITE) == len(fams) * len(TIER_NAMES) == len({t.name for t in SUITE})
+    for f in fams:
+        ts = [t for t in SUITE if t.family == f]
+        assert sorted(t.tier for t in ts) == sorted(TIER_NAMES)
+        assert len({(t.test, t.train, t.scenario) for t in ts}) == 1, f
+
+
+def test_trace_windows_lie_inside_their_trace():
+    """A window past the trace's end would be an empty (or short) instance: every window holds requests."""
+    for t in SUITE:
+        if t.windows and t.tier == "default":
+            base = t.base()
+            last = max((*t.test, *t.train), key=lambda i: i.window_s[1])
+            sim = Simulator(last.scenario(base), seed=0)
+            assert sim.n > 100, (t.name, last.label, sim.n)
 
 
 def test_a_trace_workload_does_not_depend_on_the_seed_but_on_the_window():
@@ -182,6 +203,9 @@ BAD_ARGS = [
     (["--policies", "no-deflect,kairos"], "missing: kairos-exact"),
     (["--policies", "no-deflect,kairos,kairos-exact,oracle"], "oracle is left out"),
     (["--policies", "no-deflect,kairos,kairos-exact,best-static,nope"], "'nope' is not one"),
+    (["--tasks", "nope"], "family names"),
+    (["--tasks", "tiny,tiny"], "each name once"),
+    (["--tasks", "tiny,"], "comma-separated"),
 ]
 
 
@@ -216,3 +240,36 @@ def test_markdown_ranks_by_iqm_and_records_the_header():
     assert "Command: `kairos-gym leaderboard --out X.md`" in md
     assert "commit `abc123` with uncommitted changes" in md and "wall time 12 s" in md
     assert md.index("| 1 | better |") < md.index("| 2 | kairos-exact |") < md.index("| 4 | no-deflect |")
+
+
+def test_select_tasks_by_task_family_and_tier():
+    by = {t.name: t for t in SUITE}
+    assert lb.select_tasks("bursty/strict") == (by["bursty/strict"],)
+    picked = lb.select_tasks("decode-bound,strict")
+    assert {t.name for t in picked} == {t.name for t in SUITE if t.family == "decode-bound" or t.tier == "strict"}
+    assert [t.name for t in picked] == [t.name for t in SUITE if t in picked]  # suite order
+    assert len(picked) == 3 + len({t.family for t in SUITE}) - 1
+
+
+def test_tier_slos_are_5x_and_25x_the_unloaded_decode_step_and_ttft():
+    """docs/benchmark.md, "SLO tiers": brute force from the latency model for bursty (one prefill step, as its
+    median prompt fits the token budget)."""
+    from kairos_gym.latency.model import StepLatencyModel
+
+    task = next(t for t in SUITE if t.name == "bursty/strict")
+    sc = load_scenario("bursty").with_overrides(task.overrides)
+    sim = Simulator(task.train[0].scenario(sc), seed=task.train[0].seed)
+    p = int(np.median(sim.workload.prompt_tokens))
+    o = int(np.median(sim.workload.output_tokens))
+    assert p < sc.cluster.prefill_token_budget
+    m = StepLatencyModel.from_preset()
+    step = m.step_time([p + o // 2])
+    xfer = sc.transfer.setup_s + p * m.kv_bytes_per_token / sc.transfer.bandwidth_bytes_per_s
+    ttft = m.step_time([], [(p, 0)]) + xfer + m.step_time([p])  # prefill step, KV transfer, first decode step
+    u = lb.unloaded(sc, task.train[0])
+    assert u["decode_step_s"] == step and abs(u["ttft_s"] - ttft) < 1e-12
+    tiers = lb.tier_slos(sc, task.train[0])
+    assert tiers["strict"] == {"ttft_s": round(5 * u["ttft_s"], 4), "tbt_s": round(5 * step, 4)}
+    assert tiers["relaxed"] == {"ttft_s": round(25 * u["ttft_s"], 4), "tbt_s": round(25 * step, 4)}
+    assert tiers["default"] == {"ttft_s": 1.0, "tbt_s": 0.1}
+    assert task.base().slo.tbt_s == tiers["strict"]["tbt_s"] == 0.0432  # the figure docs/benchmark.md gives
