@@ -60,6 +60,17 @@ def test_golden_fingerprints_natively(key):
     assert got == {key: GOLDEN[key]}
 
 
+@pytest.mark.parametrize("env_id", FP.ENV_IDS)
+def test_golden_env_trajectories_on_the_native_engine(monkeypatch, env_id):
+    """The env goldens (4,000 random masked steps: observations, rewards, summaries) with the env's simulator
+    on the native engine (KAIROS_ENGINE, the env's only engine switch)."""
+    monkeypatch.setenv("KAIROS_ENGINE", "native")
+    import gymnasium as gym
+
+    assert type(gym.make(env_id).unwrapped.sim) is NativeSimulator
+    assert FP.compute(select=lambda k: k == env_id) == {env_id: GOLDEN[env_id]}
+
+
 def test_engine_selection_builds_the_native_simulator(monkeypatch):
     assert type(Simulator("small", seed=0, engine="native")) is NativeSimulator
     monkeypatch.setenv("KAIROS_ENGINE", "native")
