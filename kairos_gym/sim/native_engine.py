@@ -56,6 +56,23 @@ COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exe
 """Per-request columns of the core, exposed as attributes of the same names (read-only numpy views)."""
 
 
+TraceEvent = tuple[float, int, int, int, float]
+"""One popped event of ``Simulator(trace=True)``: (t s, kind, a, b, wait_area after it in request-seconds)."""
+
+
+def first_divergence(a: list[TraceEvent], b: list[TraceEvent]) -> int | None:
+    """Index of the first event where two event traces differ, bit for bit (floats by their repr, so -0.0 and
+    0.0 differ), or where the shorter one ends; None when they are equal. For diffing the two engines::
+
+        py, nat = Simulator(sc, trace=True), Simulator(sc, trace=True, engine="native")
+        ...run both...; i = first_divergence(py.trace, nat.trace); py.trace[i], nat.trace[i]
+    """
+    for i, (x, y) in enumerate(zip(a, b)):  # noqa: B905 (lengths compared below)
+        if x != y or repr(x) != repr(y):
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
 class PrefillNodeState(NamedTuple):
     """A read-only copy of a prefill node's state (the Python engine's ``_PrefillNode`` fields): tokens, seconds.
     ``queue`` holds (rid, remaining, done) per prompt, ``step`` (rid, chunk, prefix) per chunk of the step in

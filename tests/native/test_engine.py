@@ -17,7 +17,7 @@ from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.engine import Simulator as PySimulator
-from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
+from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator, first_divergence
 from tests.sim.conftest import NoDeflect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,6 +177,23 @@ def test_scenario_runs_match_with_contexts(oracle):
     py = PySimulator("bursty", seed=4, oracle=oracle, trace=True)
     nat = NativeSimulator("bursty", seed=4, oracle=oracle, trace=True)
     assert_same_run(py, nat, 4)
+
+
+def test_first_divergence_of_two_traces():
+    py = PySimulator("small", seed=2, trace=True)
+    nat = NativeSimulator("small", seed=2, trace=True)
+    py.run(RandomDecisions(2))
+    nat.run(RandomDecisions(2))
+    a, b = py.trace, nat.trace
+    assert len(a) > 1000 and first_divergence(a, b) is None
+    c = list(b)
+    t, kind, x, y, w = c[500]
+    c[500] = (t, kind, x, y, float(np.nextafter(w, np.inf)))  # one ulp of the wait area
+    assert first_divergence(a, c) == 500
+    assert first_divergence(a, b[:-3]) == len(b) - 3
+    z = list(a)
+    z[0] = (-0.0, *z[0][1:]) if z[0][0] == 0.0 else (0.0, *z[0][1:])
+    assert first_divergence(a, z) == 0
 
 
 def test_reset_replays_and_keeps_old_views():
