@@ -196,6 +196,10 @@ class Simulator:
             return NativeSimulator(*args, **kwargs)
         return super().__new__(cls)
 
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, str]]:
+        """Unpickling and copying make a Python-engine simulator again, whatever ``KAIROS_ENGINE`` says."""
+        return (), {"engine": "python"}
+
     def __init__(
         self,
         scenario: str | ScenarioConfig | dict[str, Any] = "bursty",

@@ -84,3 +84,21 @@ def test_trace_records_every_event_and_changes_nothing():
 def test_trace_flag_is_checked():
     with pytest.raises(ConfigError, match="trace = 1"):
         Simulator("small", seed=0, trace=1)  # type: ignore[arg-type]
+
+
+def test_copies_and_pickles_of_a_python_engine_stay_python(monkeypatch):
+    """Unpickling or copying a Python-engine simulator under KAIROS_ENGINE=native gives a Python-engine one
+    (Simulator.__new__ picks the engine, and pickle calls it without the constructor's arguments)."""
+    import copy
+    import pickle
+
+    fp = _fingerprint_module()
+    ref = Simulator("small", seed=0)
+    expected = fp.fingerprint(ref, ref.run(NoDeflect()))
+    sim = Simulator("small", seed=0)
+    sim.apply(NoDeflect().decide(sim.next_decision()))
+    monkeypatch.setenv("KAIROS_ENGINE", "native")
+    for twin in (pickle.loads(pickle.dumps(sim)), copy.deepcopy(sim)):
+        assert type(twin) is PySimulator
+        assert twin.now == sim.now and twin.n_decisions == 1
+        assert fp.fingerprint(twin, twin.run(NoDeflect())) == expected
