@@ -450,6 +450,10 @@ class NativeSimulator:
         raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
                                   "use engine=\"python\"")
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise NotImplementedError("the native engine cannot be pickled or copied yet (issue 11, step 6: "
+                                  "snapshot/restore); use engine=\"python\"")
+
     def restore(self, state: dict[str, Any]) -> None:
         raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
                                   "use engine=\"python\"")

@@ -254,6 +254,12 @@ def test_snapshots_are_not_implemented_yet():
         nat.snapshot()
     with pytest.raises(NotImplementedError, match="snapshot"):
         nat.restore({})
+    import copy
+    import pickle
+
+    for f in (pickle.dumps, copy.deepcopy, copy.copy):
+        with pytest.raises(NotImplementedError, match="step 6"):
+            f(nat)
 
 
 def test_timeline_node_states_and_pending_events_match_the_python_engine():
