@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,27 +81,51 @@ def fingerprint(sim: Simulator, summary: dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def compute() -> dict[str, str]:
-    """Every fingerprint, keyed by case (``scenario/policy/seed``, ``tight-<policy>/...``, ``incl/...``, env ids)."""
-    out: dict[str, str] = {}
-    for scen in ("bursty", "decode-heavy", "azure-code", "mooncake", "small"):
-        for name in ("nodef", "d512", "dls", "rand"):
+SIM_SCENARIOS = ("bursty", "decode-heavy", "azure-code", "mooncake", "small")
+SIM_POLICIES = ("nodef", "d512", "dls", "rand")
+ENV_IDS = ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0")
+
+
+def sim_cases() -> list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]]]:
+    """Every simulator case as (key, make) where ``make(engine)`` builds the simulator with that engine
+    (None: the default selection) and returns it with the policy to run."""
+    cases: list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]]] = []
+
+    def policy(name: str, seed: int) -> Any:
+        return {"nodef": NoDeflect, "d512": lambda: DeflectAll(512), "dls": lambda: DeflectAll(0),
+                "d256": lambda: DeflectAll(256), "d128": lambda: DeflectAll(128),
+                "rand": lambda: RandomDeflect(seed)}[name]()
+
+    for scen in SIM_SCENARIOS:
+        for name in SIM_POLICIES:
             for seed in (0, 1):
-                pol = {"nodef": NoDeflect(), "d512": DeflectAll(512), "dls": DeflectAll(0),
-                       "rand": RandomDeflect(seed)}[name]
-                sim = Simulator(scen, seed=seed)
-                out[f"{scen}/{name}/{seed}"] = fingerprint(sim, sim.run(pol))
+                cases.append((f"{scen}/{name}/{seed}",
+                              lambda e, s=scen, n=name, sd=seed: (Simulator(s, seed=sd, engine=e), policy(n, sd))))
     for mp in ("swap", "reserve"):
-        for name, pol in (("nodef", NoDeflect()), ("d256", DeflectAll(256)), ("rand", RandomDeflect(3))):
-            sim = tight_memory_sim(mp)
-            out[f"tight-{mp}/{name}"] = fingerprint(sim, sim.run(pol))
-    sim = tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8)
-    out["tight-swap-slow"] = fingerprint(sim, sim.run(DeflectAll(128)))
+        for name, pseed in (("nodef", 0), ("d256", 0), ("rand", 3)):
+            cases.append((f"tight-{mp}/{name}",
+                          lambda e, m=mp, n=name, ps=pseed: (tight_memory_sim(m, engine=e), policy(n, ps))))
+    cases.append(("tight-swap-slow", lambda e: (tight_memory_sim("swap", engine=e, swap_bandwidth_bytes_per_s=1e8),
+                                                 policy("d128", 0))))
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
-    for name, pol in (("nodef", NoDeflect()), ("rand", RandomDeflect(5))):
-        sim = Simulator(sc, seed=2)
-        out[f"incl/{name}"] = fingerprint(sim, sim.run(pol))
-    for env_id in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"):
+    for name, pseed in (("nodef", 0), ("rand", 5)):
+        cases.append((f"incl/{name}", lambda e, n=name, ps=pseed: (Simulator(sc, seed=2, engine=e), policy(n, ps))))
+    return cases
+
+
+def compute(engine: str | None = None, select: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Every fingerprint, keyed by case (``scenario/policy/seed``, ``tight-<policy>/...``, ``incl/...``, env ids).
+
+    ``engine``: the simulation engine of the simulator cases (None: the default selection; the env cases use
+    the default selection always). ``select(key)``: compute only the cases it accepts (None: all)."""
+    out: dict[str, str] = {}
+    for key, make in sim_cases():
+        if select is None or select(key):
+            sim, pol = make(engine)
+            out[key] = fingerprint(sim, sim.run(pol))
+    for env_id in ENV_IDS:
+        if select is not None and not select(env_id):
+            continue
         env = gym.make(env_id)
         rng = np.random.default_rng(0)
         h = hashlib.sha256()

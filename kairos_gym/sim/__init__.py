@@ -1,7 +1,40 @@
-"""The cluster simulator core (no gymnasium import)."""
+"""The cluster simulator core (no gymnasium import).
 
-from kairos_gym.sim.engine import Simulator
-from kairos_gym.sim.hook import (
+Two engines implement :class:`Simulator`: ``"python"`` (:mod:`kairos_gym.sim.engine`, the reference) and
+``"native"`` (:mod:`kairos_gym.sim.native_engine`, the C++ core ``kairos_gym._core``, being ported slice by
+slice). ``Simulator(..., engine=...)`` picks one; without it, the ``KAIROS_ENGINE`` environment variable does,
+and the default is ``"python"``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kairos_gym.errors import ConfigError
+
+ENGINES = ("python", "native")
+"""Names of the simulation engines (``Simulator(engine=...)``, ``KAIROS_ENGINE``)."""
+
+DEFAULT_ENGINE = "python"
+
+
+def engine_name(engine: str | None = None) -> str:
+    """The engine to use: ``engine`` if given, else ``$KAIROS_ENGINE`` if set and not empty, else
+    :data:`DEFAULT_ENGINE`. Anything but a name of :data:`ENGINES` raises :class:`ConfigError`."""
+    if engine is None:
+        env = os.environ.get("KAIROS_ENGINE", "")
+        if env == "":
+            return DEFAULT_ENGINE
+        if env not in ENGINES:
+            raise ConfigError("environment variable KAIROS_ENGINE", "KAIROS_ENGINE", env, f"one of {list(ENGINES)}")
+        return env
+    if type(engine) is not str or engine not in ENGINES:
+        raise ConfigError("Simulator", "engine", engine, f"None or one of {list(ENGINES)}")
+    return engine
+
+
+from kairos_gym.sim.engine import Simulator  # noqa: E402  (engine_name first: Simulator.__new__ calls it)
+from kairos_gym.sim.hook import (  # noqa: E402
     DEFLECT,
     LARGEST_SAFE,
     PREFILL,
@@ -15,6 +48,7 @@ from kairos_gym.sim.hook import (
 
 __all__ = [
     "DEFLECT",
+    "ENGINES",
     "LARGEST_SAFE",
     "PREFILL",
     "Decision",
@@ -24,4 +58,5 @@ __all__ = [
     "PrefillNodeView",
     "RequestView",
     "Simulator",
+    "engine_name",
 ]

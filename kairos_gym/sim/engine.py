@@ -132,6 +132,17 @@ def _check_seed(where: str, seed: Any) -> int:
                       "same workload and run)")
 
 
+MAX_KV_CAPACITY = 1 << 40
+"""Largest KV capacity per decode node a caller may set (tokens)."""
+
+
+def _check_kv_capacity(v: Any) -> int:
+    """``kv_capacity`` given to the simulator: a whole number of tokens in [1, MAX_KV_CAPACITY]."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 1 <= v <= MAX_KV_CAPACITY:
+        return int(v)
+    raise ConfigError("Simulator", "kv_capacity", v, f"None or a whole number of tokens in [1, {MAX_KV_CAPACITY}]")
+
+
 def _index_ok(x: Any, n: int) -> bool:
     """Is ``x`` an integer index in [0, n)? (int or numpy integer, not a bool; cheap: exact int first)."""
     if type(x) is int:
@@ -173,6 +184,22 @@ class Simulator:
             ctx = sim.next_decision()
     """
 
+    def __new__(cls, *args: Any, engine: str | None = None, **kwargs: Any) -> Any:
+        """``engine`` picks the implementation: ``"python"`` (this class, the reference) or ``"native"``
+        (:class:`kairos_gym.sim.native_engine.NativeSimulator`, the C++ core); None: the ``KAIROS_ENGINE``
+        environment variable, else ``"python"`` (see :func:`kairos_gym.sim.engine_name`)."""
+        from kairos_gym.sim import engine_name
+
+        if cls is Simulator and engine_name(engine) == "native":
+            from kairos_gym.sim.native_engine import NativeSimulator
+
+            return NativeSimulator(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, str]]:
+        """Unpickling and copying make a Python-engine simulator again, whatever ``KAIROS_ENGINE`` says."""
+        return (), {"engine": "python"}
+
     def __init__(
         self,
         scenario: str | ScenarioConfig | dict[str, Any] = "bursty",
@@ -181,10 +208,15 @@ class Simulator:
         workload: Workload | None = None,
         oracle: bool = False,
         record_timeline: bool = False,
+        kv_capacity: int | None = None,
+        trace: bool = False,
+        engine: str | None = None,
     ) -> None:
         seed = _check_seed("Simulator", seed)
         if not isinstance(oracle, bool):
             raise ConfigError("Simulator", "oracle", oracle, "True or False")
+        if not isinstance(trace, bool):
+            raise ConfigError("Simulator", "trace", trace, "True or False")
         self.scenario = load_scenario(scenario)
         sc = self.scenario
         cl = sc.cluster
@@ -192,7 +224,8 @@ class Simulator:
         self.menu = sc.deflection.chunk_menu
         self.menu_desc = tuple(sorted(self.menu, reverse=True))
         self.pricer = ChunkPricer(self.model, self.menu)
-        self.kv_capacity = self.model.kv_capacity_tokens(cl.kv_reserve_frac)
+        self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
+            else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
         self.swap_policy = cl.memory_policy == "swap"
         self.block = cl.kv_block_tokens
         t = sc.transfer
@@ -209,6 +242,9 @@ class Simulator:
         self._tbt = sc.slo.tbt_s
         self._ls_budget = sc.deflection.beta * sc.slo.tbt_s  # LargestSafe step budget (s)
         self._kcost = self.pricer.decode_pair_cost  # (s, FLOPs, compute s) per decode pair
+        # debug: every popped event as (t, kind, a, b, wait_area after it), to diff against the native engine;
+        # off by default at no cost per event (next_decision picks the pop function once per call)
+        self.trace: list[tuple[float, int, int, int, float]] | None = [] if trace else None
         self.reset(seed, workload)
 
     # ------------------------------------------------------------------ set-up
@@ -309,6 +345,8 @@ class Simulator:
         self._pending_rid: int | None = None
         self._ctx: DecisionContext | None = None
         self._wall_start = time.perf_counter()
+        if self.trace is not None:
+            self.trace = []
         self._push(self.arrival[0], _ARRIVAL, 0, 0)
 
     # ------------------------------------------------------------------ events
@@ -317,12 +355,19 @@ class Simulator:
         heapq.heappush(self._events, (t, self._seq, kind, a, b))
 
 
+    def _traced_pop(self, ev: list[tuple[float, int, int, int, int]]) -> tuple[float, int, int, int, int]:
+        """``heapq.heappop`` that records the event and the wait area it leaves (``trace=True`` only)."""
+        e = heapq.heappop(ev)
+        t = e[0]
+        self.trace.append((t, e[2], e[3], e[4], self.wait_area + self.waiting * (t - self._area_t)))  # type: ignore[union-attr]
+        return e
+
     def next_decision(self) -> DecisionContext | None:
         """Run events until a request needs a routing decision; None when every request is done."""
         if self._pending_rid is not None:
             return self._ctx
         ev = self._events
-        pop = heapq.heappop
+        pop = heapq.heappop if self.trace is None else self._traced_pop
         while ev:
             t, _, kind, a, b = pop(ev)
             if t < self.now:  # the only place the clock moves

@@ -9,6 +9,7 @@ namespace nb = nanobind;
 
 void bind_components(nb::module_& m);  // components_bindings.cpp: event queue, link, run stats
 void bind_pricer(nb::module_& m);  // pricer_bindings.cpp
+void bind_simulator(nb::module_& m);  // simulator_bindings.cpp
 
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
@@ -27,4 +28,5 @@ NB_MODULE(_core, m) {
         "Build facts: compiler, C++ standard, floating-point flags, hash of the sources (dict).");
     bind_components(m);
     bind_pricer(m);
+    bind_simulator(m);
 }

@@ -18,15 +18,12 @@ SMALL = {
 }
 
 
-def tight_memory_sim(policy: str, capacity: int = 12_000, seed: int = 0, **cluster) -> Simulator:
+def tight_memory_sim(policy: str, capacity: int = 12_000, seed: int = 0, engine: str | None = None,
+                     **cluster) -> Simulator:
     """SMALL under memory policy ``policy`` with every decode node's KV capacity cut to ``capacity`` tokens
     (overlong requests rejected): memory is the binding constraint and ``swap`` preempts."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": policy, "overlong": "reject", **cluster}})
-    sim = Simulator(sc, seed=seed)
-    for d in sim.dnodes:
-        d.kv_capacity = capacity
-    sim.kv_capacity = capacity
-    return sim
+    return Simulator(sc, seed=seed, kv_capacity=capacity, engine=engine)
 
 
 class NoDeflect:

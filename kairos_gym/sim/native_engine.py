@@ -1,0 +1,459 @@
+"""The native engine: :class:`NativeSimulator`, the C++ core ``kairos_gym._core.Simulator`` behind the public API
+of :class:`kairos_gym.sim.engine.Simulator` (which stays the reference: the golden fingerprints and the
+differential tests hold the two bit for bit equal).
+
+Pick it with ``Simulator(..., engine="native")`` or ``KAIROS_ENGINE=native``. The port lands in slices (issue 11,
+step 3): 3a (no deflection: prefill nodes, links, reserve memory, decode stretches), 3b (deflection: chunk steps,
+LargestSafe) and 3c (the swap memory policy) have landed: every simulator golden fingerprint is reproduced. What
+is not ported yet raises :class:`NotImplementedError` (never a silent fallback to the Python engine):
+``snapshot``/``restore`` (step 6), and so pickling an env built on it.
+
+The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
+``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
+lists give), so :func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read the same bytes.
+The decision context is priced in C++ (``_core.Pricer`` over the tables ``ChunkPricer.compile`` exports) into flat
+buffers; Python turns them into the same NamedTuples as the Python engine. Times in seconds, sizes in tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.errors import ConfigError
+from kairos_gym.latency.model import StepLatencyModel
+from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
+from kairos_gym.latency.transfer import TransferConfig
+from kairos_gym.native import core as _native_core
+from kairos_gym.sim.engine import (
+    _check_kv_capacity,
+    _check_seed,
+    _index_ok,
+)
+from kairos_gym.sim.hook import (
+    DEFLECT,
+    LARGEST_SAFE,
+    PREFILL,
+    Decision,
+    DecisionContext,
+    DecodeNodeView,
+    Policy,
+    PrefillNodeView,
+    RequestView,
+)
+from kairos_gym.sim.metrics import RunStats, summarize
+from kairos_gym.workload import Workload, generate
+
+_REFUSALS = (None, "deflection in flight", "batch full", "memory")
+"""``_core.Simulator.node_refuses`` codes as the Python engine's reasons."""
+
+COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
+           "p_node", "d_node", "max_gap", "kv_moved", "last_tok", "ctx_base", "end_step", "gap_own", "from_rec")
+"""Per-request columns of the core, exposed as attributes of the same names (read-only numpy views)."""
+
+
+TraceEvent = tuple[float, int, int, int, float]
+"""One popped event of ``Simulator(trace=True)``: (t s, kind, a, b, wait_area after it in request-seconds)."""
+
+
+def first_divergence(a: list[TraceEvent], b: list[TraceEvent]) -> int | None:
+    """Index of the first event where two event traces differ, bit for bit (floats by their repr, so -0.0 and
+    0.0 differ), or where the shorter one ends; None when they are equal. For diffing the two engines::
+
+        py, nat = Simulator(sc, trace=True), Simulator(sc, trace=True, engine="native")
+        ...run both...; i = first_divergence(py.trace, nat.trace); py.trace[i], nat.trace[i]
+    """
+    for i, (x, y) in enumerate(zip(a, b)):  # noqa: B905 (lengths compared below)
+        if x != y or repr(x) != repr(y):
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+class PrefillNodeState(NamedTuple):
+    """A read-only copy of a prefill node's state (the Python engine's ``_PrefillNode`` fields): tokens, seconds.
+    ``queue`` holds (rid, remaining, done) per prompt, ``step`` (rid, chunk, prefix) per chunk of the step in
+    progress (None when idle)."""
+
+    idx: int
+    queue: tuple[tuple[int, int, int], ...]
+    queued_tokens: int
+    q_pairs: float
+    q_kv: float
+    busy_until: float
+    step: tuple[tuple[int, int, int], ...] | None
+    step_tokens: int
+    step_pairs: float
+    step_kv: float
+    step_start: float
+    busy_s: float
+    compute_s: float
+    flops: float
+    util_ewma: float
+    util_t: float
+
+
+class DecodeNodeState(NamedTuple):
+    """A read-only copy of a decode node's state (the Python engine's ``_DecodeNode`` fields): ``batch`` in
+    admission order, ``heap`` the (end_step, rid) entries in heap order, ``defl`` (rid, prompt, done, chunk) of
+    the deflection in flight or None. Tokens, seconds."""
+
+    idx: int
+    kv_capacity: int
+    kv_reserved: int
+    batch: tuple[int, ...]
+    steps: int
+    heap: tuple[tuple[int, int], ...]
+    fresh: tuple[int, ...]
+    sum_ctx: int
+    n_rec: int
+    smax_idx: tuple[int, ...]
+    smax_val: tuple[float, ...]
+    pending: tuple[int, ...]
+    incoming: int
+    swapped: tuple[int, ...]
+    swapping_in: int
+    defl: tuple[int, int, int, int] | None
+    mode: int
+    start: float
+    t0: float
+    dt: float
+    n: int
+    chunk: int
+    version: int
+    busy_s: float
+    compute_s: float
+    flops: float
+    util_ewma: float
+    util_t: float
+
+
+class NativeSimulator:
+    """The C++ simulator with :class:`kairos_gym.sim.engine.Simulator`'s public API (see the module docstring
+    for what the landed slices cover)."""
+
+    def __init__(
+        self,
+        scenario: str | ScenarioConfig | dict[str, Any] = "bursty",
+        *,
+        seed: int = 0,
+        workload: Workload | None = None,
+        oracle: bool = False,
+        record_timeline: bool = False,
+        kv_capacity: int | None = None,
+        trace: bool = False,
+    ) -> None:
+        seed = _check_seed("Simulator", seed)
+        if not isinstance(oracle, bool):
+            raise ConfigError("Simulator", "oracle", oracle, "True or False")
+        if not isinstance(trace, bool):
+            raise ConfigError("Simulator", "trace", trace, "True or False")
+        self.scenario = load_scenario(scenario)
+        sc = self.scenario
+        cl = sc.cluster
+        self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
+        self.menu = sc.deflection.chunk_menu
+        self.menu_desc = tuple(sorted(self.menu, reverse=True))
+        self.pricer = ChunkPricer(self.model, self.menu)
+        self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
+            else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
+        self.swap_policy = cl.memory_policy == "swap"
+        self.block = cl.kv_block_tokens
+        t = sc.transfer
+        self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
+        self.oracle = oracle
+        self.record_timeline = bool(record_timeline)
+        self._fixed_workload: Workload | None = None
+        self._menu_set = frozenset(self.menu)
+        self._policy_label = "policy"
+        self._cap = cl.decode_max_batch
+        self._p_budget = cl.prefill_token_budget
+        self._includes = cl.ttft_includes_transfer
+        self._tbt = sc.slo.tbt_s
+        self._ls_budget = sc.deflection.beta * sc.slo.tbt_s
+        n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
+        self._core = _native_core().Simulator(self._core_config(), native_pricer(self.pricer, n_tok, n_seq), oracle)
+        self._core.trace_on = trace
+        self._core.record_timeline = self.record_timeline
+        self._menu = self._core.menu_buffers()
+        self._trace = trace
+        self.reset(seed, workload)
+
+    # ------------------------------------------------------------------ set-up
+    def _core_config(self) -> dict[str, Any]:
+        sc = self.scenario
+        cl = sc.cluster
+        m = self.model
+        return {
+            "n_prefill": cl.prefill_nodes, "n_decode": cl.decode_nodes, "decode_max_batch": cl.decode_max_batch,
+            "prefill_token_budget": cl.prefill_token_budget, "ttft_includes_transfer": cl.ttft_includes_transfer,
+            "tbt_s": sc.slo.tbt_s, "ls_budget_s": self._ls_budget, "menu": list(self.menu),
+            "menu_desc": list(self.menu_desc), "max_deflections_per_node": cl.max_deflections_per_node,
+            "swap": self.swap_policy, "kv_block_tokens": cl.kv_block_tokens,
+            "swap_bandwidth": float(cl.swap_bandwidth_bytes_per_s),
+            "transfer_bandwidth": float(self.transfer.bandwidth_bytes_per_s),
+            "transfer_setup_s": float(self.transfer.setup_s), "transfer_enabled": bool(self.transfer.enabled),
+            "kv_capacity": self.kv_capacity, "max_context": m.model.max_context,
+            "kv_bytes_per_token": int(m.kv_bytes_per_token),
+            "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
+        }
+
+    def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.reset` (same checks, same errors)."""
+        seed = self.seed if seed is None else _check_seed("Simulator.reset", seed)
+        if workload is not None and not isinstance(workload, Workload):
+            raise ConfigError("Simulator.reset", "workload", workload, "None or a kairos_gym.workload.Workload")
+        rng = np.random.default_rng(seed)
+        fixed = workload if workload is not None else self._fixed_workload
+        wl = fixed if fixed is not None else generate(self.scenario.workload, rng)
+        n = len(wl)
+        sc = self.scenario
+        if not n:
+            if fixed is not None:
+                raise ConfigError("Simulator", "workload", wl, "a workload with at least one request")
+            sc.workload.require_requests(n, wl.source, seed)
+        if sc.cluster.overlong == "error":
+            limit = min(self.model.model.max_context, self.kv_capacity)
+            total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
+            if self.swap_policy:
+                b = self.block
+                total = -(-total // b) * b
+            bad = np.flatnonzero(total > limit)
+            if bad.size:
+                i = int(bad[0])
+                raise ConfigError(
+                    f"workload {wl.source}", f"request {i} prompt_tokens + output_tokens",
+                    int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
+                    f"{bad.size} such requests: set cluster.overlong: reject to reject them at arrival",
+                )
+        self.seed = seed
+        self.rng = rng
+        self._fixed_workload = fixed
+        self.workload = wl
+        self.n = n
+        arrival = np.ascontiguousarray(wl.arrival_s, dtype=np.float64)
+        prompt = np.ascontiguousarray(wl.prompt_tokens, dtype=np.int64)
+        output = np.ascontiguousarray(wl.output_tokens, dtype=np.int64)
+        self._core.reset(arrival, prompt, output)
+        core = self._core
+        self.arrival = core.column("arrival")
+        self.prompt = core.column("prompt")
+        self.output = core.column("output")
+        for k in COLUMNS:
+            setattr(self, k, core.column(k))
+        self._ctx: DecisionContext | None = None
+        self._timeline: list[tuple[str, int, float, float, str]] = []
+        self._wall_start = time.perf_counter()
+
+    # ------------------------------------------------------------------ counters (read from the core)
+    @property
+    def now(self) -> float:
+        return self._core.now
+
+    @property
+    def waiting(self) -> int:
+        return self._core.waiting
+
+    @property
+    def wait_area(self) -> float:
+        return self._core.wait_area
+
+    @property
+    def tbt_violations(self) -> int:
+        return self._core.tbt_violations
+
+    @property
+    def tokens_out(self) -> int:
+        return self._core.tokens_out
+
+    @property
+    def n_decisions(self) -> int:
+        return self._core.n_decisions
+
+    @property
+    def n_invalid(self) -> int:
+        return self._core.n_invalid
+
+    @property
+    def n_finished(self) -> int:
+        return self._core.n_finished
+
+    @property
+    def n_rejected(self) -> int:
+        return self._core.n_rejected
+
+    @property
+    def n_preemptions(self) -> int:
+        return self._core.n_preemptions
+
+    @property
+    def swap_bytes(self) -> int:
+        return self._core.swap_bytes
+
+    @property
+    def _pending_rid(self) -> int | None:
+        r = self._core.pending_rid
+        return None if r < 0 else r
+
+    @property
+    def _seq(self) -> int:
+        """Events pushed so far (the Python engine's sequence counter)."""
+        return self._core.events_pushed
+
+    @property
+    def _events(self) -> list[tuple[float, int, int, int, int]]:
+        """A copy of the pending events (t, seq, kind, a, b) in the Python engine's heap layout."""
+        return self._core.events()
+
+    @property
+    def done(self) -> bool:
+        """True when every request has finished or been rejected."""
+        return self._core.done
+
+    @property
+    def trace(self) -> list[tuple[float, int, int, int, float]] | None:
+        """With ``trace=True``: every popped event as (t, kind, a, b, wait_area after it), else None."""
+        return self._core.trace() if self._trace else None
+
+    @property
+    def chunks(self) -> list[list[int] | None]:
+        """Per request: None, or the chunk sizes (tokens) of its deflected prefill (a new list at each access)."""
+        return self._core.chunks()
+
+    @property
+    def stats(self) -> RunStats:
+        """The token-gap records (a :class:`RunStats` over copies of the core's arrays)."""
+        st = RunStats()
+        st.s_t0, st.s_dt, st.s_n, st.s_w, st.gap_v, st.gap_w = self._core.stats()
+        return st
+
+    @property
+    def pnodes(self) -> list[PrefillNodeState]:
+        """Copies of the prefill nodes' states (read-only; taken at each access)."""
+        make = PrefillNodeState._make
+        return [make(self._core.prefill_state(i)) for i in range(self.scenario.cluster.prefill_nodes)]
+
+    @property
+    def dnodes(self) -> list[DecodeNodeState]:
+        """Copies of the decode nodes' states (read-only; taken at each access)."""
+        make = DecodeNodeState._make
+        return [make(self._core.decode_state(i)) for i in range(self.scenario.cluster.decode_nodes)]
+
+    @property
+    def timeline(self) -> list[tuple[str, int, float, float, str]]:
+        """With ``record_timeline=True``: every node activity so far as (``"P"``/``"D"``, node, start s, end s,
+        ``"prefill"``/``"decode"``/``"chunk<c>"``), as the Python engine records them; else empty."""
+        tl = self._timeline
+        if self.record_timeline:
+            tl.extend(self._core.timeline(len(tl)))
+        return tl
+
+    # ------------------------------------------------------------------ decisions
+    def next_decision(self) -> DecisionContext | None:
+        """Run events until a request needs a routing decision; None when every request is done."""
+        core = self._core
+        if core.pending_rid >= 0:
+            return self._ctx
+        if core.next_decision():
+            self._ctx = self._build_context()
+            return self._ctx
+        return None
+
+    def run(self, policy: Policy, progress: Callable[[], Any] | None = None) -> dict[str, Any]:
+        """Run to the end, asking ``policy`` at every decision (calling ``progress()`` after each);
+        returns the summary."""
+        self._policy_label = f"policy {getattr(policy, 'name', type(policy).__name__)}"
+        ctx = self.next_decision()
+        while ctx is not None:
+            self.apply(policy.decide(ctx))
+            if progress is not None:
+                progress()
+            ctx = self.next_decision()
+        return self.summary()
+
+    def apply(self, decision: Decision) -> bool:
+        """As :meth:`kairos_gym.sim.engine.Simulator.apply` (same checks, same errors, same fallback)."""
+        core = self._core
+        rid = core.pending_rid
+        if rid < 0:
+            raise RuntimeError("apply() called with no pending decision; call next_decision() first")
+        if type(decision) is not Decision and not isinstance(decision, Decision):
+            raise self._bad_decision(rid, "decision", decision, "a kairos_gym.sim.Decision: "
+                                     "Decision.prefill_path(node=None) or Decision.deflect(node, chunk)")
+        path = decision.path
+        n_d = self.scenario.cluster.decode_nodes
+        if type(path) is str and path == DEFLECT:
+            d = decision.decode_node
+            if not _index_ok(d, n_d):
+                raise self._bad_decision(rid, "decode_node", decision, f"a decode node index from 0 to {n_d - 1}")
+            chunk = decision.chunk
+            if not ((type(chunk) is int or isinstance(chunk, np.integer))
+                    and (chunk == LARGEST_SAFE or chunk in self._menu_set)):
+                raise self._bad_decision(rid, "chunk", decision, f"a size of the chunk menu {list(self.menu)} "
+                                         f"or LARGEST_SAFE ({LARGEST_SAFE})")
+            self._ctx = None
+            return core.apply_deflect(int(d), int(chunk))
+        if type(path) is str and path == PREFILL:
+            pn = decision.prefill_node
+            n_p = self.scenario.cluster.prefill_nodes
+            if pn is not None and not _index_ok(pn, n_p):
+                raise self._bad_decision(rid, "prefill_node", decision,
+                                         f"None or a prefill node index from 0 to {n_p - 1}")
+            self._ctx = None
+            core.apply_prefill(-1 if pn is None else int(pn))
+            return True
+        raise self._bad_decision(rid, "path", decision, f"path {PREFILL!r} or {DEFLECT!r}")
+
+    def _bad_decision(self, rid: int, field: str, decision: Any, allowed: str) -> ConfigError:
+        where = f"{self._policy_label} decision for request {rid}"
+        return ConfigError(where, field if field == "decision" else f"decision.{field}", decision, allowed)
+
+    def deflect_allowed(self, rid: int, d: int) -> bool:
+        """Would a deflection of request ``rid`` to decode node ``d`` be accepted now?"""
+        if not isinstance(d, (int, np.integer)) or not 0 <= d < self.scenario.cluster.decode_nodes:
+            return False
+        return self._core.node_refuses(int(d), self._core.kv_need(int(rid))) == 0
+
+    # ------------------------------------------------------------------ the decision context
+    def _build_context(self) -> DecisionContext:
+        """The pending decision's context from the core's menu buffers (priced in C++, decision_menu.cpp): the
+        NamedTuples of the Python engine, built with ``tuple.__new__`` from Python scalars (``tolist``)."""
+        new = tuple.__new__
+        core = self._core
+        now, rid, arrival, prompt, output = core.menu_request()
+        pi, pf, ttft_p, di, df, db, step_s, ttft_d, ls_ok, ls_t, ls_first = (b.tolist() for b in self._menu)
+        pviews = tuple([new(PrefillNodeView, (a[0], a[1], b[0], b[1])) for a, b in zip(pi, pf, strict=True)])
+        dviews = tuple([new(DecodeNodeView, (i[0], i[1], i[2], f[0], i[3], b[0], i[4], f[1], f[2], f[3], b[1]))
+                        for i, f, b in zip(di, df, db, strict=True)])
+        req = new(RequestView, (rid, arrival, prompt, output if self.oracle else None))
+        sc = self.scenario
+        return new(DecisionContext, (
+            now, req, pviews, dviews, self.menu, tuple(map(tuple, step_s)), tuple(map(tuple, ttft_d)),
+            tuple(ttft_p), tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, self._tbt, sc.deflection.beta,
+        ))
+
+    # ------------------------------------------------------------------ results
+    def summary(self) -> dict[str, Any]:
+        """The run's summary (see :func:`kairos_gym.sim.metrics.summarize`)."""
+        return summarize(self, wall_time_s=time.perf_counter() - self._wall_start)  # type: ignore[arg-type]
+
+    def requests_table(self) -> dict[str, np.ndarray]:
+        """Per-request record as columns (see docs/metrics.md)."""
+        from kairos_gym.sim.metrics import requests_table
+
+        return requests_table(self)  # type: ignore[arg-type]
+
+    def snapshot(self) -> dict[str, Any]:
+        raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
+                                  "use engine=\"python\"")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise NotImplementedError("the native engine cannot be pickled or copied yet (issue 11, step 6: "
+                                  "snapshot/restore); use engine=\"python\"")
+
+    def restore(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
+                                  "use engine=\"python\"")

@@ -1,0 +1,288 @@
+// Bindings of the native simulator (src/core/simulator.hpp): kairos_gym._core.Simulator. Per-request columns
+// are zero-copy, read-only numpy views that keep their arrays alive (a reset allocates new arrays, so views of
+// an earlier run stay valid). Driven by kairos_gym/sim/native_engine.py; times in seconds, sizes in tokens.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "simulator.hpp"
+
+namespace nb = nanobind;
+using namespace kairos;
+
+namespace {
+
+template <class T>
+using View = nb::ndarray<nb::numpy, const T, nb::ndim<1>>;
+
+template <class T>
+View<T> view_of(const std::vector<T>& v, std::shared_ptr<const void> keep) {
+    auto* holder = new std::shared_ptr<const void>(std::move(keep));
+    nb::capsule owner(holder, [](void* p) noexcept { delete static_cast<std::shared_ptr<const void>*>(p); });
+    size_t shape[1] = {v.size()};
+    return View<T>(v.data(), 1, shape, owner);
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T, nb::ndim<1>> copy_of(const std::vector<T>& v) {
+    auto* buf = new T[v.size() ? v.size() : 1];
+    if (!v.empty()) std::memcpy(buf, v.data(), v.size() * sizeof(T));
+    nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    size_t shape[1] = {v.size()};
+    return nb::ndarray<nb::numpy, T, nb::ndim<1>>(buf, 1, shape, owner);
+}
+
+using F64 = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using I64 = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <class T, class A>
+std::vector<T> to_vector(const A& a) {
+    return std::vector<T>(a.data(), a.data() + a.shape(0));
+}
+
+// A read-only view of a decision-menu buffer (fixed size for the simulator's life), kept alive by `owner`.
+template <class T, class S>
+nb::ndarray<nb::numpy, const T> menu_view(const std::vector<S>& v, std::initializer_list<size_t> shape,
+                                         nb::handle owner) {
+    static_assert(sizeof(T) == sizeof(S), "menu_view: element sizes differ");
+    return nb::ndarray<nb::numpy, const T>(reinterpret_cast<const T*>(v.data()), shape, owner);
+}
+
+template <class T>
+T get(const nb::dict& d, const char* key) {
+    if (!d.contains(key)) throw nb::key_error(key);
+    return nb::cast<T>(d[key]);
+}
+
+CoreConfig config_from(const nb::dict& c) {
+    CoreConfig cfg;
+    cfg.n_prefill = get<int64_t>(c, "n_prefill");
+    cfg.n_decode = get<int64_t>(c, "n_decode");
+    cfg.decode_max_batch = get<int64_t>(c, "decode_max_batch");
+    cfg.prefill_token_budget = get<int64_t>(c, "prefill_token_budget");
+    cfg.ttft_includes_transfer = get<bool>(c, "ttft_includes_transfer");
+    cfg.tbt_s = get<double>(c, "tbt_s");
+    cfg.ls_budget_s = get<double>(c, "ls_budget_s");
+    cfg.menu = get<std::vector<int64_t>>(c, "menu");
+    cfg.menu_desc = get<std::vector<int64_t>>(c, "menu_desc");
+    cfg.max_deflections_per_node = get<int64_t>(c, "max_deflections_per_node");
+    cfg.kv.swap = get<bool>(c, "swap");
+    cfg.kv.block = get<int64_t>(c, "kv_block_tokens");
+    cfg.swap_bandwidth = get<double>(c, "swap_bandwidth");
+    cfg.transfer_bandwidth = get<double>(c, "transfer_bandwidth");
+    cfg.transfer_setup_s = get<double>(c, "transfer_setup_s");
+    cfg.transfer_enabled = get<bool>(c, "transfer_enabled");
+    cfg.kv_capacity = get<int64_t>(c, "kv_capacity");
+    cfg.max_context = get<int64_t>(c, "max_context");
+    cfg.kv_bytes_per_token = get<int64_t>(c, "kv_bytes_per_token");
+    cfg.kv_bytes_per_token_per_gpu = get<double>(c, "kv_bytes_per_token_per_gpu");
+    return cfg;
+}
+
+nb::object request_column(const Simulator& s, const std::string& name) {
+    const RequestsPtr& R = s.requests();
+    if (!R) throw nb::value_error("simulator: not reset");
+    std::shared_ptr<const void> keep = R;
+    const Requests& r = *R;
+    if (name == "path") return nb::cast(view_of(r.path, keep));
+    if (name == "first_token") return nb::cast(view_of(r.first_token, keep));
+    if (name == "finish") return nb::cast(view_of(r.finish, keep));
+    if (name == "prefill_start") return nb::cast(view_of(r.prefill_start, keep));
+    if (name == "prefill_end") return nb::cast(view_of(r.prefill_end, keep));
+    if (name == "exec_s") return nb::cast(view_of(r.exec_s, keep));
+    if (name == "xfer_start") return nb::cast(view_of(r.xfer_start, keep));
+    if (name == "xfer_end") return nb::cast(view_of(r.xfer_end, keep));
+    if (name == "p_node") return nb::cast(view_of(r.p_node, keep));
+    if (name == "d_node") return nb::cast(view_of(r.d_node, keep));
+    if (name == "max_gap") return nb::cast(view_of(r.max_gap, keep));
+    if (name == "kv_moved") return nb::cast(view_of(r.kv_moved, keep));
+    if (name == "last_tok") return nb::cast(view_of(r.last_tok, keep));
+    if (name == "ctx_base") return nb::cast(view_of(r.ctx_base, keep));
+    if (name == "end_step") return nb::cast(view_of(r.end_step, keep));
+    if (name == "gap_own") return nb::cast(view_of(r.gap_own, keep));
+    if (name == "from_rec") return nb::cast(view_of(r.from_rec, keep));
+    const WorkloadPtr& W = s.workload();
+    std::shared_ptr<const void> wkeep = W;
+    if (name == "arrival") return nb::cast(view_of(W->arrival, wkeep));
+    if (name == "prompt") return nb::cast(view_of(W->prompt, wkeep));
+    if (name == "output") return nb::cast(view_of(W->output, wkeep));
+    throw nb::key_error(("no request column " + name).c_str());
+}
+
+}  // namespace
+
+void bind_simulator(nb::module_& m) {
+    nb::exception<NotImplementedSlice>(m, "NotImplementedSlice", PyExc_NotImplementedError);
+
+    nb::class_<Simulator>(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).")
+        .def("__init__",
+             [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
+                 new (self) Simulator(config_from(config), pricer, oracle);
+             },
+             nb::arg("config"), nb::arg("pricer"), nb::arg("oracle"),
+             "config: the scenario's constants (dict, see native_engine.py); pricer: a _core.Pricer over the "
+             "scenario's compiled cost tables (copied, memos included); oracle: show output lengths.")
+        .def("reset",
+             [](Simulator& s, const F64& arrival, const I64& prompt, const I64& output) {
+                 s.reset(make_workload(to_vector<double>(arrival), to_vector<int64_t>(prompt),
+                                       to_vector<int64_t>(output)));
+             },
+             nb::arg("arrival"), nb::arg("prompt"), nb::arg("output"),
+             "Start a run of this workload (float64 arrival s, int64 prompt and output tokens).")
+        .def("next_decision", &Simulator::next_decision,
+             "Run events to the next decision (True; pending_rid names the request) or to the end (False).")
+        .def("apply_prefill", &Simulator::apply_prefill, nb::arg("node"),
+             "Route the pending request to prefill node `node` (-1: the shortest queue).")
+        .def("apply_deflect", &Simulator::apply_deflect, nb::arg("node"), nb::arg("chunk"),
+             "Deflect the pending request; a refusal falls back to the shortest queue and returns False.")
+        .def("node_refuses", &Simulator::node_refuses, nb::arg("node"), nb::arg("need"),
+             "0 when decode node `node` accepts a deflection reserving `need` KV tokens, else 1 (deflection in "
+             "flight), 2 (batch full) or 3 (memory).")
+        .def("kv_need", &Simulator::kv_need, nb::arg("rid"))
+        .def("column", &request_column, nb::arg("name"), "A per-request column as a read-only numpy view.")
+        .def_prop_ro("pending_rid", &Simulator::pending_rid)
+        .def_prop_ro("now", &Simulator::now)
+        .def_prop_ro("n", &Simulator::n)
+        .def_prop_ro("done", &Simulator::done)
+        .def_prop_ro("events_pushed", &Simulator::events_pushed)
+        .def_prop_ro("waiting", [](const Simulator& s) { return s.counters().waiting; })
+        .def_prop_ro("wait_area", [](const Simulator& s) { return s.counters().wait_area; })
+        .def_prop_ro("tbt_violations", [](const Simulator& s) { return s.counters().tbt_violations; })
+        .def_prop_ro("tokens_out", [](const Simulator& s) { return s.counters().tokens_out; })
+        .def_prop_ro("n_decisions", [](const Simulator& s) { return s.counters().n_decisions; })
+        .def_prop_ro("n_invalid", [](const Simulator& s) { return s.counters().n_invalid; })
+        .def_prop_ro("n_finished", [](const Simulator& s) { return s.counters().n_finished; })
+        .def_prop_ro("n_rejected", [](const Simulator& s) { return s.counters().n_rejected; })
+        .def_prop_ro("n_preemptions", [](const Simulator& s) { return s.counters().n_preemptions; })
+        .def_prop_ro("swap_bytes", [](const Simulator& s) { return s.counters().swap_bytes; })
+        .def_prop_ro("grow_count", [](const Simulator& s) { return s.pricer().grow_count(); },
+                     "Times the simulator's pricer grew its tables (0 when table_sizes bounded the run).")
+        .def("menu_buffers",
+             [](nb::handle self) {
+                 const DecisionMenu& m = nb::cast<const Simulator&>(self).menu();
+                 size_t P = static_cast<size_t>(m.P), D = static_cast<size_t>(m.D), K = static_cast<size_t>(m.K);
+                 return nb::make_tuple(
+                     menu_view<int64_t>(m.prefill_i, {P, 2}, self), menu_view<double>(m.prefill_f, {P, 2}, self),
+                     menu_view<double>(m.ttft_p, {P}, self), menu_view<int64_t>(m.decode_i, {D, 5}, self),
+                     menu_view<double>(m.decode_f, {D, 4}, self), menu_view<bool>(m.decode_b, {D, 2}, self),
+                     menu_view<double>(m.step_s, {D, K}, self), menu_view<double>(m.ttft_d, {D, K}, self),
+                     menu_view<bool>(m.ls_ok, {D}, self), menu_view<double>(m.ls_t, {D}, self),
+                     menu_view<int64_t>(m.ls_first, {D}, self));
+             },
+             "Read-only views of the decision-menu buffers, rewritten at every decision: prefill_i [P, 2], "
+             "prefill_f [P, 2], ttft_p [P], decode_i [D, 5], decode_f [D, 4], decode_b [D, 2] (bool), step_s "
+             "[D, K], ttft_d [D, K], ls_ok [D] (bool), ls_t [D], ls_first [D] (see decision_menu.hpp).")
+        .def("menu_request",
+             [](const Simulator& s) {
+                 const DecisionMenu& m = s.menu();
+                 return nb::make_tuple(m.now, m.rid, m.arrival, m.prompt, m.output);
+             },
+             "(now, rid, arrival, prompt, output or -1) of the last decision's menu.")
+        .def_rw("trace_on", &Simulator::trace_on)
+        .def("trace",
+             [](const Simulator& s) {
+                 nb::list out;
+                 for (const TraceRecord& r : s.trace) out.append(nb::make_tuple(r.t, r.kind, r.a, r.b, r.wait_area));
+                 return out;
+             },
+             "Every popped event as (t, kind, a, b, wait_area after it) when trace_on.")
+        .def("chunks",
+             [](const Simulator& s) {
+                 const Requests& r = *s.requests();
+                 nb::list out;
+                 for (size_t i = 0; i < r.chunks.size(); ++i) {
+                     if (!r.has_chunks[i]) {
+                         out.append(nb::none());
+                         continue;
+                     }
+                     nb::list l;
+                     for (int64_t c : r.chunks[i]) l.append(c);
+                     out.append(l);
+                 }
+                 return out;
+             },
+             "Per request: None, or the chunk sizes (tokens) of its deflected prefill in order (a new list).")
+        .def("stats",
+             [](const Simulator& s) {
+                 const RunStats& st = s.stats();
+                 return nb::make_tuple(copy_of(st.s_t0), copy_of(st.s_dt), copy_of(st.s_n), copy_of(st.s_w),
+                                       copy_of(st.gap_v), copy_of(st.gap_w));
+             },
+             "Token-gap records (s_t0, s_dt, s_n, s_w, gap_v, gap_w) as numpy copies.")
+        .def("prefill_state",
+             [](const Simulator& s, int64_t i) {
+                 if (i < 0 || i >= static_cast<int64_t>(s.pnodes().size())) throw nb::index_error("prefill node");
+                 const PrefillNode& p = s.pnodes()[static_cast<size_t>(i)];
+                 nb::list queue, step;
+                 for (const PrefillItem& q : p.queue) queue.append(nb::make_tuple(q.rid, q.rem, q.done));
+                 for (const StepItem& t : p.step) step.append(nb::make_tuple(t.rid, t.chunk, t.prefix));
+                 nb::object step_t = p.has_step ? nb::object(nb::tuple(step)) : nb::none();
+                 nb::object fields[] = {
+                     nb::cast(p.idx), nb::tuple(queue), nb::cast(p.queued_tokens), nb::cast(p.q_pairs),
+                     nb::cast(p.q_kv), nb::cast(p.busy_until), step_t, nb::cast(p.step_tokens),
+                     nb::cast(p.step_pairs), nb::cast(p.step_kv), nb::cast(p.step_start), nb::cast(p.busy_s),
+                     nb::cast(p.compute_s), nb::cast(p.flops), nb::cast(p.util_ewma), nb::cast(p.util_t)};
+                 nb::list out;
+                 for (nb::object& o : fields) out.append(o);
+                 return nb::tuple(out);
+             },
+             nb::arg("node"), "Prefill node `node`'s state, in native_engine.PrefillNodeState's field order.")
+        .def("decode_state",
+             [](const Simulator& s, int64_t i) {
+                 if (i < 0 || i >= static_cast<int64_t>(s.dnodes().size())) throw nb::index_error("decode node");
+                 const DecodeNode& d = s.dnodes()[static_cast<size_t>(i)];
+                 const Requests& R = *s.requests();
+                 nb::list batch, heap, fresh, pending, swapped, smax_idx, smax_val;
+                 for (int64_t r = d.batch_head; r >= 0; r = R.batch_next[r]) batch.append(r);
+                 for (const auto& e : d.heap) heap.append(nb::make_tuple(e.first, e.second));
+                 for (int64_t r : d.fresh) fresh.append(r);
+                 for (int64_t r : d.pending) pending.append(r);
+                 for (int64_t r : d.swapped) swapped.append(r);
+                 for (int64_t k : d.smax_idx) smax_idx.append(k);
+                 for (double v : d.smax_val) smax_val.append(v);
+                 nb::object defl = d.has_defl
+                                       ? nb::object(nb::make_tuple(d.defl.rid, d.defl.prompt, d.defl.done, d.defl.chunk))
+                                       : nb::none();
+                 nb::object fields[] = {
+                     nb::cast(d.idx), nb::cast(d.kv_capacity), nb::cast(d.kv_reserved), nb::tuple(batch),
+                     nb::cast(d.steps), nb::tuple(heap), nb::tuple(fresh), nb::cast(d.sum_ctx), nb::cast(d.n_rec),
+                     nb::tuple(smax_idx), nb::tuple(smax_val), nb::tuple(pending), nb::cast(d.incoming),
+                     nb::tuple(swapped), nb::cast(d.swapping_in), defl, nb::cast(d.mode), nb::cast(d.start),
+                     nb::cast(d.t0), nb::cast(d.dt), nb::cast(d.n), nb::cast(d.chunk), nb::cast(d.version),
+                     nb::cast(d.busy_s), nb::cast(d.compute_s), nb::cast(d.flops), nb::cast(d.util_ewma),
+                     nb::cast(d.util_t)};
+                 nb::list out;
+                 for (nb::object& o : fields) out.append(o);
+                 return nb::tuple(out);
+             },
+             nb::arg("node"), "Decode node `node`'s state, in native_engine.DecodeNodeState's field order.")
+        .def("timeline",
+             [](const Simulator& s, size_t start) {
+                 nb::list out;
+                 const auto& tl = s.timeline;
+                 for (size_t i = start; i < tl.size(); ++i) {
+                     const TimelineRecord& r = tl[i];
+                     std::string label = r.chunk < 0 ? "prefill" : r.chunk == 0 ? "decode" : "chunk" + std::to_string(r.chunk);
+                     out.append(nb::make_tuple(r.decode ? "D" : "P", r.node, r.start, r.end, label));
+                 }
+                 return out;
+             },
+             nb::arg("start") = 0,
+             "Node activity records from index `start` on as (\"P\"|\"D\", node, start s, end s, label) when "
+             "record_timeline is on.")
+        .def_rw("record_timeline", &Simulator::record_timeline)
+        .def("events",
+             [](const Simulator& s) {
+                 nb::list out;
+                 for (const Event& e : s.event_queue().items())
+                     out.append(nb::make_tuple(e.t, e.seq, static_cast<int>(e.kind), e.a, e.b));
+                 return out;
+             },
+             "The pending events as (t, seq, kind, a, b) in heap order (the Python engine's heapq list, element "
+             "for element).");
+}

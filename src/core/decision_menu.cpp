@@ -1,0 +1,116 @@
+// Simulator::build_menu, prefill_wait and node_refuses: the decision context of engine.py (_build_context
+// 1018-1082, prefill_wait 994-1015, _node_refuses 467-477), expression by expression.
+#include <cmath>
+#include <limits>
+
+#include "simulator.hpp"
+
+namespace kairos {
+
+namespace {
+double dbl(int64_t v) { return static_cast<double>(v); }
+}  // namespace
+
+int Simulator::node_refuses(int64_t di, int64_t need) const {
+    const DecodeNode& node = dnodes_[static_cast<size_t>(di)];
+    if (cfg_.max_deflections_per_node < 1 || node.has_defl) return REFUSE_IN_FLIGHT;
+    if (node.batch_size + static_cast<int64_t>(node.pending.size()) + node.incoming +
+            static_cast<int64_t>(node.swapped.size()) + node.swapping_in >= cfg_.decode_max_batch)
+        return REFUSE_BATCH_FULL;
+    if (node.kv_reserved + need > node.kv_capacity) return REFUSE_MEMORY;
+    return REFUSE_NONE;
+}
+
+double Simulator::prefill_wait(const PrefillNode& node) {
+    double wait = node.busy_until >= 0 ? std::max(0.0, node.busy_until - now_) : 0.0;
+    double steps_s = 0.0, attn_s = 0.0;  // the queue terms (the Python engine caches them per queue change)
+    int64_t in_step = node.has_step ? node.step_tokens : 0;
+    int64_t rest = node.queued_tokens - in_step;
+    if (rest > 0) {
+        int64_t budget = cfg_.prefill_token_budget;
+        int64_t full = rest / budget, last = rest % budget;  // divmod of positive ints
+        steps_s = dbl(full) * pricer_.base(budget, 1) + (last ? pricer_.base(last, 1) : 0.0);
+        if (node.has_step)
+            attn_s = pricer_.attn_time(node.q_pairs - node.step_pairs, node.q_kv - node.step_kv);
+        else
+            attn_s = pricer_.attn_time(node.q_pairs, node.q_kv);
+    }
+    return wait + steps_s + attn_s;
+}
+
+void Simulator::build_menu(int64_t rid) {
+    DecisionMenu& m = menu_;
+    const double now = now_;
+    const int64_t prompt = wl_->prompt[rid];
+    m.now = now;
+    m.rid = rid;
+    m.arrival = wl_->arrival[rid];
+    m.prompt = prompt;
+    m.output = oracle_ ? wl_->output[rid] : -1;
+    double own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
+    double xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
+                      ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth
+                      : 0.0;
+    // utilization proxy of every node now: the EWMA decayed over the idle time since its last step
+    auto decayed = [now](double ewma, double t) {
+        return now <= t ? ewma : ewma * std::exp(-(now - t) / UTIL_WINDOW_S);
+    };
+    for (int64_t i = 0; i < m.P; ++i) {
+        const PrefillNode& node = pnodes_[static_cast<size_t>(i)];
+        double w = prefill_wait(node);
+        m.prefill_i[2 * i] = node.queued_tokens;
+        m.prefill_i[2 * i + 1] = static_cast<int64_t>(node.queue.size());
+        m.prefill_f[2 * i] = w;
+        m.prefill_f[2 * i + 1] = decayed(node.util_ewma, node.util_t);
+        m.ttft_p[i] = w + own + xfer;
+    }
+    const double tbt = cfg_.tbt_s;
+    const double budget = cfg_.ls_budget_s;
+    std::vector<MenuTerm> terms = pricer_.menu_terms(prompt, cfg_.menu);
+    const int64_t need = kv_need(rid);
+    std::vector<double> firsts, totals;
+    std::vector<int64_t> sizes;
+    for (int64_t di = 0; di < m.D; ++di) {
+        const DecodeNode& d = dnodes_[static_cast<size_t>(di)];
+        // progress of node d now, mid-stretch included: batch size, sum of contexts, seconds to the next
+        // step boundary (0 when idle)
+        const int64_t B = d.batch_size;
+        int64_t sctx;
+        double wait_boundary;
+        if (d.mode == MODE_IDLE) {
+            sctx = d.sum_ctx;
+            wait_boundary = 0.0;
+        } else {
+            double elapsed = now - d.start;
+            double t0 = d.t0, dt = d.dt;
+            int64_t j = d.mode == MODE_STRETCH ? steps_within(t0, dt, elapsed) : 0;
+            wait_boundary = std::max(0.0, dbl(j + 1) * t0 + dt * dbl(j + 1) * dbl(j) / 2.0 - elapsed);
+            sctx = d.sum_ctx + B * std::min(j, d.n);
+        }
+        const double pairs = dbl(sctx + B);
+        pricer_.menu_rows(B, pairs, terms, wait_boundary, firsts, totals);
+        std::pair<bool, double> ls = pricer_.largest_safe(B, pairs, prompt, budget, cfg_.menu_desc, 0, sizes);
+        for (int64_t k = 0; k < m.K; ++k) {
+            m.step_s[static_cast<size_t>(di * m.K + k)] = firsts[static_cast<size_t>(k)];
+            m.ttft_d[static_cast<size_t>(di * m.K + k)] = totals[static_cast<size_t>(k)];
+        }
+        m.ls_ok[di] = ls.first ? 1 : 0;
+        m.ls_t[di] = ls.first ? wait_boundary + ls.second : std::numeric_limits<double>::infinity();
+        m.ls_first[di] = (ls.first && !sizes.empty()) ? sizes[0] : 0;
+        int64_t* di_row = &m.decode_i[static_cast<size_t>(5 * di)];
+        di_row[0] = B;
+        di_row[1] = sctx;
+        di_row[2] = static_cast<int64_t>(d.pending.size()) + d.incoming;
+        di_row[3] = d.kv_capacity - d.kv_reserved;
+        di_row[4] = d.has_defl ? d.defl.prompt - d.defl.done : 0;
+        double* df = &m.decode_f[static_cast<size_t>(4 * di)];
+        df[0] = 1.0 - dbl(d.kv_reserved) / dbl(d.kv_capacity);
+        df[1] = pricer_.step(B, pairs, 0, 0);
+        df[2] = tbt;
+        df[3] = decayed(d.util_ewma, d.util_t);
+        m.decode_b[static_cast<size_t>(2 * di)] = d.has_defl ? 1 : 0;
+        m.decode_b[static_cast<size_t>(2 * di + 1)] = node_refuses(di, need) == REFUSE_NONE ? 1 : 0;
+    }
+}
+
+}  // namespace kairos

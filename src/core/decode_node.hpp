@@ -1,0 +1,73 @@
+// A decode node (engine.py _DecodeNode). Its batch is kept without per-request arrays: every member gains
+// one token per step, so a request's context and remaining tokens follow from the node's step counter
+// `steps` (ctx = ctx_base[rid] + steps, remaining = end_step[rid] - steps), the next finish is the top of a
+// min-heap of (end_step, rid), and a member's worst token gap is a suffix maximum over the node's recorded
+// stretches (a monotonic stack). Sizes in tokens, times in seconds.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "requests.hpp"
+
+namespace kairos {
+
+// what the node is doing
+constexpr int MODE_IDLE = 0;
+constexpr int MODE_STRETCH = 1;  // decode-only steps t0 + j dt, j = 0..n-1
+constexpr int MODE_CHUNK = 2;    // one step carrying a deflected prefill chunk
+
+constexpr int64_t STACK_PRUNE = 1024;  // worst-step stack size past which records no member can query are dropped
+
+struct Deflection {
+    int64_t rid = -1;
+    int64_t prompt = 0;
+    int64_t done = 0;   // prompt tokens built
+    int64_t chunk = 0;  // chunk size asked for (0 = LargestSafe)
+};
+
+struct DecodeNode {
+    int64_t idx = 0;
+    int64_t kv_capacity = 0;
+    int64_t kv_reserved = 0;
+    // the batch, in admission order: an intrusive list over Requests::batch_prev/batch_next
+    int64_t batch_head = -1, batch_tail = -1, batch_size = 0;
+    int64_t steps = 0;  // decode steps the batch has taken
+    std::vector<std::pair<int64_t, int64_t>> heap;  // min-heap of (end_step, rid)
+    std::vector<int64_t> fresh;  // admitted at this stretch's start (first decode step)
+    int64_t sum_ctx = 0;
+    int64_t n_rec = 0;               // stretches recorded so far
+    std::vector<int64_t> smax_idx;   // monotonic stack: record index ...
+    std::vector<double> smax_val;    // ... and its worst step (s), decreasing: suffix maxima
+    std::deque<int64_t> pending;     // KV arrived, waiting for a step boundary
+    int64_t incoming = 0;            // transfers in flight to this node
+    std::deque<int64_t> swapped;     // swap policy: KV in host memory (LIFO)
+    int64_t swapping_in = 0;
+    bool has_defl = false;
+    Deflection defl;
+    int mode = MODE_IDLE;
+    double start = 0.0, t0 = 0.0, dt = 0.0;
+    int64_t n = 0;
+    int64_t chunk = 0;  // chunk tokens of the chunk step in progress
+    int64_t version = 0;
+    double busy_s = 0.0, compute_s = 0.0, flops = 0.0;
+    double util_ewma = 0.0, util_t = 0.0;
+
+    // rid joins with ctx cached tokens, rem tokens to decode and a worst gap of `gap` s so far
+    void join(Requests& R, int64_t rid, int64_t ctx, int64_t rem, double gap);
+    // rid leaves the batch (its heap entry is the caller's business)
+    void leave(Requests& R, int64_t rid);
+    // worst token gap (s) of batch member rid so far
+    double worst_gap(const Requests& R, int64_t rid) const;
+    // record a stretch whose longest step took `worst` s
+    void record(const Requests& R, double worst);
+    // heap helpers (Python heapq order: smallest (end_step, rid) first)
+    void heap_push(int64_t e, int64_t rid);
+    std::pair<int64_t, int64_t> heap_pop();
+    void heap_remove(int64_t e, int64_t rid);
+    // sum of ceil((ctx + extra) / block) over the batch, times block (swap policy)
+    int64_t blocks_tokens(const Requests& R, int64_t block, int64_t extra) const;
+};
+
+}  // namespace kairos

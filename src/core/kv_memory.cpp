@@ -1,0 +1,124 @@
+// The simulator's KV-memory rules (engine.py 569-610, 760-822, 962-969): routing a prefilled request to the
+// decode node with the least reserved KV that fits it, the queue of requests waiting for memory, and the swap
+// policy's preemption (LIFO, as vLLM) and swap-in. Sizes in tokens, bytes in bytes, times in seconds.
+#include <algorithm>
+#include <cmath>
+
+#include "simulator.hpp"
+
+namespace kairos {
+
+namespace {
+double dbl(int64_t v) { return static_cast<double>(v); }
+}  // namespace
+
+void Simulator::route_to_decode(int64_t rid) {
+    int64_t need = kv_need(rid);
+    DecodeNode* best = nullptr;
+    for (DecodeNode& d : dnodes_)
+        if (d.kv_reserved + need <= d.kv_capacity)
+            if (best == nullptr || d.kv_reserved < best->kv_reserved ||
+                (d.kv_reserved == best->kv_reserved && d.idx < best->idx))
+                best = &d;
+    if (best == nullptr) {
+        awaiting_memory_.push_back(rid);
+        return;
+    }
+    DecodeNode& d = *best;
+    d.kv_reserved += need;
+    R_->d_node[rid] = d.idx;
+    int64_t nbytes = wl_->prompt[rid] * cfg_.kv_bytes_per_token;
+    R_->kv_moved[rid] = nbytes;
+    R_->xfer_start[rid] = now_;
+    d.incoming += 1;
+    if (!cfg_.transfer_enabled) {
+        on_transfer_done(rid);
+    } else if (cfg_.transfer_setup_s > 0) {
+        push(now_ + cfg_.transfer_setup_s, EV_SETUP_DONE, rid, 0);
+    } else {
+        int64_t pi = R_->p_node[rid];
+        links_[static_cast<size_t>(pi)].add(rid, dbl(nbytes), now_);
+        schedule_link(pi);
+    }
+}
+
+void Simulator::retry_memory() {
+    while (!awaiting_memory_.empty()) {
+        int64_t rid = awaiting_memory_.front();
+        int64_t need = kv_need(rid);
+        bool any = false;
+        for (const DecodeNode& d : dnodes_)
+            if (d.kv_reserved + need <= d.kv_capacity) {
+                any = true;
+                break;
+            }
+        if (!any) return;
+        awaiting_memory_.pop_front();
+        route_to_decode(rid);
+    }
+}
+
+int64_t Simulator::steps_that_fit(const DecodeNode& d, int64_t n_max) const {
+    // largest n <= n_max such that n more decode steps of the batch fit in KV memory
+    const int64_t b = cfg_.kv.block;
+    const int64_t held = d.blocks_tokens(*R_, b, 0);
+    const int64_t other = d.kv_reserved - held;
+    const int64_t room = d.kv_capacity - other;
+    int64_t lo = 0, hi = n_max;  // invariant: lo fits
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2;  // lo + hi + 1 > 0: floor
+        if (d.blocks_tokens(*R_, b, mid) <= room) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+void Simulator::preempt_until_fits(DecodeNode& d) {
+    // swap out the most recently admitted requests until one more step fits
+    Requests& R = *R_;
+    const int64_t b = cfg_.kv.block;
+    while (d.batch_size && steps_that_fit(d, 1) < 1) {
+        int64_t r = d.batch_tail;
+        int64_t c = R.ctx_base[r] + d.steps, rem = R.end_step[r] - d.steps;
+        double g = d.worst_gap(R, r);
+        d.leave(R, r);
+        d.heap_remove(R.end_step[r], r);
+        d.kv_reserved -= round_up_blocks(c, b);
+        if (!d.fresh.empty()) {
+            d.fresh.pop_back();  // a fresh slot keeps its pending first token / gap (last_tok unchanged)
+        } else if (!std::isnan(R.first_token[r])) {
+            R.last_tok[r] = now_;
+        }
+        if (!R.swapped[r]) n_swap_state_ += 1;
+        R.swapped[r] = 1;
+        R.swap_ctx[r] = c;
+        R.swap_rem[r] = rem;
+        R.swap_gap[r] = g;
+        d.swapped.push_back(r);
+        c_.n_preemptions += 1;
+        c_.swap_bytes += c * static_cast<int64_t>(cfg_.kv_bytes_per_token_per_gpu);  // Python: c * int(x)
+    }
+}
+
+void Simulator::try_swap_in(DecodeNode& d) {
+    // bring swapped requests back (most recently swapped first) while memory leaves room for the batch to grow
+    // by one block per request
+    const int64_t b = cfg_.kv.block;
+    while (!d.swapped.empty()) {
+        int64_t r = d.swapped.back();
+        int64_t c = R_->swap_ctx[r];
+        int64_t need = round_up_blocks(c, b);
+        // room for its next token and one more block for every other request that will decode here
+        int64_t step_need = round_up_blocks(c + 1, b);
+        int64_t headroom = b * (d.batch_size + static_cast<int64_t>(d.pending.size()) + d.swapping_in);
+        if (d.kv_reserved + step_need + headroom > d.kv_capacity) return;
+        d.swapped.pop_back();
+        d.kv_reserved += need;
+        d.swapping_in += 1;
+        double nbytes = dbl(c) * cfg_.kv_bytes_per_token_per_gpu;
+        c_.swap_bytes += static_cast<int64_t>(nbytes);  // Python's int(): truncation
+        push(now_ + nbytes / cfg_.swap_bandwidth, EV_SWAP_IN_DONE, r, d.idx);
+    }
+}
+
+}  // namespace kairos

@@ -1,0 +1,32 @@
+// KV-cache memory accounting of the decode nodes (engine.py: _kv_total, _kv_need, the swap policy's block
+// arithmetic). Sizes in tokens. Under "reserve" a request reserves prompt + output tokens up front; under
+// "swap" caches occupy whole blocks of `block` tokens and grow block by block.
+#pragma once
+#include <cstdint>
+
+namespace kairos {
+
+// ceil(a / b) * b for a >= 0, b >= 1 (Python's -(-a // b) * b)
+inline int64_t round_up_blocks(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if (q * b < a) ++q;  // a >= 0: truncation is floor
+    return q * b;
+}
+
+struct KvPolicy {
+    bool swap = false;   // memory_policy == "swap"
+    int64_t block = 16;  // kv_block_tokens
+
+    // KV tokens that `tokens` cached tokens occupy (whole blocks under swap)
+    int64_t total(int64_t tokens) const { return swap ? round_up_blocks(tokens, block) : tokens; }
+    // KV tokens a request reserves when it is routed or deflected to a decode node
+    int64_t need(int64_t prompt, int64_t output) const {
+        return swap ? round_up_blocks(prompt, block) : prompt + output;
+    }
+    // tokens a request frees when it finishes with `ctx` cached tokens
+    int64_t release(int64_t ctx, int64_t prompt, int64_t output) const {
+        return swap ? round_up_blocks(ctx, block) : prompt + output;
+    }
+};
+
+}  // namespace kairos

@@ -1,0 +1,507 @@
+#include "simulator.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <stdexcept>
+
+namespace kairos {
+
+namespace {
+
+// Python's int(x) of a float (truncation), saturated far beyond any reachable step count instead of UB
+int64_t trunc_int(double x) {
+    if (!(x < 9.0e18)) return static_cast<int64_t>(9.0e18);
+    if (!(x > -9.0e18)) return -static_cast<int64_t>(9.0e18);
+    return static_cast<int64_t>(x);
+}
+
+double dbl(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+int64_t steps_within(double t0, double dt, double x) {
+    if (x <= 0) return 0;
+    int64_t j;
+    if (dt <= 0) {
+        j = trunc_int(x / t0);
+    } else {
+        double a = dt / 2.0;
+        double b = t0 - a;
+        j = trunc_int((-b + std::sqrt(b * b + 4.0 * a * x)) / (2.0 * a));
+    }
+    // guard float error
+    while (j > 0 && dbl(j) * t0 + dt * dbl(j) * dbl(j - 1) / 2.0 > x) --j;
+    while (dbl(j + 1) * t0 + dt * dbl(j + 1) * dbl(j) / 2.0 <= x) ++j;
+    return j;
+}
+
+Simulator::Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle)
+    : cfg_(std::move(cfg)), pricer_(pricer), oracle_(oracle) {
+    if (cfg_.n_prefill < 1 || cfg_.n_decode < 1) throw std::invalid_argument("simulator: no prefill or decode node");
+    if (cfg_.menu.empty() || cfg_.menu_desc.size() != cfg_.menu.size())
+        throw std::invalid_argument("simulator: chunk menu empty or menu_desc of another length");
+    if (cfg_.kv.block < 1) throw std::invalid_argument("simulator: kv block < 1 token");
+    if (cfg_.kv_capacity < 1) throw std::invalid_argument("simulator: kv capacity < 1 token");
+    menu_.resize(cfg_.n_prefill, cfg_.n_decode, static_cast<int64_t>(cfg_.menu.size()));
+}
+
+void Simulator::reset(WorkloadPtr wl) {
+    if (!wl || wl->size() < 1) throw std::invalid_argument("simulator: empty workload");
+    if (wl->size() > MAX_RUN_REQUESTS) throw std::length_error("simulator: more than 2^31 - 1 requests");
+    wl_ = std::move(wl);
+    n_ = wl_->size();
+    R_ = std::make_shared<Requests>(n_);  // fresh arrays: views of the previous run stay valid
+    events_ = EventQueue{};
+    pnodes_.assign(static_cast<size_t>(cfg_.n_prefill), PrefillNode{});
+    for (int64_t i = 0; i < cfg_.n_prefill; ++i) pnodes_[static_cast<size_t>(i)].idx = i;
+    dnodes_.assign(static_cast<size_t>(cfg_.n_decode), DecodeNode{});
+    for (int64_t i = 0; i < cfg_.n_decode; ++i) {
+        dnodes_[static_cast<size_t>(i)].idx = i;
+        dnodes_[static_cast<size_t>(i)].kv_capacity = cfg_.kv_capacity;
+    }
+    links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLink(cfg_.transfer_bandwidth));
+    awaiting_memory_.clear();
+    n_swap_state_ = 0;
+    stats_ = RunStats{};
+    c_ = RunCounters{};
+    now_ = 0.0;
+    pending_rid_ = -1;
+    trace.clear();
+    timeline.clear();
+    push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
+}
+
+// ---------------------------------------------------------------- the event loop
+bool Simulator::next_decision() {
+    if (pending_rid_ >= 0) return true;
+    while (!events_.empty()) {
+        Event e = events_.pop();
+        double t = e.t;
+        if (t < now_) throw std::logic_error("simulator: clock went backwards");
+        c_.advance_clock(t);
+        now_ = t;
+        if (trace_on) trace.push_back(TraceRecord{t, e.kind, e.a, e.b, c_.wait_area});
+        switch (e.kind) {
+            case EV_DECODE_BOUNDARY: {
+                DecodeNode& d = dnodes_[static_cast<size_t>(e.a)];
+                if (e.b == d.version) on_decode_boundary(d);
+                break;
+            }
+            case EV_ARRIVAL:
+                if (on_arrival(e.a)) return true;
+                break;
+            case EV_PREFILL_DONE:
+                on_prefill_done(pnodes_[static_cast<size_t>(e.a)]);
+                break;
+            case EV_SWAP_IN_DONE: {
+                DecodeNode& d = dnodes_[static_cast<size_t>(e.b)];
+                d.swapping_in -= 1;
+                d.pending.push_front(e.a);  // swapped-in requests go before new admissions
+                wake_decode(d);
+                break;
+            }
+            case EV_SETUP_DONE: {
+                int64_t pi = R_->p_node[e.a];
+                links_[static_cast<size_t>(pi)].add(e.a, dbl(R_->kv_moved[e.a]), t);
+                schedule_link(pi);
+                break;
+            }
+            case EV_XFER_DONE: {
+                FairShareLink& link = links_[static_cast<size_t>(e.a)];
+                if (e.b == link.version()) {
+                    Completion nxt;
+                    if (link.next_completion(nxt)) {
+                        link.remove(nxt.tid, t);
+                        on_transfer_done(nxt.tid);
+                        schedule_link(e.a);
+                    }
+                }
+                break;
+            }
+            default:
+                throw std::logic_error("simulator: unknown event kind");
+        }
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------- arrivals and decisions
+bool Simulator::on_arrival(int64_t rid) {
+    int64_t nxt = rid + 1;
+    if (nxt < n_) push(wl_->arrival[nxt], EV_ARRIVAL, nxt, 0);
+    int64_t p = wl_->prompt[rid], o = wl_->output[rid];
+    if (p + o > cfg_.max_context || cfg_.kv.total(p + o) > cfg_.kv_capacity) {
+        // explicit admission rule: a request that can never fit is rejected at arrival
+        R_->path[rid] = PATH_REJECTED;
+        c_.n_rejected += 1;
+        return false;
+    }
+    c_.arrive();
+    pending_rid_ = rid;
+    build_menu(rid);
+    return true;
+}
+
+int64_t Simulator::shortest_queue() const {
+    int64_t pn = 0, fewest = pnodes_[0].queued_tokens;
+    for (const PrefillNode& node : pnodes_)
+        if (node.queued_tokens < fewest) {
+            pn = node.idx;
+            fewest = node.queued_tokens;
+        }
+    return pn;
+}
+
+void Simulator::apply_prefill(int64_t pn) {
+    int64_t rid = pending_rid_;
+    if (rid < 0) throw std::logic_error("simulator: apply with no pending decision");
+    if (pn < -1 || pn >= cfg_.n_prefill) throw std::out_of_range("simulator: prefill node index");
+    pending_rid_ = -1;
+    c_.n_decisions += 1;
+    if (pn < 0) pn = shortest_queue();
+    enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
+}
+
+bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
+    int64_t rid = pending_rid_;
+    if (rid < 0) throw std::logic_error("simulator: apply with no pending decision");
+    if (d < 0 || d >= cfg_.n_decode) throw std::out_of_range("simulator: decode node index");
+    if (chunk != 0 && std::find(cfg_.menu.begin(), cfg_.menu.end(), chunk) == cfg_.menu.end())
+        throw std::out_of_range("simulator: a chunk size off the menu");
+    pending_rid_ = -1;
+    c_.n_decisions += 1;
+    if (node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
+        start_deflection(rid, dnodes_[static_cast<size_t>(d)], chunk);
+        return true;
+    }
+    c_.n_invalid += 1;
+    enqueue_prefill(rid, pnodes_[static_cast<size_t>(shortest_queue())]);
+    return false;
+}
+
+int64_t Simulator::kv_need(int64_t rid) const { return cfg_.kv.need(wl_->prompt[rid], wl_->output[rid]); }
+
+// ---------------------------------------------------------------- prefill path
+void Simulator::enqueue_prefill(int64_t rid, PrefillNode& node) {
+    R_->path[rid] = PATH_PREFILL;
+    R_->p_node[rid] = node.idx;
+    node.enqueue(rid, wl_->prompt[rid]);
+    if (node.busy_until < 0) start_prefill_step(node);
+}
+
+void Simulator::start_prefill_step(PrefillNode& node) {
+    if (!node.compose_step(cfg_.prefill_token_budget)) {
+        node.busy_until = -1.0;
+        return;
+    }
+    for (const StepItem& s : node.step)
+        if (s.prefix == 0 && std::isnan(R_->prefill_start[s.rid])) R_->prefill_start[s.rid] = now_;
+    Cost3 b = pricer_.base_cost(node.step_tokens, static_cast<int64_t>(node.step.size()));
+    Cost3 a = pricer_.attn_cost(node.step_pairs, node.step_kv);
+    double dur = b.time_s + a.time_s;
+    node.busy_s += dur;
+    node.compute_s += b.compute_s + a.compute_s;
+    node.flops += b.flops + a.flops;
+    util_update(node, dur, (b.compute_s + a.compute_s) / dur);
+    node.step_start = now_;
+    node.busy_until = now_ + dur;
+    if (record_timeline) timeline.push_back(TimelineRecord{false, node.idx, now_, now_ + dur, -1});
+    push(node.busy_until, EV_PREFILL_DONE, node.idx, 0);
+}
+
+void Simulator::on_prefill_done(PrefillNode& node) {
+    double dur = now_ - node.step_start;
+    std::vector<StepItem> step;
+    step.swap(node.step);  // prefill_complete never touches this node's step
+    for (const StepItem& s : step) {
+        R_->exec_s[s.rid] += dur;
+        if (node.complete_chunk(s.rid, s.chunk) >= 0) prefill_complete(s.rid);
+    }
+    node.has_step = false;
+    node.busy_until = -1.0;
+    step.clear();
+    node.step.swap(step);  // keep the buffer
+    start_prefill_step(node);
+}
+
+void Simulator::prefill_complete(int64_t rid) {
+    R_->prefill_end[rid] = now_;
+    if (wl_->output[rid] <= 1) {
+        // the only token comes out of the prefill step: no decode phase, no KV transfer
+        first_token(rid, now_);
+        finish(rid, now_);
+        return;
+    }
+    if (!cfg_.ttft_includes_transfer) first_token(rid, now_);
+    route_to_decode(rid);
+}
+
+void Simulator::schedule_link(int64_t pi) {
+    FairShareLink& link = links_[static_cast<size_t>(pi)];
+    Completion nxt;
+    if (link.next_completion(nxt)) push(std::max(nxt.t, now_), EV_XFER_DONE, pi, link.version());
+}
+
+void Simulator::on_transfer_done(int64_t rid) {
+    R_->xfer_end[rid] = now_;
+    DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[rid])];
+    d.incoming -= 1;
+    d.pending.push_back(rid);
+    wake_decode(d);
+}
+
+// ---------------------------------------------------------------- decode nodes
+void Simulator::wake_decode(DecodeNode& d) {
+    if (d.mode == MODE_IDLE) {
+        plan_decode(d);
+    } else if (d.mode == MODE_STRETCH) {
+        double elapsed = now_ - d.start;
+        int64_t j = steps_within(d.t0, d.dt, elapsed);
+        // the step in progress completes; a boundary exactly now counts as completed
+        int64_t new_n = (dbl(j) * d.t0 + d.dt * dbl(j) * dbl(j - 1) / 2.0 >= elapsed) ? j : j + 1;
+        new_n = std::max<int64_t>(new_n, 1);
+        if (new_n < d.n) {
+            d.n = new_n;
+            d.version += 1;
+            double end = d.start + dbl(new_n) * d.t0 + d.dt * dbl(new_n) * dbl(new_n - 1) / 2.0;
+            push(std::max(end, now_), EV_DECODE_BOUNDARY, d.idx, d.version);
+        }
+    }
+    // mode 2 (chunk step): the boundary event already exists
+}
+
+void Simulator::start_deflection(int64_t rid, DecodeNode& d, int64_t chunk) {
+    R_->path[rid] = PATH_DEFLECT;
+    R_->d_node[rid] = d.idx;
+    R_->has_chunks[rid] = 1;
+    R_->chunks[rid].clear();
+    d.kv_reserved += kv_need(rid);
+    d.has_defl = true;
+    d.defl = Deflection{rid, wl_->prompt[rid], 0, chunk};
+    R_->prefill_start[rid] = NaN;
+    wake_decode(d);
+}
+
+// the next chunk step of the deflection in flight (engine.py _plan_decode, `if defl is not None`)
+void Simulator::start_chunk_step(DecodeNode& d, int64_t B, int64_t pairs) {
+    const double now = now_;
+    const int64_t rid = d.defl.rid, prompt = d.defl.prompt, done = d.defl.done, chunk = d.defl.chunk;
+    const std::array<double, 3>& k = pricer_.decode_pair_cost();
+    const double kt = k[0], kf = k[1], kc = k[2];
+    int64_t c;
+    if (chunk == 0) {  // LargestSafe: the largest size whose step fits in beta x TBT
+        const double budget = cfg_.ls_budget_s;
+        c = cfg_.menu_desc.back();
+        for (int64_t size : cfg_.menu_desc) {
+            int64_t cc = std::min(size, prompt - done);
+            if (pricer_.step(B, dbl(pairs), cc, done) <= budget) {
+                c = size;
+                break;
+            }
+        }
+    } else {
+        c = chunk;
+    }
+    if (c > prompt - done) c = prompt - done;
+    if (done == 0 && std::isnan(R_->prefill_start[rid])) R_->prefill_start[rid] = now;
+    Cost3 b = pricer_.base_cost(B + c, B + 1);
+    double at = pricer_.attn(c, done);
+    double dur = b.time_s + kt * dbl(pairs) + at;
+    double comp = b.compute_s + kc * dbl(pairs) + at;  // attention compute time ~ its time (compute-bound)
+    if (comp > dur) comp = dur;
+    d.mode = MODE_CHUNK;
+    d.chunk = c;
+    d.start = now;
+    d.t0 = dur;
+    d.dt = 0.0;
+    d.n = 1;
+    d.busy_s += dur;
+    d.compute_s += comp;
+    d.flops += b.flops + kf * dbl(pairs);
+    util_update(d, dur, comp / dur);
+    d.version += 1;
+    if (record_timeline) timeline.push_back(TimelineRecord{true, d.idx, now, now + dur, c});
+    push(now + dur, EV_DECODE_BOUNDARY, d.idx, d.version);
+}
+
+void Simulator::advance_deflection(DecodeNode& d) {
+    const int64_t rid = d.defl.rid, prompt = d.defl.prompt;
+    const int64_t c = d.chunk;
+    R_->exec_s[rid] += d.t0;
+    R_->chunks[rid].push_back(c);
+    int64_t done = d.defl.done + c;
+    if (done < prompt) {
+        d.defl.done = done;
+        return;
+    }
+    d.has_defl = false;
+    d.defl = Deflection{};
+    R_->prefill_end[rid] = now_;
+    first_token(rid, now_);
+    if (wl_->output[rid] <= 1) {
+        finish(rid, now_);
+        d.kv_reserved -= kv_need(rid);
+        retry_memory();
+        return;
+    }
+    // joins the batch with its KV in place: no transfer
+    d.join(*R_, rid, prompt, wl_->output[rid] - 1, 0.0);
+}
+
+void Simulator::plan_decode(DecodeNode& d) {
+    double now = now_;
+    if (!d.swapped.empty()) try_swap_in(d);
+    int64_t room = cfg_.decode_max_batch - d.batch_size - (d.has_defl ? 1 : 0);
+    if (!d.pending.empty() && room > 0) {
+        int64_t k = std::min<int64_t>(static_cast<int64_t>(d.pending.size()), room);
+        int64_t drop1 = cfg_.ttft_includes_transfer ? 0 : 1;
+        d.fresh.clear();
+        for (int64_t i = 0; i < k; ++i) {
+            int64_t r = d.pending.front();
+            d.pending.pop_front();
+            if (n_swap_state_ && R_->swapped[r]) {  // back from host memory: its own context and gaps
+                R_->swapped[r] = 0;
+                n_swap_state_ -= 1;
+                d.join(*R_, r, R_->swap_ctx[r], R_->swap_rem[r], R_->swap_gap[r]);
+            } else {
+                d.join(*R_, r, wl_->prompt[r], wl_->output[r] - drop1, 0.0);
+            }
+            d.fresh.push_back(r);
+        }
+    }
+    if (cfg_.kv.swap && d.batch_size) {
+        preempt_until_fits(d);
+        if (!d.batch_size && !d.swapped.empty()) try_swap_in(d);  // memory just freed: nothing else may wake it
+    }
+    int64_t B = d.batch_size;
+    double kt = pricer_.decode_pair_cost()[0];
+    int64_t pairs = d.sum_ctx + B;
+    if (d.has_defl) {
+        start_chunk_step(d, B, pairs);
+        return;
+    }
+    if (B == 0) {
+        d.mode = MODE_IDLE;
+        return;
+    }
+    int64_t n = d.heap.front().first - d.steps;  // steps to the first finish
+    if (cfg_.kv.swap) n = std::min(n, steps_that_fit(d, n));
+    Cost3 bc = pricer_.base_cost(B, B);
+    double t0 = bc.time_s + kt * dbl(pairs);
+    double dt = kt * dbl(B);
+    d.mode = MODE_STRETCH;
+    d.start = now;
+    d.t0 = t0;
+    d.dt = dt;
+    d.n = n;
+    d.chunk = 0;
+    d.version += 1;
+    double end = now + dbl(n) * t0 + dt * dbl(n) * dbl(n - 1) / 2.0;
+    push(end, EV_DECODE_BOUNDARY, d.idx, d.version);
+}
+
+void Simulator::on_decode_boundary(DecodeNode& d) {
+    int64_t n = d.n;
+    double t0 = d.t0, dt = d.dt;
+    int64_t B = d.batch_size;
+    if (d.mode == MODE_STRETCH) {
+        double span = dbl(n) * t0 + dt * dbl(n) * dbl(n - 1) / 2.0;
+        Cost3 base = pricer_.base_cost(B, B);
+        double bf = base.flops, bc = base.compute_s;
+        double kf = pricer_.decode_pair_cost()[1], kc = pricer_.decode_pair_cost()[2];
+        int64_t pairs0 = d.sum_ctx + B;
+        // sums over steps j of (c0 + j * B * kc): closed form (both products exact ints, as in Python)
+        double sum_pairs = dbl(n * pairs0) + dbl(B * n * (n - 1)) / 2.0;
+        double comp = dbl(n) * bc + kc * sum_pairs;
+        d.busy_s += span;
+        d.compute_s += comp;
+        d.flops += dbl(n) * bf + kf * sum_pairs;
+        util_update(d, span, span > 0 ? comp / span : 0.0);
+        if (record_timeline) timeline.push_back(TimelineRecord{true, d.idx, d.start, now_, 0});
+        if (B) emit_tokens(d, n, t0, dt);
+    } else if (d.mode == MODE_CHUNK) {  // a chunk step of the deflection in flight
+        if (B) emit_tokens(d, n, t0, dt);
+        advance_deflection(d);
+    }
+    d.mode = MODE_IDLE;
+    plan_decode(d);
+}
+
+void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
+    double slo = cfg_.tbt_s;
+    Requests& R = *R_;
+    int64_t n_fresh = static_cast<int64_t>(d.fresh.size());
+    int64_t B = d.batch_size;
+    double last = t0 + dt * dbl(n - 1);
+    if (n_fresh) {
+        double t1 = d.start + t0;
+        int64_t nxt = d.n_rec + 1;  // from the next record on; this stretch's steps 1.. are added here
+        std::vector<int64_t> fresh;
+        fresh.swap(d.fresh);
+        for (int64_t r : fresh) {
+            R.from_rec[r] = nxt;
+            if (n > 1 && last > R.gap_own[r]) R.gap_own[r] = last;
+            if (std::isnan(R.first_token[r])) {  // TTFT includes transfer: the decode node makes the first token
+                first_token(r, t1);
+                continue;
+            }
+            // the gap since its last token: from the prefill node's first token, or from a swap-out
+            double ref = !std::isnan(R.last_tok[r]) ? R.last_tok[r] : R.first_token[r];
+            R.last_tok[r] = NaN;
+            double g = t1 - ref;
+            if (g > R.gap_own[r]) R.gap_own[r] = g;
+            record_gap(stats_, c_, g, 1, slo);
+        }
+        fresh.clear();
+        d.fresh.swap(fresh);  // keep the buffer (empty)
+    }
+    // step 0 gives a gap of t0 to every request that already had a token
+    int64_t w0 = B - n_fresh;
+    if (w0 > 0) record_gap(stats_, c_, t0, w0, slo);
+    record_stretch_steps(stats_, c_, t0, dt, n, B, slo);  // steps 1..n-1 (nothing when n <= 1)
+    // durations grow along a stretch, so its last step is its longest
+    d.record(R, last);
+    if (cfg_.kv.swap)
+        d.kv_reserved += d.blocks_tokens(R, cfg_.kv.block, n) - d.blocks_tokens(R, cfg_.kv.block, 0);
+    d.steps += n;
+    d.sum_ctx += B * n;
+    if (!d.heap.empty() && d.heap.front().first <= d.steps) {  // the stretch ran to its first finish
+        int64_t steps = d.steps;
+        double now = now_;
+        while (!d.heap.empty() && d.heap.front().first <= steps) {
+            int64_t r = d.heap_pop().second;
+            int64_t c = R.ctx_base[r] + steps;
+            R.max_gap[r] = d.worst_gap(R, r);
+            d.leave(R, r);
+            finish(r, now);
+            d.kv_reserved -= cfg_.kv.release(c, wl_->prompt[r], wl_->output[r]);
+        }
+        retry_memory();
+    }
+}
+
+// ---------------------------------------------------------------- request milestones
+void Simulator::first_token(int64_t rid, double t) {
+    if (std::isnan(R_->first_token[rid])) {
+        R_->first_token[rid] = t;
+        c_.first_token(now_, t);  // the area was integrated up to now; the request stopped waiting at t
+    }
+}
+
+void Simulator::finish(int64_t rid, double t) {
+    R_->finish[rid] = t;
+    c_.n_finished += 1;
+}
+
+template <class Node>
+void Simulator::util_update(Node& node, double dur, double util) {
+    double now = now_;
+    double gap = now - node.util_t;
+    double ewma = node.util_ewma * std::exp(-(gap > 0.0 ? gap : 0.0) / UTIL_WINDOW_S);  // idle time counts as 0
+    double w = 1.0 - std::exp(-dur / UTIL_WINDOW_S);
+    node.util_ewma = ewma * (1.0 - w) + util * w;
+    node.util_t = now + dur;
+}
+
+}  // namespace kairos
