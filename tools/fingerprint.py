@@ -110,6 +110,13 @@ def sim_cases() -> list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
     for name, pseed in (("nodef", 0), ("rand", 5)):
         cases.append((f"incl/{name}", lambda e, n=name, ps=pseed: (Simulator(sc, seed=2, engine=e), policy(n, ps))))
+    # the analytical baseline itself (its pricer, stale view and model-error draws), default and exact
+    from kairos_gym.agents.registry import make_policy
+
+    for scen in ("bursty", "mooncake"):
+        for name, params in (("kairos", {}), ("kairos-exact", {})):
+            cases.append((f"{scen}/{name}/0", lambda e, s=scen, n=name, p=params: (
+                Simulator(s, seed=0, engine=e), make_policy(n, s, seed=0, **p))))
     return cases
 
 

@@ -31,6 +31,7 @@ def test_results_match_the_golden_fingerprints():
 def test_golden_dataset_covers_every_path():
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert len(golden) >= 50
-    for part in ("nodef", "d512", "dls", "rand", "tight-swap", "tight-reserve", "incl", "kairos_gym/Kairos-v0",
+    for part in ("nodef", "d512", "dls", "rand", "tight-swap", "tight-reserve", "incl", "/kairos/", "/kairos-exact/",
+                 "kairos_gym/Kairos-v0",
                  "kairos_gym/KairosSmall-v0"):
         assert any(part in k for k in golden), part

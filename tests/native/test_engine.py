@@ -47,7 +47,7 @@ NATIVE = SLICE_3A + SLICE_3B + SLICE_3C
 def test_slices_cover_the_golden_cases():
     assert len(SLICE_3A) == 12
     assert {k.split("/")[0] for k in SLICE_3A} == {*FP.SIM_SCENARIOS, "tight-reserve", "incl"}
-    assert len(SLICE_3B) == 33
+    assert len(SLICE_3B) == 37  # 33 deflecting rule-policy cases + Kairos (default, exact) on bursty and mooncake
     for part in ("/d512/", "/dls/", "/rand/", "tight-reserve/d256", "tight-reserve/rand", "incl/rand"):
         assert any(part in k for k in SLICE_3B), part
     assert SLICE_3C == ["tight-swap-slow", "tight-swap/d256", "tight-swap/nodef", "tight-swap/rand"]
