@@ -445,6 +445,36 @@ class NativeSimulator:
 
         return requests_table(self)  # type: ignore[arg-type]
 
+    # ------------------------------------------------------------------ debug API (tests; both engines)
+    def debug_join(self, d: int, rid: int, ctx: int, rem: int, gap: float) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_join` (unit tests of the batch bookkeeping)."""
+        self._core.debug_join(d, rid, ctx, rem, gap)
+
+    def debug_leave(self, d: int, rid: int) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_leave`."""
+        self._core.debug_leave(d, rid)
+
+    def debug_record(self, d: int, worst: float) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_record`."""
+        self._core.debug_record(d, worst)
+
+    def debug_worst_gap(self, d: int, rid: int) -> float:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_worst_gap`."""
+        return self._core.debug_worst_gap(d, rid)
+
+    def debug_set_stack_prune(self, n: int) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_set_stack_prune`."""
+        self._core.debug_set_stack_prune(n)
+
+    def debug_push_event(self, t: float, kind: int, a: int, b: int) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_push_event`."""
+        self._core.debug_push(t, kind, a, b)
+
+    def debug_prefill_wait(self, p: int) -> tuple[float, float]:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_prefill_wait` (the core caches no queue terms: both
+        values are computed afresh)."""
+        return self._core.debug_prefill_wait(p), self._core.debug_prefill_wait(p)
+
     # ------------------------------------------------------------------ snapshot/restore, pickling (step 6)
     _SNAPSHOT_OF = "native_snapshot_of"
     """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore` (not the

@@ -142,6 +142,18 @@ void bind_snapshot(nb::module_& m, nb::class_<Simulator>& cls) {
              "asked for or -1, chunk or 0) quadruples.");
 }
 
+// ---- debug API (tests; the Python engine's debug_* methods): see simulator.hpp
+void bind_debug(nb::class_<Simulator>& cls) {
+    cls.def("debug_join", &Simulator::debug_join, nb::arg("node"), nb::arg("rid"), nb::arg("ctx"), nb::arg("rem"),
+            nb::arg("gap"))
+        .def("debug_leave", &Simulator::debug_leave, nb::arg("node"), nb::arg("rid"))
+        .def("debug_record", &Simulator::debug_record, nb::arg("node"), nb::arg("worst"))
+        .def("debug_worst_gap", &Simulator::debug_worst_gap, nb::arg("node"), nb::arg("rid"))
+        .def("debug_set_stack_prune", &Simulator::debug_set_stack_prune, nb::arg("n"))
+        .def("debug_push", &Simulator::debug_push, nb::arg("t"), nb::arg("kind"), nb::arg("a"), nb::arg("b"))
+        .def("debug_prefill_wait", &Simulator::debug_prefill_wait, nb::arg("node"));
+}
+
 }  // namespace
 
 void bind_simulator(nb::module_& m) {
@@ -149,6 +161,7 @@ void bind_simulator(nb::module_& m) {
 
     nb::class_<Simulator> cls(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).");
     bind_snapshot(m, cls);
+    bind_debug(cls);
     cls.def("__init__",
              [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
                  new (self) Simulator(config_from(config), pricer, oracle);

@@ -59,6 +59,7 @@ void Simulator::reset(WorkloadPtr wl) {
     for (int64_t i = 0; i < cfg_.n_decode; ++i) {
         dnodes_[static_cast<size_t>(i)].idx = i;
         dnodes_[static_cast<size_t>(i)].kv_capacity = cfg_.kv_capacity;
+        dnodes_[static_cast<size_t>(i)].stack_prune = stack_prune_;
     }
     links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLink(cfg_.transfer_bandwidth));
     awaiting_memory_.clear();
@@ -146,6 +147,47 @@ void Simulator::restore(const SimSnapshot& s) {
     log_ = s.log;
     trace = s.trace;
     timeline = s.timeline;
+}
+
+// ---------------------------------------------------------------- debug API (tests)
+namespace {
+void check_index(int64_t i, size_t n, const char* what) {
+    if (i < 0 || static_cast<size_t>(i) >= n) throw std::out_of_range(what);
+}
+}  // namespace
+
+void Simulator::debug_join(int64_t d, int64_t rid, int64_t ctx, int64_t rem, double gap) {
+    check_index(d, dnodes_.size(), "debug_join: decode node index");
+    check_index(rid, static_cast<size_t>(n_), "debug_join: request id");
+    dnodes_[static_cast<size_t>(d)].join(*R_, rid, ctx, rem, gap);
+}
+
+void Simulator::debug_leave(int64_t d, int64_t rid) {
+    check_index(d, dnodes_.size(), "debug_leave: decode node index");
+    check_index(rid, static_cast<size_t>(n_), "debug_leave: request id");
+    dnodes_[static_cast<size_t>(d)].leave(*R_, rid);
+}
+
+void Simulator::debug_record(int64_t d, double worst) {
+    check_index(d, dnodes_.size(), "debug_record: decode node index");
+    dnodes_[static_cast<size_t>(d)].record(*R_, worst);
+}
+
+double Simulator::debug_worst_gap(int64_t d, int64_t rid) const {
+    check_index(d, dnodes_.size(), "debug_worst_gap: decode node index");
+    check_index(rid, static_cast<size_t>(n_), "debug_worst_gap: request id");
+    return dnodes_[static_cast<size_t>(d)].worst_gap(*R_, rid);
+}
+
+void Simulator::debug_set_stack_prune(int64_t n) {
+    if (n < 1) throw std::out_of_range("debug_set_stack_prune: n < 1");
+    stack_prune_ = n;
+    for (DecodeNode& d : dnodes_) d.stack_prune = n;
+}
+
+double Simulator::debug_prefill_wait(int64_t p) {
+    check_index(p, pnodes_.size(), "debug_prefill_wait: prefill node index");
+    return prefill_wait(pnodes_[static_cast<size_t>(p)]);
 }
 
 // ---------------------------------------------------------------- the event loop

@@ -136,6 +136,17 @@ public:
     // every decision applied since the reset, in order
     const std::vector<LoggedDecision>& decision_log() const { return log_; }
 
+    // ---- debug API (tests; the Python engine has the same debug_* methods): the decode-node batch bookkeeping
+    // (join/leave/record/worst gap of decode node d), the worst-step stack's prune threshold (kept across
+    // resets), a raw event push and a prefill node's predicted wait. Indices are checked (std::out_of_range).
+    void debug_join(int64_t d, int64_t rid, int64_t ctx, int64_t rem, double gap);
+    void debug_leave(int64_t d, int64_t rid);
+    void debug_record(int64_t d, double worst);
+    double debug_worst_gap(int64_t d, int64_t rid) const;
+    void debug_set_stack_prune(int64_t n);
+    void debug_push(double t, int8_t kind, int64_t a, int64_t b) { push(t, kind, a, b); }
+    double debug_prefill_wait(int64_t p);
+
     bool trace_on = false;
     std::vector<TraceRecord> trace;
     bool record_timeline = false;
@@ -189,6 +200,7 @@ private:
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
     std::vector<LoggedDecision> log_;
+    int64_t stack_prune_ = STACK_PRUNE;
 };
 
 // The mutable state of a Simulator at one instant (Simulator::snapshot), a value: copying it copies the state.

@@ -153,3 +153,15 @@ def test_unpickling_a_state_that_does_not_replay_is_an_error():
         func(bad)
     with pytest.raises(ConfigError, match="unpickle"):
         func({"version": 0})
+
+
+def test_the_engine_option_selects_the_engine_of_the_run(pytestconfig):
+    """``pytest --engine native`` (tests/conftest.py) makes every Simulator without engine= native."""
+    chosen = pytestconfig.getoption("--engine")
+    import os
+
+    from kairos_gym.sim import engine_name
+
+    if chosen is not None:
+        assert os.environ["KAIROS_ENGINE"] == chosen
+    assert isinstance(Simulator(SC, seed=0), NativeSimulator) == (engine_name() == "native")
