@@ -487,6 +487,7 @@ class NativeSimulator:
         return {
             self._SNAPSHOT_OF: (self.scenario, self.oracle),
             "core": self._core.snapshot(),
+            "kv_capacity": self.kv_capacity,
             "seed": self.seed,
             "rng": copy.deepcopy(self.rng),
             "workload": self.workload,
@@ -511,6 +512,10 @@ class NativeSimulator:
                               f"a snapshot of this simulator's {_describe_sim(self.scenario, self.oracle)}"
                               + (" (same name and shape; other settings differ)"
                                  if _describe_sim(sc, oracle) == _describe_sim(self.scenario, self.oracle) else ""))
+        if state.get("kv_capacity") != self.kv_capacity:  # the core's arrival check reads its own capacity
+            raise ConfigError("Simulator.restore", "state",
+                              f"a snapshot of a simulator with KV capacity {state.get('kv_capacity')} tokens",
+                              f"a snapshot of this simulator's (KV capacity {self.kv_capacity} tokens per decode node)")
         self._core.restore(state["core"])
         self.seed = state["seed"]
         self.rng = copy.deepcopy(state["rng"])

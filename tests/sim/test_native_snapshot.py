@@ -87,6 +87,11 @@ def test_snapshots_of_the_other_engine_or_scenario_are_refused():
         other.restore(nat.snapshot())
     with pytest.raises(ConfigError, match="oracle True"):
         Simulator(SC, seed=0, oracle=True, engine="native").restore(nat.snapshot())
+    tight = Simulator(SC, seed=0, kv_capacity=50_000, engine="native")
+    before = tight._events
+    with pytest.raises(ConfigError, match=r"KV capacity \d+ tokens.*allowed: .*KV capacity 50000"):
+        tight.restore(nat.snapshot())
+    assert tight._events == before and tight.n_decisions == 0  # refused before anything changed
 
 
 def test_oracle_decides_the_same_on_both_engines():
