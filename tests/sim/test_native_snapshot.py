@@ -170,3 +170,19 @@ def test_the_engine_option_selects_the_engine_of_the_run(pytestconfig):
     if chosen is not None:
         assert os.environ["KAIROS_ENGINE"] == chosen
     assert isinstance(Simulator(SC, seed=0), NativeSimulator) == (engine_name() == "native")
+
+
+def test_pickle_after_a_restore_replays_the_restored_branch():
+    """The decision log is part of the snapshot: a simulator pickled after a restore replays the branch it
+    was restored to, not the decisions made after the snapshot."""
+    sim = Simulator(SC, seed=6, engine="native")
+    _advance(sim, Random(SC, seed=1), 20)
+    snap = sim.snapshot()
+    _advance(sim, Random(SC, seed=2), 30)
+    sim.restore(snap)
+    assert len(sim.decision_log()) == 20
+    clone = pickle.loads(pickle.dumps(sim))
+    assert clone.n_decisions == 20 and clone._events == sim._events
+    sim.run(Random(SC, seed=3))
+    clone.run(Random(SC, seed=3))
+    assert _result(clone) == _result(sim)
