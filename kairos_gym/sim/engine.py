@@ -903,7 +903,8 @@ class Simulator:
         ids.append(d.n_rec)
         vals.append(worst)
         d.n_rec += 1
-        if len(ids) >= _STACK_PRUNE and d.n_rec % _STACK_PRUNE == 0 and d.batch:
+        prune = self._stack_prune
+        if len(ids) >= prune and d.n_rec % prune == 0 and d.batch:
             # records older than every member's join are never queried again: drop them
             fr = self.from_rec
             k = bisect_left(ids, min(fr[r] for r in d.batch))
@@ -1136,6 +1137,45 @@ class Simulator:
         from kairos_gym.sim.metrics import requests_table
 
         return requests_table(self)
+
+    # ------------------------------------------------------------------ debug API (tests; both engines)
+    _stack_prune = _STACK_PRUNE
+    """Worst-step stack size past which unreachable records are dropped (``debug_set_stack_prune`` lowers it)."""
+
+    def debug_join(self, d: int, rid: int, ctx: int, rem: int, gap: float) -> None:
+        """Request ``rid`` joins decode node ``d``'s batch (``ctx`` cached tokens, ``rem`` to decode, worst gap
+        ``gap`` s so far), bypassing the event loop: for unit tests of the batch bookkeeping."""
+        self._join(self.dnodes[d], rid, ctx, rem, gap)
+
+    def debug_leave(self, d: int, rid: int) -> None:
+        """Request ``rid`` leaves decode node ``d``'s batch (its end-step heap entry stays)."""
+        self._leave(self.dnodes[d], rid)
+
+    def debug_record(self, d: int, worst: float) -> None:
+        """Decode node ``d`` records a stretch whose longest step took ``worst`` s."""
+        self._record(self.dnodes[d], worst)
+
+    def debug_worst_gap(self, d: int, rid: int) -> float:
+        """Worst token gap (s) so far of request ``rid``, a member of decode node ``d``'s batch."""
+        return self._worst_gap(self.dnodes[d], rid)
+
+    def debug_set_stack_prune(self, n: int) -> None:
+        """Set this simulator's worst-step stack prune threshold (default 1024 records; kept across resets)."""
+        self._stack_prune = n
+
+    def debug_push_event(self, t: float, kind: int, a: int, b: int) -> None:
+        """Push a raw event (t s, kind, a, b) into the event queue."""
+        self._push(t, kind, a, b)
+
+    def debug_prefill_wait(self, p: int) -> tuple[float, float]:
+        """Prefill node ``p``'s predicted wait (s) for an arrival now: (as the engine computes it, with its
+        cached queue terms; recomputed from the queue alone). The state is left as it was."""
+        node = self.pnodes[p]
+        cached = self.prefill_wait(node)
+        keep, node.wait_cache = node.wait_cache, None
+        fresh = self.prefill_wait(node)
+        node.wait_cache = keep
+        return cached, fresh
 
     # ------------------------------------------------------------------ snapshots
     _SHARED = ("scenario", "model", "pricer", "workload", "_fixed_workload", "menu", "menu_desc", "transfer")

@@ -5,8 +5,9 @@ differential tests hold the two bit for bit equal).
 Pick it with ``Simulator(..., engine="native")`` or ``KAIROS_ENGINE=native``. The port lands in slices (issue 11,
 step 3): 3a (no deflection: prefill nodes, links, reserve memory, decode stretches), 3b (deflection: chunk steps,
 LargestSafe) and 3c (the swap memory policy) have landed: every simulator golden fingerprint is reproduced. What
-is not ported yet raises :class:`NotImplementedError` (never a silent fallback to the Python engine):
-``snapshot``/``restore`` (step 6), and so pickling an env built on it.
+is not ported yet raises :class:`NotImplementedError` (never a silent fallback to the Python engine).
+``snapshot``/``restore`` copy the C++ state (step 6); pickling and copying re-simulate from the decision log
+(see docs/architecture.md, "Native core: the engine").
 
 The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
 ``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
@@ -17,6 +18,7 @@ buffers; Python turns them into the same NamedTuples as the Python engine. Times
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -32,6 +34,7 @@ from kairos_gym.native import core as _native_core
 from kairos_gym.sim.engine import (
     _check_kv_capacity,
     _check_seed,
+    _describe_sim,
     _index_ok,
 )
 from kairos_gym.sim.hook import (
@@ -158,6 +161,7 @@ class NativeSimulator:
         self.menu = sc.deflection.chunk_menu
         self.menu_desc = tuple(sorted(self.menu, reverse=True))
         self.pricer = ChunkPricer(self.model, self.menu)
+        self._kv_capacity_arg = kv_capacity
         self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
             else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
         self.swap_policy = cl.memory_policy == "swap"
@@ -238,12 +242,7 @@ class NativeSimulator:
         prompt = np.ascontiguousarray(wl.prompt_tokens, dtype=np.int64)
         output = np.ascontiguousarray(wl.output_tokens, dtype=np.int64)
         self._core.reset(arrival, prompt, output)
-        core = self._core
-        self.arrival = core.column("arrival")
-        self.prompt = core.column("prompt")
-        self.output = core.column("output")
-        for k in COLUMNS:
-            setattr(self, k, core.column(k))
+        self._read_columns()
         self._ctx: DecisionContext | None = None
         self._timeline: list[tuple[str, int, float, float, str]] = []
         self._wall_start = time.perf_counter()
@@ -446,14 +445,139 @@ class NativeSimulator:
 
         return requests_table(self)  # type: ignore[arg-type]
 
-    def snapshot(self) -> dict[str, Any]:
-        raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
-                                  "use engine=\"python\"")
+    # ------------------------------------------------------------------ debug API (tests; both engines)
+    def debug_join(self, d: int, rid: int, ctx: int, rem: int, gap: float) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_join` (unit tests of the batch bookkeeping)."""
+        self._core.debug_join(d, rid, ctx, rem, gap)
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        raise NotImplementedError("the native engine cannot be pickled or copied yet (issue 11, step 6: "
-                                  "snapshot/restore); use engine=\"python\"")
+    def debug_leave(self, d: int, rid: int) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_leave`."""
+        self._core.debug_leave(d, rid)
+
+    def debug_record(self, d: int, worst: float) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_record`."""
+        self._core.debug_record(d, worst)
+
+    def debug_worst_gap(self, d: int, rid: int) -> float:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_worst_gap`."""
+        return self._core.debug_worst_gap(d, rid)
+
+    def debug_set_stack_prune(self, n: int) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_set_stack_prune`."""
+        self._core.debug_set_stack_prune(n)
+
+    def debug_push_event(self, t: float, kind: int, a: int, b: int) -> None:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_push_event`."""
+        self._core.debug_push(t, kind, a, b)
+
+    def debug_prefill_wait(self, p: int) -> tuple[float, float]:
+        """As :meth:`kairos_gym.sim.engine.Simulator.debug_prefill_wait` (the core caches no queue terms: both
+        values are computed afresh)."""
+        return self._core.debug_prefill_wait(p), self._core.debug_prefill_wait(p)
+
+    # ------------------------------------------------------------------ snapshot/restore, pickling (step 6)
+    _SNAPSHOT_OF = "native_snapshot_of"
+    """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore` (not the
+    Python engine's key: a snapshot of one engine given to the other is refused as not a snapshot)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """As :meth:`kairos_gym.sim.engine.Simulator.snapshot`: the whole mutable state (a C++ copy,
+        ``_core.SimSnapshot``: nodes, events, links, per-request arrays, counters, decision log; the workload and
+        cost tables shared) plus the Python-side pieces (seed, rng, workload, pending context)."""
+        return {
+            self._SNAPSHOT_OF: (self.scenario, self.oracle),
+            "core": self._core.snapshot(),
+            "kv_capacity": self.kv_capacity,
+            "seed": self.seed,
+            "rng": copy.deepcopy(self.rng),
+            "workload": self.workload,
+            "ctx": self._ctx,
+            "policy_label": self._policy_label,
+            "wall_start": self._wall_start,
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
-        raise NotImplementedError("the native engine has no snapshot/restore yet (issue 11, step 6); "
-                                  "use engine=\"python\"")
+        """As :meth:`kairos_gym.sim.engine.Simulator.restore`: return to a state taken by :meth:`snapshot` (which
+        stays reusable); a snapshot of another scenario or oracle setting (or of the Python engine) is a
+        :class:`ConfigError` before anything changes. Per-request columns are new arrays afterwards (views read
+        before keep the values they had)."""
+        of = state.get(self._SNAPSHOT_OF) if isinstance(state, dict) else None
+        if not (isinstance(of, tuple) and len(of) == 2) or not isinstance(state.get("core"),
+                                                                          _native_core().SimSnapshot):
+            raise ConfigError("Simulator.restore", "state", type(state).__name__,
+                              "a dict from Simulator.snapshot() of the native engine")
+        sc, oracle = of
+        if (sc is not self.scenario and sc != self.scenario) or oracle != self.oracle:
+            raise ConfigError("Simulator.restore", "state", f"a snapshot of {_describe_sim(sc, oracle)}",
+                              f"a snapshot of this simulator's {_describe_sim(self.scenario, self.oracle)}"
+                              + (" (same name and shape; other settings differ)"
+                                 if _describe_sim(sc, oracle) == _describe_sim(self.scenario, self.oracle) else ""))
+        if state.get("kv_capacity") != self.kv_capacity:  # the core's arrival check reads its own capacity
+            raise ConfigError("Simulator.restore", "state",
+                              f"a snapshot of a simulator with KV capacity {state.get('kv_capacity')} tokens",
+                              f"a snapshot of this simulator's (KV capacity {self.kv_capacity} tokens per decode node)")
+        self._core.restore(state["core"])
+        self.seed = state["seed"]
+        self.rng = copy.deepcopy(state["rng"])
+        wl = state["workload"]
+        self.workload = wl
+        self.n = len(wl)
+        self._ctx = state["ctx"]
+        self._policy_label = state["policy_label"]
+        self._wall_start = state["wall_start"]
+        self._timeline = []
+        self._read_columns()
+
+    def _read_columns(self) -> None:
+        core = self._core
+        self.arrival = core.column("arrival")
+        self.prompt = core.column("prompt")
+        self.output = core.column("output")
+        for k in COLUMNS:
+            setattr(self, k, core.column(k))
+
+    def decision_log(self) -> np.ndarray:
+        """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect,
+        node asked for or -1, chunk or 0 for LargestSafe): a copy."""
+        return self._core.decision_log().reshape(-1, 4)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickling (and ``copy``/``deepcopy``) by re-simulation: the constructor's arguments, the workload, the
+        rng state and the decision log; unpickling replays the logged decisions in the core (no policy is
+        called), then checks the clock, counters and events against the pickled ones. O(run so far)."""
+        core = self._core
+        return (_unpickle_native, ({
+            "version": 1, "scenario": self.scenario, "oracle": self.oracle, "record_timeline": self.record_timeline,
+            "kv_capacity": self._kv_capacity_arg, "trace": self._trace, "seed": self.seed,
+            "fixed_workload": self._fixed_workload, "workload": self.workload,
+            "rng_state": self.rng.bit_generator.state, "log": self.decision_log(),
+            "pending": core.pending_rid >= 0, "policy_label": self._policy_label,
+            "check": (core.now, core.n_decisions, core.events_pushed, core.wait_area, core.tokens_out),
+        },))
+
+
+def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:
+    """Rebuild a pickled :class:`NativeSimulator` by replaying its decision log (see ``__reduce_ex__``)."""
+    if not isinstance(state, dict) or state.get("version") != 1:
+        raise ConfigError("NativeSimulator unpickle", "state", type(state).__name__,
+                          "the state a NativeSimulator of this version pickled")
+    sim = NativeSimulator(state["scenario"], seed=state["seed"], workload=state["workload"], oracle=state["oracle"],
+                          record_timeline=state["record_timeline"], kv_capacity=state["kv_capacity"],
+                          trace=state["trace"])
+    sim._fixed_workload = state["fixed_workload"]
+    core = sim._core
+    for rid, kind, node, chunk in np.asarray(state["log"], dtype=np.int64).reshape(-1, 4).tolist():
+        if not core.next_decision() or core.pending_rid != rid:
+            raise RuntimeError(f"NativeSimulator unpickle: the replay diverged at request {rid}")
+        if kind == 0:
+            core.apply_prefill(node)
+        else:
+            core.apply_deflect(node, chunk)
+    if state["pending"]:
+        sim.next_decision()
+    got = (core.now, core.n_decisions, core.events_pushed, core.wait_area, core.tokens_out)
+    if repr(got) != repr(tuple(state["check"])):
+        raise RuntimeError(f"NativeSimulator unpickle: the replay ended at {got}, not at {state['check']}")
+    sim.rng.bit_generator.state = state["rng_state"]
+    sim._policy_label = state["policy_label"]
+    return sim

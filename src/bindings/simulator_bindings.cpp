@@ -114,13 +114,55 @@ nb::object request_column(const Simulator& s, const std::string& name) {
     throw nb::key_error(("no request column " + name).c_str());
 }
 
+// ---- snapshot/restore (issue 11 step 6): _core.SimSnapshot, an opaque copy of a simulator's mutable state
+void bind_snapshot(nb::module_& m, nb::class_<Simulator>& cls) {
+    nb::class_<SimSnapshot>(m, "SimSnapshot",
+                            "An opaque copy of a native simulator's mutable state (Simulator.snapshot); the workload "
+                            "is shared, everything else copied. Restore it with Simulator.restore (reusable).")
+        .def_prop_ro("n_decisions", [](const SimSnapshot& s) { return s.c.n_decisions; })
+        .def_prop_ro("now", [](const SimSnapshot& s) { return s.now; });
+    cls.def("snapshot", &Simulator::snapshot, "A copy of the mutable state (a _core.SimSnapshot).")
+        .def("restore", &Simulator::restore, nb::arg("state"),
+             "Return to a state from snapshot() (the snapshot stays reusable); per-request arrays are new: re-read "
+             "the columns.")
+        .def("decision_log",
+             [](const Simulator& s) {
+                 const auto& log = s.decision_log();
+                 std::vector<int64_t> flat;
+                 flat.reserve(4 * log.size());
+                 for (const LoggedDecision& d : log) {
+                     flat.push_back(d.rid);
+                     flat.push_back(d.kind);
+                     flat.push_back(d.node);
+                     flat.push_back(d.chunk);
+                 }
+                 return copy_of(flat);
+             },
+             "Every decision applied since the reset as a flat int64 copy of (rid, kind 0 prefill / 1 deflect, node "
+             "asked for or -1, chunk or 0) quadruples.");
+}
+
+// ---- debug API (tests; the Python engine's debug_* methods): see simulator.hpp
+void bind_debug(nb::class_<Simulator>& cls) {
+    cls.def("debug_join", &Simulator::debug_join, nb::arg("node"), nb::arg("rid"), nb::arg("ctx"), nb::arg("rem"),
+            nb::arg("gap"))
+        .def("debug_leave", &Simulator::debug_leave, nb::arg("node"), nb::arg("rid"))
+        .def("debug_record", &Simulator::debug_record, nb::arg("node"), nb::arg("worst"))
+        .def("debug_worst_gap", &Simulator::debug_worst_gap, nb::arg("node"), nb::arg("rid"))
+        .def("debug_set_stack_prune", &Simulator::debug_set_stack_prune, nb::arg("n"))
+        .def("debug_push", &Simulator::debug_push, nb::arg("t"), nb::arg("kind"), nb::arg("a"), nb::arg("b"))
+        .def("debug_prefill_wait", &Simulator::debug_prefill_wait, nb::arg("node"));
+}
+
 }  // namespace
 
 void bind_simulator(nb::module_& m) {
     nb::exception<NotImplementedSlice>(m, "NotImplementedSlice", PyExc_NotImplementedError);
 
-    nb::class_<Simulator>(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).")
-        .def("__init__",
+    nb::class_<Simulator> cls(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).");
+    bind_snapshot(m, cls);
+    bind_debug(cls);
+    cls.def("__init__",
              [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
                  new (self) Simulator(config_from(config), pricer, oracle);
              },

@@ -72,7 +72,7 @@ void DecodeNode::record(const Requests& R, double worst) {
     smax_idx.push_back(n_rec);
     smax_val.push_back(worst);
     ++n_rec;
-    if (static_cast<int64_t>(smax_idx.size()) >= STACK_PRUNE && n_rec % STACK_PRUNE == 0 && batch_size) {
+    if (static_cast<int64_t>(smax_idx.size()) >= stack_prune && n_rec % stack_prune == 0 && batch_size) {
         // records older than every member's join are never queried again: drop them
         int64_t lo = R.from_rec[batch_head];
         for (int64_t r = batch_head; r >= 0; r = R.batch_next[r]) lo = std::min(lo, R.from_rec[r]);

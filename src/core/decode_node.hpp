@@ -53,6 +53,7 @@ struct DecodeNode {
     int64_t version = 0;
     double busy_s = 0.0, compute_s = 0.0, flops = 0.0;
     double util_ewma = 0.0, util_t = 0.0;
+    int64_t stack_prune = STACK_PRUNE;  // see STACK_PRUNE (tests lower it: Simulator::debug_set_stack_prune)
 
     // rid joins with ctx cached tokens, rem tokens to decode and a worst gap of `gap` s so far
     void join(Requests& R, int64_t rid, int64_t ctx, int64_t rem, double gap);

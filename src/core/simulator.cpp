@@ -59,6 +59,7 @@ void Simulator::reset(WorkloadPtr wl) {
     for (int64_t i = 0; i < cfg_.n_decode; ++i) {
         dnodes_[static_cast<size_t>(i)].idx = i;
         dnodes_[static_cast<size_t>(i)].kv_capacity = cfg_.kv_capacity;
+        dnodes_[static_cast<size_t>(i)].stack_prune = stack_prune_;
     }
     links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLink(cfg_.transfer_bandwidth));
     awaiting_memory_.clear();
@@ -67,9 +68,126 @@ void Simulator::reset(WorkloadPtr wl) {
     c_ = RunCounters{};
     now_ = 0.0;
     pending_rid_ = -1;
+    log_.clear();
     trace.clear();
     timeline.clear();
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
+}
+
+// ---------------------------------------------------------------- snapshot/restore (step 6)
+SimSnapshot Simulator::snapshot() const {
+    if (!R_) throw std::invalid_argument("simulator: snapshot before any reset");
+    SimSnapshot s;
+    s.n_prefill = cfg_.n_prefill;
+    s.n_decode = cfg_.n_decode;
+    s.n_menu = static_cast<int64_t>(cfg_.menu.size());
+    s.wl = wl_;
+    s.R = std::make_shared<const Requests>(*R_);
+    s.n = n_;
+    s.events = events_;
+    s.pnodes = pnodes_;
+    s.dnodes = dnodes_;
+    s.links = links_;
+    s.awaiting_memory = awaiting_memory_;
+    s.n_swap_state = n_swap_state_;
+    s.stats = stats_;
+    s.c = c_;
+    s.menu = menu_;
+    s.now = now_;
+    s.pending_rid = pending_rid_;
+    s.log = log_;
+    s.trace = trace;
+    s.timeline = timeline;
+    return s;
+}
+
+namespace {
+template <class T>
+void copy_into(std::vector<T>& dst, const std::vector<T>& src) {  // same size: the storage stays
+    if (dst.size() != src.size()) throw std::invalid_argument("simulator restore: menu buffers of another size");
+    std::copy(src.begin(), src.end(), dst.begin());
+}
+}  // namespace
+
+void Simulator::restore(const SimSnapshot& s) {
+    if (!s.R || !s.wl) throw std::invalid_argument("simulator restore: an empty snapshot");
+    if (s.n_prefill != cfg_.n_prefill || s.n_decode != cfg_.n_decode ||
+        s.n_menu != static_cast<int64_t>(cfg_.menu.size()))
+        throw std::invalid_argument("simulator restore: a snapshot of a simulator of another shape");
+    const DecisionMenu& m = s.menu;
+    copy_into(menu_.prefill_i, m.prefill_i);
+    copy_into(menu_.prefill_f, m.prefill_f);
+    copy_into(menu_.ttft_p, m.ttft_p);
+    copy_into(menu_.decode_i, m.decode_i);
+    copy_into(menu_.decode_f, m.decode_f);
+    copy_into(menu_.decode_b, m.decode_b);
+    copy_into(menu_.step_s, m.step_s);
+    copy_into(menu_.ttft_d, m.ttft_d);
+    copy_into(menu_.ls_ok, m.ls_ok);
+    copy_into(menu_.ls_t, m.ls_t);
+    copy_into(menu_.ls_first, m.ls_first);
+    menu_.now = m.now;
+    menu_.rid = m.rid;
+    menu_.arrival = m.arrival;
+    menu_.prompt = m.prompt;
+    menu_.output = m.output;
+    wl_ = s.wl;
+    R_ = std::make_shared<Requests>(*s.R);  // fresh arrays: views taken before stay valid
+    n_ = s.n;
+    events_ = s.events;
+    pnodes_ = s.pnodes;
+    dnodes_ = s.dnodes;
+    links_ = s.links;
+    awaiting_memory_ = s.awaiting_memory;
+    n_swap_state_ = s.n_swap_state;
+    stats_ = s.stats;
+    c_ = s.c;
+    now_ = s.now;
+    pending_rid_ = s.pending_rid;
+    log_ = s.log;
+    trace = s.trace;
+    timeline = s.timeline;
+}
+
+// ---------------------------------------------------------------- debug API (tests)
+namespace {
+void check_index(int64_t i, size_t n, const char* what) {
+    if (i < 0 || static_cast<size_t>(i) >= n) throw std::out_of_range(what);
+}
+}  // namespace
+
+void Simulator::debug_join(int64_t d, int64_t rid, int64_t ctx, int64_t rem, double gap) {
+    check_index(d, dnodes_.size(), "debug_join: decode node index");
+    check_index(rid, static_cast<size_t>(n_), "debug_join: request id");
+    dnodes_[static_cast<size_t>(d)].join(*R_, rid, ctx, rem, gap);
+}
+
+void Simulator::debug_leave(int64_t d, int64_t rid) {
+    check_index(d, dnodes_.size(), "debug_leave: decode node index");
+    check_index(rid, static_cast<size_t>(n_), "debug_leave: request id");
+    dnodes_[static_cast<size_t>(d)].leave(*R_, rid);
+}
+
+void Simulator::debug_record(int64_t d, double worst) {
+    check_index(d, dnodes_.size(), "debug_record: decode node index");
+    dnodes_[static_cast<size_t>(d)].record(*R_, worst);
+}
+
+double Simulator::debug_worst_gap(int64_t d, int64_t rid) const {
+    check_index(d, dnodes_.size(), "debug_worst_gap: decode node index");
+    check_index(rid, static_cast<size_t>(n_), "debug_worst_gap: request id");
+    return dnodes_[static_cast<size_t>(d)].worst_gap(*R_, rid);
+}
+
+void Simulator::debug_set_stack_prune(int64_t n) {
+    if (n < 1) throw std::out_of_range("debug_set_stack_prune: n < 1");
+    stack_prune_ = n;
+    for (DecodeNode& d : dnodes_) d.stack_prune = n;
+}
+
+double Simulator::debug_prefill_wait(int64_t p) {
+    check_index(p, pnodes_.size(), "debug_prefill_wait: prefill node index");
+    return prefill_wait(pnodes_[static_cast<size_t>(p)]);
 }
 
 // ---------------------------------------------------------------- the event loop
@@ -159,6 +277,7 @@ void Simulator::apply_prefill(int64_t pn) {
     if (pn < -1 || pn >= cfg_.n_prefill) throw std::out_of_range("simulator: prefill node index");
     pending_rid_ = -1;
     c_.n_decisions += 1;
+    log_.push_back({rid, 0, pn, 0});
     if (pn < 0) pn = shortest_queue();
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
 }
@@ -171,6 +290,7 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
         throw std::out_of_range("simulator: a chunk size off the menu");
     pending_rid_ = -1;
     c_.n_decisions += 1;
+    log_.push_back({rid, 1, d, chunk});
     if (node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
         start_deflection(rid, dnodes_[static_cast<size_t>(d)], chunk);
         return true;

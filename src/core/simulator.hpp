@@ -83,6 +83,14 @@ struct TraceRecord {
     double wait_area;  // after the event's accumulation
 };
 
+struct SimSnapshot;
+
+// One applied decision (the decision log pickling replays): the request, 0 prefill / 1 deflect, the node asked
+// for (-1: the shortest prefill queue) and the chunk (0: LargestSafe; 0 for the prefill path).
+struct LoggedDecision {
+    int64_t rid, kind, node, chunk;
+};
+
 class Simulator {
 public:
     // `pricer` prices every step (its tables compiled by Python's ChunkPricer); copied, with its memos.
@@ -117,6 +125,27 @@ public:
     int64_t n() const { return n_; }
     int64_t events_pushed() const { return events_.seq(); }
     const EventQueue& event_queue() const { return events_; }
+
+    // ---- snapshot/restore (issue 11 step 6): a copy of every piece of mutable state except the pricer (its
+    // tables are immutable and its memos change no result) and the menu buffers' storage (Python holds views
+    // of it: restore copies their contents in place). The workload is shared, the per-request arrays copied.
+    SimSnapshot snapshot() const;
+    // Return to `s` (reusable). std::invalid_argument when `s` was taken from a simulator of another shape
+    // (node counts, menu size) or before any reset. Per-request arrays are fresh: re-read the columns.
+    void restore(const SimSnapshot& s);
+    // every decision applied since the reset, in order
+    const std::vector<LoggedDecision>& decision_log() const { return log_; }
+
+    // ---- debug API (tests; the Python engine has the same debug_* methods): the decode-node batch bookkeeping
+    // (join/leave/record/worst gap of decode node d), the worst-step stack's prune threshold (kept across
+    // resets), a raw event push and a prefill node's predicted wait. Indices are checked (std::out_of_range).
+    void debug_join(int64_t d, int64_t rid, int64_t ctx, int64_t rem, double gap);
+    void debug_leave(int64_t d, int64_t rid);
+    void debug_record(int64_t d, double worst);
+    double debug_worst_gap(int64_t d, int64_t rid) const;
+    void debug_set_stack_prune(int64_t n);
+    void debug_push(double t, int8_t kind, int64_t a, int64_t b) { push(t, kind, a, b); }
+    double debug_prefill_wait(int64_t p);
 
     bool trace_on = false;
     std::vector<TraceRecord> trace;
@@ -170,6 +199,30 @@ private:
     DecisionMenu menu_;
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
+    std::vector<LoggedDecision> log_;
+    int64_t stack_prune_ = STACK_PRUNE;
+};
+
+// The mutable state of a Simulator at one instant (Simulator::snapshot), a value: copying it copies the state.
+struct SimSnapshot {
+    int64_t n_prefill = 0, n_decode = 0, n_menu = 0;  // the shape it fits
+    WorkloadPtr wl;
+    std::shared_ptr<const Requests> R;
+    int64_t n = 0;
+    EventQueue events;
+    std::vector<PrefillNode> pnodes;
+    std::vector<DecodeNode> dnodes;
+    std::vector<FairShareLink> links;
+    std::deque<int64_t> awaiting_memory;
+    int64_t n_swap_state = 0;
+    RunStats stats;
+    RunCounters c;
+    DecisionMenu menu;
+    double now = 0.0;
+    int64_t pending_rid = -1;
+    std::vector<LoggedDecision> log;
+    std::vector<TraceRecord> trace;
+    std::vector<TimelineRecord> timeline;
 };
 
 // Largest j >= 0 with S(j) = j t0 + dt j (j-1)/2 <= x (steps of a stretch finished within x s).

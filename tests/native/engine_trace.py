@@ -39,8 +39,9 @@ def same_tuple(x: tuple, y: tuple) -> bool:
 
 
 def make_sim(seed: int = 0) -> Simulator:
-    """A fresh simulator of TRACE_SCENARIO."""
-    return Simulator(ScenarioConfig.from_dict(TRACE_SCENARIO), seed=seed)
+    """A fresh Python-engine simulator of TRACE_SCENARIO (the component tests instrument that engine's code,
+    whatever ``KAIROS_ENGINE`` or ``pytest --engine`` says)."""
+    return Simulator(ScenarioConfig.from_dict(TRACE_SCENARIO), seed=seed, engine="python")
 
 
 def run_scenario(policy: str, seed: int = 0) -> Simulator:

@@ -248,18 +248,12 @@ def test_swap_overlong_error_counts_whole_blocks():
         assert fits or msgs[0] == msgs[1]
 
 
-def test_snapshots_are_not_implemented_yet():
+def test_restore_of_something_not_a_native_snapshot_is_a_config_error():
+    """Snapshots and pickling landed in step 6 (tests/sim/test_native_snapshot.py); a non-snapshot is refused."""
     nat = NativeSimulator("small", seed=0)
-    with pytest.raises(NotImplementedError, match="snapshot"):
-        nat.snapshot()
-    with pytest.raises(NotImplementedError, match="snapshot"):
-        nat.restore({})
-    import copy
-    import pickle
-
-    for f in (pickle.dumps, copy.deepcopy, copy.copy):
-        with pytest.raises(NotImplementedError, match="step 6"):
-            f(nat)
+    for bad in ({}, {"native_snapshot_of": (nat.scenario, False)}, None):
+        with pytest.raises(ConfigError, match="native engine"):
+            nat.restore(bad)
 
 
 def test_timeline_node_states_and_pending_events_match_the_python_engine():

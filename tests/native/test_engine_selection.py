@@ -55,15 +55,15 @@ def test_kv_capacity_seam_equals_setting_the_nodes():
     """``kv_capacity=`` gives the run that setting every node's capacity after construction gave."""
     fp = _fingerprint_module()
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
-    a = Simulator(sc, seed=0, kv_capacity=12_000)
-    b = Simulator(sc, seed=0)
+    a = Simulator(sc, seed=0, kv_capacity=12_000, engine="python")
+    b = Simulator(sc, seed=0, engine="python")  # the Python engine's nodes are settable
     for d in b.dnodes:
         d.kv_capacity = 12_000
     b.kv_capacity = 12_000
     assert [d.kv_capacity for d in a.dnodes] == [12_000] * len(a.dnodes)
     fa, fb = fp.fingerprint(a, a.run(DeflectAll(256))), fp.fingerprint(b, b.run(DeflectAll(256)))
     assert fa == fb
-    c = Simulator(sc, seed=0)
+    c = Simulator(sc, seed=0, engine="python")
     assert fp.fingerprint(c, c.run(DeflectAll(256))) != fa  # the capacity matters in this case
 
 
@@ -93,9 +93,9 @@ def test_copies_and_pickles_of_a_python_engine_stay_python(monkeypatch):
     import pickle
 
     fp = _fingerprint_module()
-    ref = Simulator("small", seed=0)
+    ref = Simulator("small", seed=0, engine="python")
     expected = fp.fingerprint(ref, ref.run(NoDeflect()))
-    sim = Simulator("small", seed=0)
+    sim = Simulator("small", seed=0, engine="python")
     sim.apply(NoDeflect().decide(sim.next_decision()))
     monkeypatch.setenv("KAIROS_ENGINE", "native")
     for twin in (pickle.loads(pickle.dumps(sim)), copy.deepcopy(sim)):

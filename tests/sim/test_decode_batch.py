@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from kairos_gym.config import ScenarioConfig
-from kairos_gym.sim import Simulator, engine
+from kairos_gym.sim import Simulator
 from tests.sim.conftest import SMALL, DeflectAll, tight_memory_sim
 
 
 @pytest.mark.parametrize("prune", [4, 1024])
-def test_worst_gap_is_max_over_records_since_join(monkeypatch, prune):
-    monkeypatch.setattr(engine, "_STACK_PRUNE", prune)
+def test_worst_gap_is_max_over_records_since_join(prune):
+    """Through the debug API both engines have (debug_join/leave/record/worst_gap on decode node 0)."""
     sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=0)
-    d = sim.dnodes[0]
+    sim.debug_set_stack_prune(prune)
     rng = np.random.default_rng(7)
     history: list[float] = []
     members: dict[int, tuple[int, float]] = {}  # rid -> (first record index, own gap)
@@ -23,22 +23,24 @@ def test_worst_gap_is_max_over_records_since_join(monkeypatch, prune):
     for i in range(400):
         if rng.random() < 0.3 or not members:  # a request joins
             own = float(rng.random() * 0.05)
-            sim._join(d, rid, 100, 1000, own)
-            members[rid] = (d.n_rec, own)
+            sim.debug_join(0, rid, 100, 1000, own)
+            members[rid] = (sim.dnodes[0].n_rec, own)
             rid += 1
         if members and rng.random() < 0.28:  # one leaves
             r = int(rng.choice(list(members)))
             start, own = members.pop(r)
-            assert sim._worst_gap(d, r) == max([own, *history[start:]])
-            sim._leave(d, r)
+            assert sim.debug_worst_gap(0, r) == max([own, *history[start:]])
+            sim.debug_leave(0, r)
         # a falling trend (a long stack, worth pruning) with noise and ties
         v = float(rng.choice([0.1 - 2e-4 * i + rng.random() * 0.004, 0.02, 0.05]))
-        sim._record(d, v)
+        sim.debug_record(0, v)
         history.append(v)
         for r, (start, own) in members.items():
-            assert sim._worst_gap(d, r) == max([own, *history[start:]])
+            assert sim.debug_worst_gap(0, r) == max([own, *history[start:]])
     # records that are a strict suffix maximum: what the stack would hold without pruning
     unpruned = sum(1 for i, v in enumerate(history) if all(v > w for w in history[i + 1:]))
+    d = sim.dnodes[0]
+    assert d.n_rec == len(history)
     if prune == 4:
         assert len(d.smax_idx) < unpruned  # pruned, and every query above still answered correctly
     else:
@@ -66,10 +68,9 @@ def test_batch_state_matches_brute_force_throughout_a_run(variant):
             assert all(x >= 0 for x in rems)
             assert sorted(d.heap) == sorted((sim.end_step[r], r) for r in d.batch)
             checked += len(d.batch)
-        for p in sim.pnodes:  # the cached queue terms of prefill_wait equal a fresh computation
-            cached = sim.prefill_wait(p)
-            p.wait_cache = None
-            assert sim.prefill_wait(p) == cached
+        for p in range(len(sim.pnodes)):  # the cached queue terms of prefill_wait equal a fresh computation
+            cached, fresh = sim.debug_prefill_wait(p)
+            assert cached == fresh == ctx.prefill[p].predicted_wait_s
         sim.apply(pol.decide(ctx))
         ctx = sim.next_decision()
     assert checked > 0

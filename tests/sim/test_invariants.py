@@ -58,10 +58,8 @@ def test_kv_memory_conservation(policy):
 def test_kv_memory_never_above_capacity_when_tight():
     # a decode node that holds only a few requests: admission waits for memory, never overflows
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"kv_reserve_frac": 0.0, "overlong": "reject"}})
-    sim = Simulator(sc, seed=0)
-    for d in sim.dnodes:
-        d.kv_capacity = 6_000
-    sim.kv_capacity = 6_000
+    sim = Simulator(sc, seed=0, kv_capacity=6_000)
+    assert all(d.kv_capacity == 6_000 for d in sim.dnodes)
     ctx = sim.next_decision()
     while ctx is not None:
         sim.apply(NoDeflect().decide(ctx))
@@ -87,8 +85,10 @@ def test_monotone_clock():
 
 def test_clock_guard_raises():
     sim = Simulator(SMALL, seed=0)
-    sim.now = 5.0
-    sim._push(4.0, 1, 0, 0)  # an event in the past (any kind: the guard runs before dispatch)
+    for _ in range(5):
+        sim.apply(NoDeflect().decide(sim.next_decision()))
+    assert sim.now > 0
+    sim.debug_push_event(sim.now / 2, 1, 0, 0)  # an event in the past (any kind: the guard runs before dispatch)
     with pytest.raises(RuntimeError, match="backwards"):
         sim.next_decision()
 

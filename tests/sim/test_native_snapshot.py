@@ -1,0 +1,188 @@
+"""Snapshot/restore and pickling of the native engine (issue 11, step 6): a restored or unpickled native
+simulator goes on bit for bit as the original would, the Oracle (snapshot lookahead) decides as on the Python
+engine, and snapshots of another engine or scenario are refused."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+from kairos_gym.agents import Oracle, run_policy
+from kairos_gym.agents.baselines import Random
+
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim import Simulator
+from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
+
+SC = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
+SWAP = {**SC, "name": "snap-swap", "cluster": {"memory_policy": "swap", "kv_block_tokens": 16,
+                                                       "overlong": "reject"}}
+CASES = [(SC, None), (SWAP, 6000)]
+"""(scenario, kv_capacity): deflections and prefill routing; then tight swap memory (preemption, swap-in)."""
+
+
+def _result(sim) -> tuple:
+    """Everything a run gives, as bytes and reprs (bit for bit)."""
+    s = dict(sim.summary())
+    s.pop("wall_time_s")
+    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in COLUMNS)
+    return cols, repr(sorted(s.items())), repr(sim.chunks), sim.n_preemptions, sim.swap_bytes
+
+
+def _advance(sim, policy, k: int) -> None:
+    for _ in range(k):
+        ctx = sim.next_decision()
+        if ctx is None:
+            return
+        sim.apply(policy.decide(ctx))
+
+
+@pytest.mark.parametrize(("sc", "kv"), CASES)
+def test_restore_then_run_is_bit_identical_to_a_straight_run(sc, kv):
+    straight = Simulator(sc, seed=2, kv_capacity=kv, engine="native")
+    straight.run(Random(sc, seed=7))
+    assert (straight.n_preemptions > 0) == (kv is not None)
+    sim = Simulator(sc, seed=2, kv_capacity=kv, engine="native")
+    pol = Random(sc, seed=7)
+    _advance(sim, pol, 60)
+    snap = sim.snapshot()
+    rng_state = pol.rng.bit_generator.state
+    sim.run(Random(sc, seed=99))  # another future: the restore must undo all of it
+    assert _result(sim) != _result(straight)
+    for _ in range(2):  # the snapshot stays reusable
+        sim.restore(snap)
+        pol.rng.bit_generator.state = rng_state
+        sim.run(pol)
+        assert _result(sim) == _result(straight)
+
+
+def test_restore_keeps_earlier_column_views_and_the_pending_context():
+    sim = Simulator(SC, seed=0, engine="native")
+    _advance(sim, Random(SC, seed=1), 30)
+    ctx = sim.next_decision()
+    finish_then = sim.finish.copy()
+    snap = sim.snapshot()
+    view = sim.finish
+    sim.run(Random(SC, seed=1))
+    after = view.copy()
+    sim.restore(snap)
+    assert sim.next_decision() == ctx and sim.n_decisions == 30
+    assert np.array_equal(sim.finish, finish_then, equal_nan=True)
+    assert np.array_equal(view, after, equal_nan=True)  # a view read before the restore keeps its run's values
+
+
+def test_snapshots_of_the_other_engine_or_scenario_are_refused():
+    nat = Simulator(SC, seed=0, engine="native")
+    py = Simulator(SC, seed=0, engine="python")
+    nat.next_decision()
+    py.next_decision()
+    with pytest.raises(ConfigError, match="native engine"):
+        nat.restore(py.snapshot())
+    with pytest.raises(ConfigError, match=r"Simulator\.snapshot"):
+        py.restore(nat.snapshot())
+    other = Simulator({**SC, "slo": {"tbt_s": 0.05}}, seed=0, engine="native")
+    with pytest.raises(ConfigError, match="other settings differ"):
+        other.restore(nat.snapshot())
+    with pytest.raises(ConfigError, match="oracle True"):
+        Simulator(SC, seed=0, oracle=True, engine="native").restore(nat.snapshot())
+    tight = Simulator(SC, seed=0, kv_capacity=50_000, engine="native")
+    before = tight._events
+    with pytest.raises(ConfigError, match=r"KV capacity \d+ tokens.*allowed: .*KV capacity 50000"):
+        tight.restore(nat.snapshot())
+    assert tight._events == before and tight.n_decisions == 0  # refused before anything changed
+
+
+def test_oracle_decides_the_same_on_both_engines():
+    res = {}
+    for engine in ("python", "native"):
+        o = Oracle(SC, horizon_decisions=6)
+        sim = Simulator(SC, seed=1, engine=engine)
+        o.attach(sim)
+        decisions = []
+        ctx = sim.next_decision()
+        while ctx is not None:
+            d = o.decide(ctx)
+            decisions.append((d, repr(o.last_scores)))
+            sim.apply(d)
+            ctx = sim.next_decision()
+        assert o.n_rollouts > 50
+        res[engine] = (decisions, _result(sim))
+    assert res["native"] == res["python"]
+
+
+def test_run_policy_with_the_oracle_under_kairos_engine_native(monkeypatch):
+    out = {}
+    for engine in ("python", "native"):
+        monkeypatch.setenv("KAIROS_ENGINE", engine)
+        s = run_policy(Oracle(SC, horizon_decisions=4), SC, seed=3)
+        out[engine] = repr(sorted((k, v) for k, v in s.items() if k != "wall_time_s" and "_us_" not in k))
+    assert out["native"] == out["python"]
+
+
+@pytest.mark.parametrize(("sc", "kv"), CASES)
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
+def test_pickled_or_copied_mid_run_goes_on_bit_identically(sc, kv, how):
+    sim = Simulator(sc, seed=4, kv_capacity=kv, engine="native", trace=True)
+    pol = Random(sc, seed=3)
+    _advance(sim, pol, 40)
+    sim.next_decision()  # pending decision at the copy
+    clone = {"pickle": lambda s: pickle.loads(pickle.dumps(s)), "deepcopy": copy.deepcopy,
+             "copy": copy.copy}[how](sim)
+    assert isinstance(clone, NativeSimulator) and clone is not sim
+    assert clone.trace == sim.trace and clone.next_decision() == sim.next_decision()
+    assert clone.rng.bit_generator.state == sim.rng.bit_generator.state
+    state = pol.rng.bit_generator.state
+    sim.run(pol)
+    pol.rng.bit_generator.state = state
+    clone.run(pol)
+    assert _result(clone) == _result(sim) and clone.trace == sim.trace
+
+
+def test_pickle_without_a_pending_decision_and_of_a_fresh_simulator():
+    sim = Simulator(SC, seed=4, engine="native")
+    fresh = pickle.loads(pickle.dumps(sim))
+    assert fresh.n_decisions == 0 and fresh.next_decision() == sim.next_decision()
+    sim.apply(Random(SC, seed=0).decide(sim.next_decision()))  # applied, next_decision not called yet
+    clone = pickle.loads(pickle.dumps(sim))
+    assert clone._events == sim._events and clone.now == sim.now and clone.n_decisions == 1
+
+
+def test_unpickling_a_state_that_does_not_replay_is_an_error():
+    sim = Simulator(SC, seed=4, engine="native")
+    _advance(sim, Random(SC, seed=0), 5)
+    func, (state,) = sim.__reduce_ex__(4)
+    bad = dict(state, log=state["log"][::-1].copy())  # the decisions out of order
+    with pytest.raises(RuntimeError, match="replay diverged"):
+        func(bad)
+    with pytest.raises(ConfigError, match="unpickle"):
+        func({"version": 0})
+
+
+def test_the_engine_option_selects_the_engine_of_the_run(pytestconfig):
+    """``pytest --engine native`` (tests/conftest.py) makes every Simulator without engine= native."""
+    chosen = pytestconfig.getoption("--engine")
+    import os
+
+    from kairos_gym.sim import engine_name
+
+    if chosen is not None:
+        assert os.environ["KAIROS_ENGINE"] == chosen
+    assert isinstance(Simulator(SC, seed=0), NativeSimulator) == (engine_name() == "native")
+
+
+def test_pickle_after_a_restore_replays_the_restored_branch():
+    """The decision log is part of the snapshot: a simulator pickled after a restore replays the branch it
+    was restored to, not the decisions made after the snapshot."""
+    sim = Simulator(SC, seed=6, engine="native")
+    _advance(sim, Random(SC, seed=1), 20)
+    snap = sim.snapshot()
+    _advance(sim, Random(SC, seed=2), 30)
+    sim.restore(snap)
+    assert len(sim.decision_log()) == 20
+    clone = pickle.loads(pickle.dumps(sim))
+    assert clone.n_decisions == 20 and clone._events == sim._events
+    sim.run(Random(SC, seed=3))
+    clone.run(Random(SC, seed=3))
+    assert _result(clone) == _result(sim)
