@@ -365,8 +365,8 @@ class NativeSimulator:
         """Run events until a request needs a routing decision; None when every request is done."""
         core = self._core
         if core.pending_rid >= 0:
-            ctx = self._ctx
-            return ctx if ctx is not None else self._lazy_context()
+            ctx = self._ctx  # None, this decision's, or an earlier one's when a native env step moved the core
+            return ctx if ctx is not None and ctx._gen == self._ctx_gen else self._lazy_context()
         if core.next_decision():
             return self._lazy_context()
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import pickle
 
+import numpy as np
 import pytest
 
 from kairos_gym.sim import Decision
@@ -103,3 +104,92 @@ def test_run_asks_the_policy_once_per_decision_and_matches_the_python_engine():
         s.pop("wall_time_s")
         out.append((s, pol.calls, sim.n_decisions))
     assert out[0] == out[1] and out[0][1] == out[0][2] > 0
+
+
+# ---------------------------------------------------------------------------------------------- the native env step
+def _envs(monkeypatch: pytest.MonkeyPatch, **kwargs):
+    from kairos_gym.env.core import KairosEnv
+
+    monkeypatch.setenv("KAIROS_ENGINE", "python")
+    py = KairosEnv(**kwargs)
+    monkeypatch.setenv("KAIROS_ENGINE", "native")
+    nat = KairosEnv(**kwargs)
+    assert py._native is None and nat._native is not None  # the native env step is what runs
+    return py, nat
+
+
+def _same(x, y) -> bool:
+    """Equal bit for bit: arrays by dtype and bytes, floats by repr, dicts and tuples element-wise."""
+    if isinstance(x, np.ndarray):
+        return isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    if isinstance(x, dict):
+        return isinstance(y, dict) and x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+    if isinstance(x, (tuple, list)):
+        return type(x) is type(y) and len(x) == len(y) and all(_same(u, v) for u, v in zip(x, y, strict=True))
+    if isinstance(x, float):
+        return type(y) is float and repr(x) == repr(y)
+    return type(x) is type(y) and x == y
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"scenario": "small"},
+    {"scenario": "bursty", "workload": {"max_requests": 300}},
+    {"scenario": "small", "oracle": True, "obs_mode": "dict", "reward": "slo"},
+    {"scenario": "small", "reward": "goodput", "max_decisions": 40, "deflection": {"largest_safe_action": True}},
+    {"scenario": "kv-pressure", "workload": {"max_requests": 200}, "tbt_penalty": 0.3},
+])
+def test_native_env_step_is_the_python_env_step_bit_for_bit(monkeypatch, kwargs):
+    """Observations (float32 bytes), masks, rewards, flags and infos of whole episodes with random actions
+    (masked and unmasked: refused deflections included) equal the Python env's on the Python engine."""
+    py, nat = _envs(monkeypatch, **kwargs)
+    rng = np.random.default_rng(7)
+    for ep in range(2):
+        a, b = py.reset(seed=ep), nat.reset(seed=ep)
+        assert _same(a, b)
+        done = False
+        n = 0
+        while not done:
+            mask = a[-1]["action_mask"]
+            act = int(rng.integers(py.action_space.n)) if n % 3 == 0 else int(rng.choice(np.flatnonzero(mask)))
+            a, b = py.step(act), nat.step(act)
+            assert all(_same(x, y) for x, y in zip(a, b, strict=True)), (ep, n)
+            assert _same(py.action_masks(), nat.action_masks())
+            done = a[2] or a[3]
+            n += 1
+        assert n > 10
+
+
+def test_native_env_decision_context_and_returned_arrays_are_current(monkeypatch):
+    """decision_context after native steps is the pending decision's (never an earlier lazy context the core
+    has moved past), and returned observations/masks are copies (a later step does not change them)."""
+    py, nat = _envs(monkeypatch, scenario="small")
+    py.reset(seed=1)
+    nat.reset(seed=1)
+    kept = []
+    for i in range(25):
+        act = 1 if i % 4 == 0 else 0
+        kept.append((py.step(act), nat.step(act)))
+        assert nat.decision_context == py.decision_context
+        assert isinstance(nat.decision_context, LazyDecisionContext)
+    for a, b in kept:
+        assert _same(a[0], b[0]) and _same(a[4]["action_mask"], b[4]["action_mask"])
+
+
+def test_native_env_step_refuses_what_the_python_env_refuses(monkeypatch):
+    """A bad action raises the same ConfigError before anything moves; a step after the end raises."""
+    from kairos_gym.errors import ConfigError
+
+    py, nat = _envs(monkeypatch, scenario="small", workload={"max_requests": 5})
+    for env in (py, nat):
+        env.reset(seed=0)
+        t = env.sim.now
+        for bad in (-1, env.action_space.n, 1.5, "0"):
+            with pytest.raises(ConfigError) as e:
+                env.step(bad)
+            assert "KairosEnv.step" in str(e.value)
+        assert env.sim.now == t
+        while not env.step(0)[2]:
+            pass
+        with pytest.raises(RuntimeError, match="no pending decision"):
+            env.step(0)
+        assert env.decision_context is None
