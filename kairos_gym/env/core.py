@@ -117,6 +117,7 @@ class KairosEnv(gym.Env):
         self._native = make_stepper(self.sim, self.obs_layout, self.action_layout)
         if self._native is not None:
             self._native_obs, self._native_mask = self._native.buffers()
+        self._n_actions = self.action_layout.n
         self._native_live = False  # native path: a decision is pending (the Python path uses self._ctx)
 
     # ------------------------------------------------------------------ gymnasium API
@@ -144,7 +145,7 @@ class KairosEnv(gym.Env):
         self._slo = SloTracker(self.scenario.slo.ttft_s, self.scenario.slo.tbt_s)
         self._last = {}
         self._native_live = True
-        obs = self._observe(self._ctx)
+        obs = self._observe(self._ctx) if self._native is None else self._observe_native()
         info = {"action_mask": self._mask.copy(), "sim_seed": sim_seed, "sim_time_s": self.sim.now,
                 "n_requests": self.sim.n}
         return obs, info
@@ -212,8 +213,8 @@ class KairosEnv(gym.Env):
         if not self._native_live:
             raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
                                "was never called); call reset()")
-        a = self.action_layout.index(action)
-        valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid = self._native.step(a)
+        a = action if type(action) is int and 0 <= action < self._n_actions else self.action_layout.index(action)
+        valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now = self._native.step(a)
         if not valid:
             self._n_invalid += 1
         self._ctx = None  # built on demand by decision_context
@@ -232,7 +233,6 @@ class KairosEnv(gym.Env):
         mask = self._mask = self._native_mask  # the live buffer: infos and action_masks() get copies
         flat = self._native_obs.copy()
         obs = flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
-        now = sim.now
         info: dict[str, Any] = {
             "action_mask": mask.copy(),
             "invalid_action": not valid,
@@ -337,6 +337,13 @@ class KairosEnv(gym.Env):
             flat = self._zero_obs.copy()
         else:
             flat = np.array(self.obs_layout.values(ctx), dtype=np.float32)  # a new array: nothing to copy
+        return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
+
+    def _observe_native(self) -> Any:
+        """:meth:`_observe` on the native path: the core writes the pending decision's obs and mask."""
+        self._native.observe()
+        self._mask = self._native_mask
+        flat = self._native_obs.copy()
         return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
 
     def _window(self, sim_seed: int) -> Workload:

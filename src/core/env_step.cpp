@@ -46,7 +46,8 @@ EnvStepResult EnvStepper::step(int64_t a) {
     r.d_viol = c.tbt_violations - v0;
     r.d_tokens = c.tokens_out - tok0;
     r.d_finished = c.n_finished - fin0;
-    r.interval = sim_.now() - t0;
+    r.now = sim_.now();
+    r.interval = r.now - t0;
     observe();
     return r;
 }

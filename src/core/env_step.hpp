@@ -19,6 +19,7 @@ struct EnvStepResult {
     int64_t d_finished = 0;   // growth of n_finished
     double interval = 0.0;    // simulated seconds from this decision to the next (or to the end)
     int64_t rid = -1;         // the request the action routed
+    double now = 0.0;         // simulated time after the step (s)
 };
 
 class EnvStepper {
