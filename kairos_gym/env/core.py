@@ -323,6 +323,7 @@ class KairosEnv(gym.Env):
         self.np_random.bit_generator.state = copy.deepcopy(state["np_random"])
         self._last = dict(state["last"])
         self._ctx = self.sim.next_decision()  # the pending decision (or None at the end): does not advance
+        self._native_live = self._ctx is not None
         obs = self._observe(self._ctx)
         return obs, {"action_mask": self._mask.copy(), "sim_time_s": self.sim.now}
 

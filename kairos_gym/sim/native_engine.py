@@ -251,7 +251,7 @@ class NativeSimulator:
         for k in COLUMNS:
             setattr(self, k, core.column(k))
         self._ctx: DecisionContext | None = None
-        self._episode = getattr(self, "_episode", 0) + 1
+        self._invalidate_contexts()
         self._ctx_base = {"chunk_menu": self.menu, "ttft_slo_s": sc.slo.ttft_s, "tbt_slo_s": self._tbt,
                           "beta": sc.deflection.beta}  # the lazy context's eager fields (step 4)
         self._timeline: list[tuple[str, int, float, float, str]] = []
@@ -433,6 +433,12 @@ class NativeSimulator:
         eager["request"] = tuple.__new__(RequestView, (rid, arrival, prompt, output if self.oracle else None))
         ctx = self._ctx = LazyDecisionContext(self, self._ctx_gen, eager)
         return ctx
+
+    def _invalidate_contexts(self) -> None:
+        """Make every earlier lazy context stale (fields not read yet raise): call whenever the core's state is
+        replaced other than by running forward (reset; a future restore must call it too)."""
+        self._episode = getattr(self, "_episode", 0) + 1
+        self._ctx = None
 
     @property
     def _ctx_gen(self) -> tuple[int, int]:
