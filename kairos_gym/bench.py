@@ -20,20 +20,46 @@ class _NoDeflect:
         return Decision.prefill_path()
 
 
-def bench_simulator(scenario: str, seed: int = 0) -> dict[str, Any]:
-    """Run a whole scenario under no-deflect; wall time excludes workload generation/loading."""
-    sim = Simulator(scenario, seed=seed)
+def bench_simulator(scenario: str, seed: int = 0, engine: str | None = None) -> dict[str, Any]:
+    """Run a whole scenario under no-deflect; wall time excludes workload generation/loading. ``engine``:
+    ``"python"``, ``"native"`` or None (``KAIROS_ENGINE``, else python)."""
+    sim = Simulator(scenario, seed=seed, engine=engine)
     t0 = time.perf_counter()
     s = sim.run(_NoDeflect())
     wall = time.perf_counter() - t0
     return {
         "scenario": scenario,
+        "engine": type(sim).__name__,
         "requests": s["n_requests"],
         "sim_time_s": round(s["sim_time_s"], 3),
         "wall_time_s": round(wall, 3),
         "sim_s_per_wall_s": round(s["sim_time_s"] / wall, 1),
         "requests_per_wall_s": round(s["n_requests"] / wall, 1),
     }
+
+
+def bench_engines(scenario: str = "azure-conv", seed: int = 0, repeats: int = 3) -> dict[str, Any]:
+    """Both engines on one scenario under no-deflect, in this process, alternating (``repeats`` runs each, best
+    wall time kept): the wall times (s) and their ratio (python / native)."""
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        for engine in ("python", "native"):
+            wall = bench_simulator(scenario, seed, engine=engine)["wall_time_s"]
+            best[engine] = min(best.get(engine, wall), wall)
+    return {"scenario": scenario, "python_wall_s": best["python"], "native_wall_s": best["native"],
+            "speedup": round(best["python"] / best["native"], 1)}
+
+
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual use: python -m kairos_gym.bench
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m kairos_gym.bench",
+                                description="wall time of a whole scenario under no-deflect on both engines")
+    p.add_argument("--scenario", default="azure-conv")
+    p.add_argument("--repeats", type=int, default=3, choices=range(1, 11), metavar="1..10")
+    args = p.parse_args(argv)
+    print(json.dumps(bench_engines(args.scenario, repeats=args.repeats), indent=1))
 
 
 def peak_rss_mib() -> float:
@@ -69,3 +95,7 @@ def run_bench(env_seconds: float = 3.0, env_repeats: int = 3) -> dict[str, Any]:
                       for i in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0")]
     out["peak_rss_mib"] = peak_rss_mib()
     return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

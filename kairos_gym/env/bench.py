@@ -118,16 +118,75 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
     finally:
         del sim.apply, sim.next_decision
         env.close()
+    native = getattr(env.unwrapped, "_native", None) is not None
     return {
         "env_id": env_id,
+        "engine": type(sim).__name__,
         "decisions": n,
         "episodes": episodes,
         "seconds": elapsed,
         "decisions_per_s": float(np.median(rates)),
         "decisions_per_s_runs": [round(r) for r in rates],
-        "sim_share": in_sim[0] / elapsed,
-        "outside_sim_us_per_decision": (elapsed - in_sim[0]) / n * 1e6,
+        # the native env step runs the simulator inside one call (env/native_step.py): no split to report
+        "sim_share": None if native else in_sim[0] / elapsed,
+        "outside_sim_us_per_decision": None if native else (elapsed - in_sim[0]) / n * 1e6,
     }
+
+
+def _cartpole_rate(seconds: float, seed: int) -> float:
+    """Steps per second of ``gym.make("CartPole-v1")`` (wrappers on) under a uniform random policy drawn the
+    same way as :func:`bench_env`'s (pre-drawn uniforms), resets included."""
+    env = gym.make("CartPole-v1")
+    draws = np.random.default_rng(seed).random(4096).tolist()
+    pc = time.perf_counter
+    env.reset(seed=seed)
+    n = k = 0
+    start = pc()
+    deadline = start + seconds
+    step, reset = env.step, env.reset
+    while True:
+        if k == 4096:
+            k = 0
+        _, _, terminated, truncated, _ = step(int(draws[k] * 2))
+        k += 1
+        n += 1
+        if terminated or truncated:
+            reset()
+        if n % 64 == 0 and pc() >= deadline:
+            break
+    rate = n / (pc() - start)
+    env.close()
+    return rate
+
+
+def bench_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 3.0, repeats: int = 3,
+                      engine: str = "native", seed: int = 0) -> dict[str, Any]:
+    """``env_id`` on ``engine`` (``KAIROS_ENGINE`` set for the env's construction) against CartPole-v1 in this
+    process, alternating ``repeats`` timing runs of ``seconds`` each (medians reported): steps per second of
+    both and their ratio (issue 11's target: ratio >= 0.5 on the native engine)."""
+    import os
+
+    from kairos_gym.sim import engine_name
+
+    check_bench_args(seconds, repeats, "bench_vs_cartpole")
+    engine = engine_name(engine)
+    kairos: list[float] = []
+    cart: list[float] = []
+    old = os.environ.get("KAIROS_ENGINE")
+    try:
+        os.environ["KAIROS_ENGINE"] = engine
+        for _ in range(repeats):
+            cart.append(_cartpole_rate(seconds, seed))
+            kairos.append(bench_env(env_id, seconds=seconds, seed=seed)["decisions_per_s"])
+    finally:
+        if old is None:
+            os.environ.pop("KAIROS_ENGINE", None)
+        else:
+            os.environ["KAIROS_ENGINE"] = old
+    k, c = float(np.median(kairos)), float(np.median(cart))
+    return {"env_id": env_id, "engine": engine, "steps_per_s": round(k), "cartpole_steps_per_s": round(c),
+            "ratio": round(k / c, 3), "steps_per_s_runs": [round(r) for r in kairos],
+            "cartpole_runs": [round(r) for r in cart]}
 
 
 def run_decisions(env_id: str = "kairos_gym/Kairos-v0", decisions: int = 3000, seed: int = 0) -> dict[str, Any]:
@@ -160,6 +219,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
     p.add_argument("--decisions", type=int, default=None,
                    help=f"instead of timing: run exactly this many decisions, 0..{MAX_DECISIONS} (for instruction "
                    "counts)")
+    p.add_argument("--vs-cartpole", choices=("native", "python"), default=None, metavar="ENGINE",
+                   help="time each id on ENGINE (native or python) against CartPole-v1 in this process")
     args = p.parse_args(argv)
     ids = args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]
     try:  # every flag checked before the first timing run
@@ -170,7 +231,9 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
     except ConfigError as e:
         p.error(str(e))
     for env_id in ids:
-        if args.decisions is not None:
+        if args.vs_cartpole is not None:
+            print(json.dumps(bench_vs_cartpole(env_id, args.seconds, args.repeats, engine=args.vs_cartpole)))
+        elif args.decisions is not None:
             print(json.dumps(run_decisions(env_id, args.decisions)))
         else:
             print(json.dumps(bench_env(env_id, seconds=args.seconds, repeats=args.repeats)))

@@ -17,6 +17,7 @@ import numpy as np
 
 from kairos_gym.config import SCENARIO_KEYS, ScenarioConfig, load_scenario
 from kairos_gym.env.actions import ActionLayout
+from kairos_gym.env.native_step import make_stepper
 from kairos_gym.env.observation import ObservationLayout
 from kairos_gym.env.render import render_ansi, render_rgb
 from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
@@ -112,6 +113,12 @@ class KairosEnv(gym.Env):
         self._sim_seed = 0
         self._slo = SloTracker(sc.slo.ttft_s, sc.slo.tbt_s)
         self._last: dict[str, Any] = {}
+        # the native env step (env/native_step.py) on a native-engine simulator, else None (the Python path)
+        self._native = make_stepper(self.sim, self.obs_layout, self.action_layout)
+        if self._native is not None:
+            self._native_obs, self._native_mask = self._native.buffers()
+        self._n_actions = self.action_layout.n
+        self._native_live = False  # native path: a decision is pending (the Python path uses self._ctx)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -137,12 +144,15 @@ class KairosEnv(gym.Env):
         self._n_invalid = 0
         self._slo = SloTracker(self.scenario.slo.ttft_s, self.scenario.slo.tbt_s)
         self._last = {}
-        obs = self._observe(self._ctx)
+        self._native_live = True
+        obs = self._observe(self._ctx) if self._native is None else self._observe_native()
         info = {"action_mask": self._mask.copy(), "sim_seed": sim_seed, "sim_time_s": self.sim.now,
                 "n_requests": self.sim.n}
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._native is not None:
+            return self._step_native(action)
         ctx = self._ctx
         if ctx is None:
             raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
@@ -196,9 +206,60 @@ class KairosEnv(gym.Env):
                           "reward": reward}
         return obs, float(reward), terminated, truncated, info
 
+    def _step_native(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:meth:`step` on a native-engine simulator: one native call (env/native_step.py) does the apply, the
+        run to the next decision, the observation and the mask; the same reward, flags and info as the Python
+        path, bit for bit."""
+        if not self._native_live:
+            raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
+                               "was never called); call reset()")
+        a = action if type(action) is int and 0 <= action < self._n_actions else self.action_layout.index(action)
+        valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now = self._native.step(a)
+        if not valid:
+            self._n_invalid += 1
+        self._ctx = None  # built on demand by decision_context
+        self._native_live = not terminated
+        self._decisions += 1
+        sim = self.sim
+        track = self._track_slo
+        if track:
+            self._slo.add(rid)
+            met, met_tokens, missed = self._slo.update(sim)
+            reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
+                                 ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
+        else:  # the default "ttft" reward, as step_reward computes it
+            reward = -(d_wait / self._ttft_s) - self.tbt_penalty * d_viol
+        truncated = (not terminated) and self.max_decisions is not None and self._decisions >= self.max_decisions
+        mask = self._mask = self._native_mask  # the live buffer: infos and action_masks() get copies
+        flat = self._native_obs.copy()
+        obs = flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
+        info: dict[str, Any] = {
+            "action_mask": mask.copy(),
+            "invalid_action": not valid,
+            "n_invalid_actions": self._n_invalid,
+            "deflected": valid and a != 0,
+            "rid": rid,
+            "interval_s": interval,
+            "ttft_area_s": d_wait,
+            "tbt_violations": d_viol,
+            "tokens_out": d_tok,
+            "finished": d_fin,
+            "sim_time_s": now,
+            "decisions": self._decisions,
+        }
+        if track:
+            info["slo_met"] = met
+            info["slo_missed"] = missed
+        if terminated or truncated:
+            info["summary"] = self.summary()
+        if self.render_mode is not None:
+            self._last = {"action": self.action_layout.describe(a) + ("" if valid else " (invalid)"),
+                          "reward": reward}
+        return obs, float(reward), terminated, truncated, info
+
     def render(self) -> str | np.ndarray | None:
         if self.render_mode == "ansi":
-            return render_ansi(self.sim, self._ctx, decisions=self._decisions, last=self._last)
+            return render_ansi(self.sim, self.decision_context, decisions=self._decisions, last=self._last)
         if self.render_mode == "rgb_array":
             return render_rgb(self.sim)
         return None
@@ -225,7 +286,25 @@ class KairosEnv(gym.Env):
     @property
     def decision_context(self) -> DecisionContext | None:
         """The pending :class:`DecisionContext` (None when the episode has ended)."""
+        if self._native is not None and self._ctx is None and self._native_live:
+            self._ctx = self.sim.next_decision()  # native path: built on demand (the decision is pending)
         return self._ctx
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the native stepper holds C++ buffers over the simulator's core: rebuilt after unpickling, over the
+        # unpickled simulator; the native path's context is rebuilt on demand from the simulator
+        state = self.__dict__.copy()
+        if state.get("_native") is not None:
+            for k in ("_native", "_native_obs", "_native_mask"):
+                state.pop(k, None)
+            state["_ctx"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_native" not in state:
+            self._native = make_stepper(self.sim, self.obs_layout, self.action_layout)
+            self._native_obs, self._native_mask = self._native.buffers()
 
     def snapshot(self) -> dict[str, Any]:
         """A deep copy of the whole state (simulator and episode counters and ``np_random``)."""
@@ -260,6 +339,7 @@ class KairosEnv(gym.Env):
         self.np_random.bit_generator.state = copy.deepcopy(state["np_random"])
         self._last = dict(state["last"])
         self._ctx = self.sim.next_decision()  # the pending decision (or None at the end): does not advance
+        self._native_live = self._ctx is not None
         obs = self._observe(self._ctx)
         return obs, {"action_mask": self._mask.copy(), "sim_time_s": self.sim.now}
 
@@ -274,6 +354,13 @@ class KairosEnv(gym.Env):
             flat = self._zero_obs.copy()
         else:
             flat = np.array(self.obs_layout.values(ctx), dtype=np.float32)  # a new array: nothing to copy
+        return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
+
+    def _observe_native(self) -> Any:
+        """:meth:`_observe` on the native path: the core writes the pending decision's obs and mask."""
+        self._native.observe()
+        self._mask = self._native_mask
+        flat = self._native_obs.copy()
         return flat if self.obs_mode == "flat" else self.obs_layout.to_dict(flat)
 
     def _window(self, sim_seed: int) -> Workload:

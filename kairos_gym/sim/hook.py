@@ -7,8 +7,9 @@ environment and every baseline act through this one hook. Times in seconds, size
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 PREFILL = "prefill"
 DEFLECT = "deflect"
@@ -74,6 +75,137 @@ class DecisionContext(NamedTuple):
     ttft_slo_s: float
     tbt_slo_s: float
     beta: float
+
+
+class StaleContextError(RuntimeError):
+    """A field of a :class:`LazyDecisionContext` read for the first time after the simulator moved past its
+    decision (its buffers now hold another decision). Call ``ctx.materialize()`` to keep a context."""
+
+
+class _LazyField:
+    """A non-data descriptor: the first read builds the field and caches it in the instance ``__dict__``, which
+    then shadows the descriptor (later reads are plain attribute reads)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        return obj._build(self.name)
+
+
+class LazyDecisionContext(DecisionContext):
+    """A :class:`DecisionContext` whose fields are built on first read from a simulator's decision buffers
+    (the native engine's), then cached. It is a ``DecisionContext`` for ``isinstance``, has the same field names
+    and ``_fields``, and indexes, iterates, compares and hashes like the NamedTuple (``materialize()`` returns
+    that NamedTuple; pickling and copying give it too).
+
+    Staleness rule: a field already read keeps its value (the one of this decision) for good; so does every
+    field until the simulator reaches its next decision (``apply`` does not touch the buffers); a field read
+    for the first time after that raises :class:`StaleContextError` (the buffers hold another decision).
+    Policies that keep contexts past the next decision call ``materialize()``.
+
+    ``source`` provides ``_ctx_gen`` (a value that changes whenever the buffers are rewritten) and
+    ``_ctx_field(name)`` (builds one field from the current buffers). ``eager`` holds the fields built up front.
+    (A tuple subclass cannot have non-empty ``__slots__``, so the cache is the instance ``__dict__``.)
+    """
+
+    def __new__(cls, source: Any, gen: int, eager: dict[str, Any]) -> LazyDecisionContext:
+        self = tuple.__new__(cls, ())
+        d = self.__dict__
+        d.update(eager)
+        d["_src"] = source
+        d["_gen"] = gen
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # tuple.__new__ did it all
+        pass
+
+    def _build(self, name: str) -> Any:
+        d = self.__dict__
+        src = d["_src"]
+        if src._ctx_gen != d["_gen"]:
+            raise StaleContextError(f"DecisionContext.{name} read for the first time after the simulator moved "
+                                    "past this decision; call ctx.materialize() to keep a context")
+        v = d[name] = src._ctx_field(name)
+        return v
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DecisionContext is read-only (cannot set {name!r})")
+
+    def materialize(self) -> DecisionContext:
+        """The plain :class:`DecisionContext` NamedTuple of this decision (every field built now)."""
+        return tuple.__new__(DecisionContext, [getattr(self, f) for f in DecisionContext._fields])
+
+    def __len__(self) -> int:
+        return len(DecisionContext._fields)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([getattr(self, f) for f in DecisionContext._fields])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int):
+            return getattr(self, DecisionContext._fields[i])
+        return self.materialize()[i]
+
+    def __contains__(self, x: object) -> bool:
+        return x in self.materialize()
+
+    def __eq__(self, other: object) -> bool:
+        return self.materialize() == other
+
+    def __ne__(self, other: object) -> bool:
+        return self.materialize() != other
+
+    def __lt__(self, other: Any) -> bool:
+        return self.materialize() < other
+
+    def __le__(self, other: Any) -> bool:
+        return self.materialize() <= other
+
+    def __gt__(self, other: Any) -> bool:
+        return self.materialize() > other
+
+    def __ge__(self, other: Any) -> bool:
+        return self.materialize() >= other
+
+    def __hash__(self) -> int:
+        return hash(self.materialize())
+
+    def __repr__(self) -> str:
+        return repr(self.materialize())
+
+    def __reduce__(self) -> Any:
+        return tuple.__new__, (DecisionContext, tuple(self.materialize()))
+
+    def __copy__(self) -> DecisionContext:
+        return self.materialize()
+
+    def __deepcopy__(self, memo: Any) -> DecisionContext:
+        return self.materialize()
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self.materialize())
+
+    def _asdict(self) -> dict[str, Any]:
+        return self.materialize()._asdict()
+
+    def _replace(self, **kwargs: Any) -> DecisionContext:
+        return self.materialize()._replace(**kwargs)
+
+    def count(self, x: Any) -> int:
+        return self.materialize().count(x)
+
+    def index(self, x: Any, *args: Any) -> int:
+        return self.materialize().index(x, *args)
+
+
+for _f in DecisionContext._fields:
+    setattr(LazyDecisionContext, _f, _LazyField(_f))
+del _f
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ The event loop, the nodes and every per-request record live in C++. Per-request 
 ``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
 lists give), so :func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read the same bytes.
 The decision context is priced in C++ (``_core.Pricer`` over the tables ``ChunkPricer.compile`` exports) into flat
-buffers; Python turns them into the same NamedTuples as the Python engine. Times in seconds, sizes in tokens.
+buffers; a :class:`~kairos_gym.sim.hook.LazyDecisionContext` builds each field (the same NamedTuples as the Python
+engine) on first read. Times in seconds, sizes in tokens.
 """
 
 from __future__ import annotations
@@ -44,12 +45,17 @@ from kairos_gym.sim.hook import (
     Decision,
     DecisionContext,
     DecodeNodeView,
+    LazyDecisionContext,
     Policy,
     PrefillNodeView,
     RequestView,
 )
 from kairos_gym.sim.metrics import RunStats, summarize
 from kairos_gym.workload import Workload, generate
+
+_LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_safe_feasible": 8,
+                "largest_safe_ttft_s": 9, "largest_safe_first_chunk": 10}
+"""Context field -> index of its buffer in ``_core.Simulator.menu_buffers()``."""
 
 _REFUSALS = (None, "deflection in flight", "batch full", "memory")
 """``_core.Simulator.node_refuses`` codes as the Python engine's reasons."""
@@ -244,6 +250,9 @@ class NativeSimulator:
         self._core.reset(arrival, prompt, output)
         self._read_columns()
         self._ctx: DecisionContext | None = None
+        self._invalidate_contexts()
+        self._ctx_base = {"chunk_menu": self.menu, "ttft_slo_s": sc.slo.ttft_s, "tbt_slo_s": self._tbt,
+                          "beta": sc.deflection.beta}  # the lazy context's eager fields (step 4)
         self._timeline: list[tuple[str, int, float, float, str]] = []
         self._wall_start = time.perf_counter()
 
@@ -355,22 +364,17 @@ class NativeSimulator:
         """Run events until a request needs a routing decision; None when every request is done."""
         core = self._core
         if core.pending_rid >= 0:
-            return self._ctx
+            ctx = self._ctx  # None, this decision's, or an earlier one's when a native env step moved the core
+            return ctx if ctx is not None and ctx._gen == self._ctx_gen else self._lazy_context()
         if core.next_decision():
-            self._ctx = self._build_context()
-            return self._ctx
+            return self._lazy_context()
         return None
 
     def run(self, policy: Policy, progress: Callable[[], Any] | None = None) -> dict[str, Any]:
         """Run to the end, asking ``policy`` at every decision (calling ``progress()`` after each);
         returns the summary."""
         self._policy_label = f"policy {getattr(policy, 'name', type(policy).__name__)}"
-        ctx = self.next_decision()
-        while ctx is not None:
-            self.apply(policy.decide(ctx))
-            if progress is not None:
-                progress()
-            ctx = self.next_decision()
+        self._run_loop(policy.decide, progress)
         return self.summary()
 
     def apply(self, decision: Decision) -> bool:
@@ -416,23 +420,64 @@ class NativeSimulator:
             return False
         return self._core.node_refuses(int(d), self._core.kv_need(int(rid))) == 0
 
-    # ------------------------------------------------------------------ the decision context
-    def _build_context(self) -> DecisionContext:
-        """The pending decision's context from the core's menu buffers (priced in C++, decision_menu.cpp): the
-        NamedTuples of the Python engine, built with ``tuple.__new__`` from Python scalars (``tolist``)."""
-        new = tuple.__new__
+    # ------------------------------------------------------------------ the decision context and the run loop
+    # (issue 11, step 4: a lazy context over the core's menu buffers; kept together, apart from snapshot code)
+    def _lazy_context(self) -> DecisionContext:
+        """The pending decision's context: a :class:`~kairos_gym.sim.hook.LazyDecisionContext` over the core's
+        menu buffers (priced in C++, decision_menu.cpp). The scalars are set now; the node views and price
+        rows are built on first read (see :meth:`_ctx_field`), with the values the eager NamedTuple had."""
+        now, rid, arrival, prompt, output = self._core.menu_request()
+        eager = self._ctx_base
+        eager["now_s"] = now
+        eager["request"] = tuple.__new__(RequestView, (rid, arrival, prompt, output if self.oracle else None))
+        ctx = self._ctx = LazyDecisionContext(self, self._ctx_gen, eager)
+        return ctx
+
+    def _invalidate_contexts(self) -> None:
+        """Make every earlier lazy context stale (fields not read yet raise): call whenever the core's state is
+        replaced other than by running forward (reset, restore)."""
+        self._episode = getattr(self, "_episode", 0) + 1
+        self._ctx = None
+
+    @property
+    def _ctx_gen(self) -> tuple[int, int]:
+        """Which menu the core's buffers hold: (episode, menus built in it). The buffers change only when the
+        core reaches the next decision, so a context stays readable after ``apply`` until then."""
         core = self._core
-        now, rid, arrival, prompt, output = core.menu_request()
-        pi, pf, ttft_p, di, df, db, step_s, ttft_d, ls_ok, ls_t, ls_first = (b.tolist() for b in self._menu)
-        pviews = tuple([new(PrefillNodeView, (a[0], a[1], b[0], b[1])) for a, b in zip(pi, pf, strict=True)])
-        dviews = tuple([new(DecodeNodeView, (i[0], i[1], i[2], f[0], i[3], b[0], i[4], f[1], f[2], f[3], b[1]))
-                        for i, f, b in zip(di, df, db, strict=True)])
-        req = new(RequestView, (rid, arrival, prompt, output if self.oracle else None))
-        sc = self.scenario
-        return new(DecisionContext, (
-            now, req, pviews, dviews, self.menu, tuple(map(tuple, step_s)), tuple(map(tuple, ttft_d)),
-            tuple(ttft_p), tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, self._tbt, sc.deflection.beta,
-        ))
+        return self._episode, core.n_decisions + (core.pending_rid >= 0)
+
+    def _ctx_field(self, name: str) -> Any:
+        """One field of the pending decision's context from the menu buffers (Python scalars via ``tolist``,
+        NamedTuples via ``tuple.__new__``, as the Python engine builds them)."""
+        new = tuple.__new__
+        m = self._menu  # prefill_i, prefill_f, ttft_p, decode_i, decode_f, decode_b, step_s, ttft_d, ls_ok, ls_t,
+        # ls_first
+        if name == "prefill":
+            return tuple([new(PrefillNodeView, (a[0], a[1], b[0], b[1]))
+                          for a, b in zip(m[0].tolist(), m[1].tolist(), strict=True)])
+        if name == "decode":
+            return tuple([new(DecodeNodeView, (i[0], i[1], i[2], f[0], i[3], b[0], i[4], f[1], f[2], f[3], b[1]))
+                          for i, f, b in zip(m[3].tolist(), m[4].tolist(), m[5].tolist(), strict=True)])
+        k = _LAZY_BUFFER[name]
+        if k in (6, 7):
+            return tuple(map(tuple, m[k].tolist()))
+        return tuple(m[k].tolist())
+
+    def _run_loop(self, decide: Callable[[DecisionContext], Decision], progress: Callable[[], Any] | None) -> None:
+        """The run loop: one lazy context and one ``decide`` call per decision (a tight Python loop: the events
+        between decisions run in C++)."""
+        core = self._core
+        apply = self.apply
+        if core.pending_rid >= 0:
+            apply(decide(self.next_decision()))  # type: ignore[arg-type]
+            if progress is not None:
+                progress()
+        nd = core.next_decision
+        ctx_of = self._lazy_context
+        while nd():
+            apply(decide(ctx_of()))
+            if progress is not None:
+                progress()
 
     # ------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:
@@ -491,7 +536,9 @@ class NativeSimulator:
             "seed": self.seed,
             "rng": copy.deepcopy(self.rng),
             "workload": self.workload,
-            "ctx": self._ctx,
+            # a plain NamedTuple: a lazy context reads the menu buffers, which a restore replaces
+            "ctx": self._ctx.materialize() if isinstance(self._ctx, LazyDecisionContext)
+            and self._ctx._gen == self._ctx_gen else None,
             "policy_label": self._policy_label,
             "wall_start": self._wall_start,
         }
@@ -517,12 +564,15 @@ class NativeSimulator:
                               f"a snapshot of a simulator with KV capacity {state.get('kv_capacity')} tokens",
                               f"a snapshot of this simulator's (KV capacity {self.kv_capacity} tokens per decode node)")
         self._core.restore(state["core"])
+        self._invalidate_contexts()  # contexts of the abandoned branch must not read the restored buffers
         self.seed = state["seed"]
         self.rng = copy.deepcopy(state["rng"])
         wl = state["workload"]
         self.workload = wl
         self.n = len(wl)
-        self._ctx = state["ctx"]
+        # the pending decision's context is rebuilt from the restored menu buffers (the same values as the
+        # snapshot's): state["ctx"] is kept only as a plain record of it
+        self._ctx = None
         self._policy_label = state["policy_label"]
         self._wall_start = state["wall_start"]
         self._timeline = []

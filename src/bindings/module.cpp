@@ -10,6 +10,7 @@ namespace nb = nanobind;
 void bind_components(nb::module_& m);  // components_bindings.cpp: event queue, link, run stats
 void bind_pricer(nb::module_& m);  // pricer_bindings.cpp
 void bind_simulator(nb::module_& m);  // simulator_bindings.cpp
+void bind_env(nb::module_& m);  // env_bindings.cpp: the native env step
 
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
@@ -29,4 +30,5 @@ NB_MODULE(_core, m) {
     bind_components(m);
     bind_pricer(m);
     bind_simulator(m);
+    bind_env(m);
 }
