@@ -1,8 +1,8 @@
 """Test-run options. ``--engine python|native`` runs the whole session on that simulator engine: it sets
 ``KAIROS_ENGINE`` (read at every ``Simulator(...)`` without ``engine=``, and inherited by subprocesses such as
 SubprocVecEnv workers and CLI runs) before any test is collected. Without it, ``KAIROS_ENGINE`` from the
-environment (or the default engine) applies. ``make test`` runs tests/sim, tests/env and tests/agents a
-second time with ``--engine native``."""
+environment (or the default engine) applies. ``make test`` runs the whole suite on the default engine (native)
+and tests/golden, tests/sim, tests/env and tests/agents a second time with ``--engine python`` (the reference)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim import Simulator, engine_name
 from kairos_gym.sim.engine import Simulator as PySimulator
+from kairos_gym.sim.native_engine import NativeSimulator
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,14 +26,15 @@ def _fingerprint_module():
     return mod
 
 
-def test_default_engine_is_python(monkeypatch):
+def test_default_engine_is_native_and_python_is_selectable(monkeypatch):
     monkeypatch.delenv("KAIROS_ENGINE", raising=False)
-    assert engine_name() == "python"
-    assert type(Simulator("small", seed=0)) is PySimulator
+    assert engine_name() == "native"
+    assert type(Simulator("small", seed=0)) is NativeSimulator
     monkeypatch.setenv("KAIROS_ENGINE", "")
-    assert engine_name() == "python"
+    assert engine_name() == "native"
     monkeypatch.setenv("KAIROS_ENGINE", "python")
     assert type(Simulator("small", seed=0)) is PySimulator
+    assert type(Simulator("small", seed=0, engine="native")) is NativeSimulator
 
 
 def test_bad_engine_names_are_refused(monkeypatch):
