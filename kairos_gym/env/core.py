@@ -196,9 +196,15 @@ class KairosEnv(gym.Env):
             "sim_time_s": sim.now,
             "decisions": self._decisions,
         }
-        if track:
-            info["slo_met"] = met
-            info["slo_missed"] = missed
+        return self._end_step(obs, reward, terminated, truncated, info, a, valid,
+                              (met, missed) if track else None)
+
+    def _end_step(self, obs: Any, reward: float, terminated: bool, truncated: bool, info: dict[str, Any], a: int,
+                  valid: bool, slo: tuple[Any, Any] | None) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The end of :meth:`step`, shared by the Python and native paths: SLO counts, the episode summary, render
+        state."""
+        if slo is not None:
+            info["slo_met"], info["slo_missed"] = slo
         if terminated or truncated:
             info["summary"] = self.summary()
         if self.render_mode is not None:
@@ -247,15 +253,8 @@ class KairosEnv(gym.Env):
             "sim_time_s": now,
             "decisions": self._decisions,
         }
-        if track:
-            info["slo_met"] = met
-            info["slo_missed"] = missed
-        if terminated or truncated:
-            info["summary"] = self.summary()
-        if self.render_mode is not None:
-            self._last = {"action": self.action_layout.describe(a) + ("" if valid else " (invalid)"),
-                          "reward": reward}
-        return obs, float(reward), terminated, truncated, info
+        return self._end_step(obs, reward, terminated, truncated, info, a, valid,
+                              (met, missed) if track else None)
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode == "ansi":

@@ -51,7 +51,8 @@ from kairos_gym.sim.hook import (
     RequestView,
 )
 from kairos_gym.sim.metrics import RunStats, summarize
-from kairos_gym.workload import Workload, generate
+from kairos_gym.sim.reset_workload import reset_workload
+from kairos_gym.workload import Workload
 
 _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_safe_feasible": 8,
                 "largest_safe_ttft_s": 9, "largest_safe_first_chunk": 10}
@@ -214,31 +215,9 @@ class NativeSimulator:
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
         """As :meth:`kairos_gym.sim.engine.Simulator.reset` (same checks, same errors)."""
         seed = self.seed if seed is None else _check_seed("Simulator.reset", seed)
-        if workload is not None and not isinstance(workload, Workload):
-            raise ConfigError("Simulator.reset", "workload", workload, "None or a kairos_gym.workload.Workload")
-        rng = np.random.default_rng(seed)
-        fixed = workload if workload is not None else self._fixed_workload
-        wl = fixed if fixed is not None else generate(self.scenario.workload, rng)
+        rng, fixed, wl = reset_workload(self, seed, workload)
         n = len(wl)
         sc = self.scenario
-        if not n:
-            if fixed is not None:
-                raise ConfigError("Simulator", "workload", wl, "a workload with at least one request")
-            sc.workload.require_requests(n, wl.source, seed)
-        if sc.cluster.overlong == "error":
-            limit = min(self.model.model.max_context, self.kv_capacity)
-            total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
-            if self.swap_policy:
-                b = self.block
-                total = -(-total // b) * b
-            bad = np.flatnonzero(total > limit)
-            if bad.size:
-                i = int(bad[0])
-                raise ConfigError(
-                    f"workload {wl.source}", f"request {i} prompt_tokens + output_tokens",
-                    int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
-                    f"{bad.size} such requests: set cluster.overlong: reject to reject them at arrival",
-                )
         self.seed = seed
         self.rng = rng
         self._fixed_workload = fixed
