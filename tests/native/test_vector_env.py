@@ -1,0 +1,110 @@
+"""Issue 11 step 7: KairosVectorEnv's env i matches a single KairosEnv seeded alike, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kairos_gym.env.core import KairosEnv
+from kairos_gym.env.vector import KairosVectorEnv
+from kairos_gym.errors import ConfigError
+
+KW = {"scenario": "small", "max_decisions": 7}
+
+
+def _pick(masks: np.ndarray, t: int) -> np.ndarray:
+    """A deterministic valid action per row, varying with the step and the row."""
+    out = np.zeros(masks.shape[0], dtype=np.int64)
+    for i, m in enumerate(masks):
+        valid = m.nonzero()[0]
+        out[i] = valid[(t + 3 * i) % valid.size] if valid.size else 0
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_vector_env_matches_single_envs_bit_for_bit_next_step(n):
+    """obs/reward/mask bytes and the flags of every env over several episodes (NEXT_STEP autoreset)."""
+    vec = KairosVectorEnv(n, **KW)
+    singles = [KairosEnv(**KW) for _ in range(n)]
+    vobs, vinfo = vec.reset(seed=11)
+    sobs = []
+    smask = []
+    for i, env in enumerate(singles):
+        o, info = env.reset(seed=11 + i)
+        sobs.append(o)
+        smask.append(info["action_mask"])
+    assert vobs.tobytes() == np.stack(sobs).tobytes()
+    assert vinfo["action_mask"].tobytes() == np.stack(smask).tobytes()
+    done = [False] * n
+    episodes = 0
+    for t in range(40):
+        acts = _pick(vec.action_masks(), t)
+        vobs, vrew, vterm, vtrunc, vinfo = vec.step(acts)
+        for i, env in enumerate(singles):
+            if done[i]:
+                o, info = env.reset()
+                r, te, tr = 0.0, False, False
+            else:
+                o, r, te, tr, info = env.step(int(acts[i]))
+            assert vobs[i].tobytes() == o.tobytes()
+            assert np.float64(vrew[i]).tobytes() == np.float64(r).tobytes()
+            assert (bool(vterm[i]), bool(vtrunc[i])) == (te, tr)
+            assert vinfo["action_mask"][i].tobytes() == info["action_mask"].tobytes()
+            if te or tr:
+                episodes += 1
+                assert vinfo["_summary"][i] and vinfo["summary"][i] == info["summary"]
+            done[i] = te or tr
+    assert episodes >= 4 * n  # several episodes per env were compared
+
+
+def test_same_step_autoreset_returns_the_new_episode_and_the_final_obs():
+    """SAME_STEP: the ending step returns the next episode's first obs; final_obs is the single env's last obs."""
+    vec = KairosVectorEnv(2, autoreset_mode="same_step", **KW)
+    single = KairosEnv(**KW)
+    vec.reset(seed=4)
+    single.reset(seed=4)
+    ended = False
+    for t in range(7):
+        acts = _pick(vec.action_masks(), t)
+        vobs, vrew, vterm, vtrunc, vinfo = vec.step(acts)
+        o, r, te, tr, _ = single.step(int(acts[0]))
+        assert np.float64(vrew[0]).tobytes() == np.float64(r).tobytes()
+        assert (bool(vterm[0]), bool(vtrunc[0])) == (te, tr)
+        if te or tr:
+            ended = True
+            assert vinfo["_final_obs"][0] and vinfo["final_obs"][0].tobytes() == o.tobytes()
+            assert vinfo["_final_info"][0] and vinfo["final_info"][0]["summary"] == single.summary()
+            o, _ = single.reset()
+        assert vobs[0].tobytes() == o.tobytes()
+    assert ended
+
+
+@pytest.mark.parametrize("actions", [[0], [0, 0, 0], [0, 99], [-1, 0], [0.0, 1.0], "ab"])
+def test_bad_actions_raise_before_any_env_moves(actions):
+    """A batch with a wrong shape, type or an out-of-range index raises ConfigError; no env has moved."""
+    vec = KairosVectorEnv(2, **KW)
+    vec.reset(seed=0)
+    before = [e._decisions for e in vec.envs]
+    with pytest.raises(ConfigError, match="actions"):
+        vec.step(actions)
+    assert [e._decisions for e in vec.envs] == before
+
+
+@pytest.mark.parametrize("kw", [{"num_envs": 0}, {"num_envs": True}, {"num_envs": 5000},
+                                {"autoreset_mode": "disabled"}, {"obs_mode": "dict"}, {"max_episode_steps": 5}])
+def test_bad_constructor_arguments_raise_config_error(kw):
+    args = {"num_envs": 2, **kw}
+    with pytest.raises(ConfigError):
+        KairosVectorEnv(**args, scenario="small")
+
+
+def test_make_vector_env_uses_the_ids_scenario():
+    """make_vector_env builds from the spec's kwargs (KairosSmall-v0 -> scenario small), overrides win."""
+    from kairos_gym.env.vector import make_vector_env
+
+    vec = make_vector_env("kairos_gym/KairosSmall-v0", 3, max_decisions=5)
+    assert vec.num_envs == 3 and vec.envs[0].scenario.name == KairosEnv("small").scenario.name
+    assert vec.envs[2].max_decisions == 5
+    assert vec.observation_space.shape == (3, vec.envs[0].obs_layout.size)
+    with pytest.raises(ConfigError, match="env_id"):
+        make_vector_env("CartPole-v1", 2)
