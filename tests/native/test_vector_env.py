@@ -108,3 +108,51 @@ def test_make_vector_env_uses_the_ids_scenario():
     assert vec.observation_space.shape == (3, vec.envs[0].obs_layout.size)
     with pytest.raises(ConfigError, match="env_id"):
         make_vector_env("CartPole-v1", 2)
+
+
+def test_sb3_vec_env_same_step_matches_single_envs_and_reports_episodes():
+    """KairosVecEnv: SB3 SAME_STEP conventions (terminal_observation, TimeLimit.truncated, episode r/l), env i
+    equal to a single env seeded s + i and reset without a seed after each episode."""
+    from kairos_gym.env.sb3_vec import KairosVecEnv
+
+    n = 3
+    venv = KairosVecEnv(n, **KW)
+    venv.seed(21)
+    obs = venv.reset()
+    singles = [KairosEnv(**KW) for _ in range(n)]
+    ret = [0.0] * n
+    for i, env in enumerate(singles):
+        assert obs[i].tobytes() == env.reset(seed=21 + i)[0].tobytes()
+    assert venv.env_method("action_masks")[1].tobytes() == singles[1].action_masks().tobytes()
+    episodes = 0
+    for t in range(20):
+        acts = _pick(np.stack(venv.env_method("action_masks")), t)
+        obs, rewards, dones, infos = venv.step(acts)
+        assert rewards.dtype == np.float32 and len(infos) == n
+        for i, env in enumerate(singles):
+            o, r, te, tr, _ = env.step(int(acts[i]))
+            ret[i] += r
+            assert rewards[i] == np.float32(r) and bool(dones[i]) == (te or tr)
+            if te or tr:
+                episodes += 1
+                assert infos[i]["terminal_observation"].tobytes() == o.tobytes()
+                assert infos[i]["TimeLimit.truncated"] == (tr and not te)
+                assert infos[i]["episode"]["l"] == 7 and infos[i]["episode"]["r"] == pytest.approx(ret[i])
+                ret[i] = 0.0
+                o, _ = env.reset()
+            else:
+                assert infos[i] == {}
+            assert obs[i].tobytes() == o.tobytes()
+    assert episodes == 2 * n
+
+
+def test_maskable_ppo_learns_on_the_sb3_vec_env():
+    """MaskablePPO (sb3-contrib) runs a few hundred steps on KairosVecEnv, masks from env_method."""
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from kairos_gym.env.sb3_vec import KairosVecEnv
+
+    venv = KairosVecEnv(4, **KW)
+    model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=512)
+    assert model.num_timesteps >= 512
+    assert len(model.ep_info_buffer) > 0 and model.ep_info_buffer[0]["l"] == 7
