@@ -156,3 +156,11 @@ def test_maskable_ppo_learns_on_the_sb3_vec_env():
     model.learn(total_timesteps=512)
     assert model.num_timesteps >= 512
     assert len(model.ep_info_buffer) > 0 and model.ep_info_buffer[0]["l"] == 7
+
+
+@pytest.mark.parametrize("num_envs", [0, True, 5000, 2.0])
+def test_bench_vector_refuses_a_bad_num_envs_before_timing(num_envs):
+    from kairos_gym.env.bench import bench_vector_vs_cartpole
+
+    with pytest.raises(ConfigError, match="num_envs"):
+        bench_vector_vs_cartpole("kairos_gym/KairosSmall-v0", num_envs, seconds=0.01, repeats=1)
