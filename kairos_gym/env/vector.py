@@ -2,7 +2,8 @@
 (issue 11, step 7, first step).
 
 This first version steps the N envs in a Python loop (each step is the single env's one native call,
-env/native_step.py, on the native engine) and writes the results into preallocated batched arrays:
+env/native_step.py, on the native engine; with the default ``ttft`` reward and no render it skips the single
+env's info dict, :meth:`KairosVectorEnv._fast_step`) and writes the results into preallocated batched arrays:
 observations ``[N, F]`` float32, rewards ``[N]`` float64, terminated/truncated ``[N]`` bool and the action
 masks ``[N, A]`` int8. One native call for the N envs (a ``_core.VecStepper``) is not built yet.
 
@@ -20,7 +21,7 @@ always; ``summary`` (an object array of N, the env's summary dict where ``_summa
 only where an episode ended (and only with ``summaries=True``, the default; it costs hundreds of
 microseconds per episode end); on reset also ``sim_seed``, ``sim_time_s`` and ``n_requests``. In SAME_STEP
 mode ``final_obs`` is batched like the observations and ``final_info`` is an object array of the ending
-steps' info dicts. The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are not
+steps' info dicts (on the fast path only ``{"summary": ...}``, or ``{}`` with ``summaries=False``). The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are not
 batched.
 """
 
@@ -90,6 +91,8 @@ class KairosVectorEnv(VectorEnv):
         self._truncated = np.zeros(n, dtype=np.bool_)
         self._autoreset = np.zeros(n, dtype=np.bool_)
         self._started = False
+        # the per-env fast path (no info dict): native engine, the default ttft reward, no render
+        self._fast = [e._native is not None and not e._track_slo and e.render_mode is None for e in self.envs]
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -140,12 +143,25 @@ class KairosVectorEnv(VectorEnv):
         infos: dict[str, Any] = {}
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
+        fast = self._fast
         for i, env in enumerate(self.envs):
             if auto[i]:  # NEXT_STEP: this step resets the env and ignores its action
                 obs[i], info = env.reset()
                 masks[i] = info["action_mask"]
                 rewards[i] = 0.0
                 term[i] = trunc[i] = False
+                continue
+            if fast[i]:
+                te, tr = self._fast_step(env, acts[i], i)
+                if te or tr:
+                    info = {"summary": env.summary()} if summaries else {}
+                    if same_step:
+                        infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
+                        self._add_object(infos, "final_info", info, i)
+                        obs[i], reset_info = env.reset()
+                        masks[i] = reset_info["action_mask"]
+                    elif summaries:
+                        self._add_object(infos, "summary", info["summary"], i)
                 continue
             o, r, te, tr, info = env.step(acts[i])
             rewards[i] = r
@@ -168,6 +184,26 @@ class KairosVectorEnv(VectorEnv):
             np.logical_or(term, trunc, out=auto)
         infos["action_mask"] = masks.copy()
         return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
+
+    def _fast_step(self, env: KairosEnv, a: int, i: int) -> tuple[bool, bool]:
+        """:meth:`KairosEnv._step_native` for the default ``ttft`` reward without render and without the info
+        dict (the vector env does not batch its keys): the same native call, counters, reward and flags, bit
+        for bit; writes obs, mask, reward and flags of row ``i``."""
+        if not env._native_live:
+            raise RuntimeError(f"KairosVectorEnv.step(): env {i} has no pending decision")
+        valid, terminated, d_wait, d_viol, _, _, _, _, _ = env._native.step(a)
+        if not valid:
+            env._n_invalid += 1
+        env._ctx = None
+        env._native_live = not terminated
+        env._decisions += 1
+        self._rewards[i] = -(d_wait / env._ttft_s) - env.tbt_penalty * d_viol
+        truncated = (not terminated) and env.max_decisions is not None and env._decisions >= env.max_decisions
+        env._mask = env._native_mask
+        self._obs[i] = env._native_obs
+        self._masks[i] = env._native_mask
+        self._terminated[i], self._truncated[i] = terminated, truncated
+        return terminated, truncated
 
     def _add_object(self, infos: dict[str, Any], key: str, value: dict[str, Any], i: int) -> None:
         """``infos[key][i] = value`` in an object array of N (None elsewhere), with the ``_key`` bool mask: a

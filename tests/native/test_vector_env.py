@@ -9,7 +9,7 @@ from kairos_gym.env.core import KairosEnv
 from kairos_gym.env.vector import KairosVectorEnv
 from kairos_gym.errors import ConfigError
 
-KW = {"scenario": "small", "max_decisions": 7}
+KW = {"scenario": "small", "max_decisions": 7, "slo": {"ttft_s": 0.7}}  # a TTFT SLO != 1 s: the reward divides by it
 
 
 def _pick(masks: np.ndarray, t: int) -> np.ndarray:
@@ -22,10 +22,11 @@ def _pick(masks: np.ndarray, t: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
-def test_vector_env_matches_single_envs_bit_for_bit_next_step(n):
+@pytest.mark.parametrize("reward", ["ttft", "slo"])  # ttft: the vector env's fast path; slo: KairosEnv.step
+def test_vector_env_matches_single_envs_bit_for_bit_next_step(n, reward):
     """obs/reward/mask bytes and the flags of every env over several episodes (NEXT_STEP autoreset)."""
-    vec = KairosVectorEnv(n, **KW)
-    singles = [KairosEnv(**KW) for _ in range(n)]
+    vec = KairosVectorEnv(n, reward=reward, **KW)
+    singles = [KairosEnv(reward=reward, **KW) for _ in range(n)]
     vobs, vinfo = vec.reset(seed=11)
     sobs = []
     smask = []
