@@ -21,8 +21,8 @@ always; ``summary`` (an object array of N, the env's summary dict where ``_summa
 only where an episode ended (and only with ``summaries=True``, the default; it costs hundreds of
 microseconds per episode end); on reset also ``sim_seed``, ``sim_time_s`` and ``n_requests``. In SAME_STEP
 mode ``final_obs`` is batched like the observations and ``final_info`` is an object array of the ending
-steps' info dicts (on the fast path only ``{"summary": ...}``, or ``{}`` with ``summaries=False``). The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are not
-batched.
+steps' info dicts (on the fast path only ``{"summary": ...}``, or ``{}`` with ``summaries=False``).
+The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are not batched.
 """
 
 from __future__ import annotations
