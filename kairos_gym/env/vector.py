@@ -1,11 +1,12 @@
 """``KairosVectorEnv``: N independent :class:`~kairos_gym.env.core.KairosEnv` as one Gymnasium ``VectorEnv``
 (issue 11, step 7, first step).
 
-This first version steps the N envs in a Python loop (each step is the single env's one native call,
-env/native_step.py, on the native engine; with the default ``ttft`` reward and no render it skips the single
-env's info dict, :meth:`KairosVectorEnv._fast_step`) and writes the results into preallocated batched arrays:
+On the native engine with the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
+(src/core/vec_step.cpp, GIL released) steps all N envs' native steppers, and Python then updates each env's
+counters in a loop (:meth:`KairosVectorEnv._step_batched`); otherwise the N envs step in a Python loop of
+``KairosEnv.step``. Either way the results land in preallocated batched arrays:
 observations ``[N, F]`` float32, rewards ``[N]`` float64, terminated/truncated ``[N]`` bool and the action
-masks ``[N, A]`` int8. One native call for the N envs (a ``_core.VecStepper``) is not built yet.
+masks ``[N, A]`` int8.
 
 Because every env is a plain ``KairosEnv`` stepped and reset exactly as Gymnasium's ``SyncVectorEnv`` would,
 env i of a vector env matches a single env seeded alike, bit for bit (tests/native/test_vector_env.py).
@@ -93,6 +94,13 @@ class KairosVectorEnv(VectorEnv):
         self._started = False
         # the per-env fast path (no info dict): native engine, the default ttft reward, no render
         self._fast = [e._native is not None and not e._track_slo and e.render_mode is None for e in self.envs]
+        # all envs on the fast path: one native call steps them all (src/core/vec_step.cpp)
+        self._vs: Any = None
+        if all(self._fast):
+            from kairos_gym.native import core
+
+            self._vs = core().VecStepper([e._native for e in self.envs])
+            self._vbuf = self._vs.buffers()
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -137,7 +145,10 @@ class KairosVectorEnv(VectorEnv):
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._started:
             raise RuntimeError("KairosVectorEnv.step() called before reset()")
-        acts = self._check_actions(actions).tolist()
+        checked = self._check_actions(actions)
+        if self._vs is not None:
+            return self._step_batched(np.ascontiguousarray(checked, dtype=np.int64))
+        acts = checked.tolist()
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         summaries = self.summaries
         infos: dict[str, Any] = {}
@@ -180,6 +191,57 @@ class KairosVectorEnv(VectorEnv):
                     self._add_object(infos, "summary", info["summary"], i)
             obs[i] = o
             masks[i] = info["action_mask"]
+        if not same_step:
+            np.logical_or(term, trunc, out=auto)
+        infos["action_mask"] = masks.copy()
+        return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
+
+    def _step_batched(self, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                          dict[str, Any]]:
+        """:meth:`step` when every env is on the fast path: one ``_core.VecStepper.step`` call steps the envs not
+        awaiting a NEXT_STEP reset; the reward is the ``ttft`` formula on arrays (the same IEEE operations as
+        the single env's scalars); Python updates each env's counters and does the resets and summaries."""
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        summaries = self.summaries
+        obs, masks, rewards = self._obs, self._masks, self._rewards
+        term, trunc, auto = self._terminated, self._truncated, self._autoreset
+        active = np.logical_not(auto)
+        idx = np.flatnonzero(active)
+        for i in idx.tolist():
+            if not self.envs[i]._native_live:
+                raise RuntimeError(f"KairosVectorEnv.step(): env {i} has no pending decision")
+        self._vs.step(acts, active.view(np.uint8))
+        vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
+        env0 = self.envs[0]
+        rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
+        obs[idx] = vobs[idx]
+        masks[idx] = vmask[idx]
+        infos: dict[str, Any] = {}
+        for i in idx.tolist():
+            env = self.envs[i]
+            if not valid[i]:
+                env._n_invalid += 1
+            te = bool(vterm[i])
+            env._ctx = None
+            env._native_live = not te
+            env._decisions += 1
+            env._mask = env._native_mask
+            tr = (not te) and env.max_decisions is not None and env._decisions >= env.max_decisions
+            term[i], trunc[i] = te, tr
+            if te or tr:
+                info = {"summary": env.summary()} if summaries else {}
+                if same_step:
+                    infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
+                    self._add_object(infos, "final_info", info, i)
+                    obs[i], reset_info = env.reset()
+                    masks[i] = reset_info["action_mask"]
+                elif summaries:
+                    self._add_object(infos, "summary", info["summary"], i)
+        for i in np.flatnonzero(auto).tolist():  # NEXT_STEP: reset, action ignored
+            obs[i], info = self.envs[i].reset()
+            masks[i] = info["action_mask"]
+            rewards[i] = 0.0
+            term[i] = trunc[i] = False
         if not same_step:
             np.logical_or(term, trunc, out=auto)
         infos["action_mask"] = masks.copy()

@@ -165,3 +165,16 @@ def test_bench_vector_refuses_a_bad_num_envs_before_timing(num_envs):
 
     with pytest.raises(ConfigError, match="num_envs"):
         bench_vector_vs_cartpole("kairos_gym/KairosSmall-v0", num_envs, seconds=0.01, repeats=1)
+
+
+def test_one_native_call_steps_all_envs_when_every_env_is_on_the_fast_path():
+    """ttft reward: a _core.VecStepper steps the batch (the bit-identity tests above run through it); slo reward:
+    the per-env KairosEnv.step loop. The native call refuses arrays of the wrong length."""
+    if KairosEnv(**KW)._native is None:
+        pytest.skip("the Python engine (KAIROS_ENGINE=python) has no native stepper")
+    assert KairosVectorEnv(2, **KW)._vs is not None
+    assert KairosVectorEnv(2, reward="slo", **KW)._vs is None
+    vec = KairosVectorEnv(2, **KW)
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match="one entry per env"):
+        vec._vs.step(np.zeros(3, dtype=np.int64), np.ones(3, dtype=np.uint8))
