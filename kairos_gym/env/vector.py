@@ -2,8 +2,9 @@
 (issue 11, step 7, first step).
 
 On the native engine with the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
-(src/core/vec_step.cpp, GIL released) steps all N envs' native steppers, and Python then updates each env's
-counters in a loop (:meth:`KairosVectorEnv._step_batched`); otherwise the N envs step in a Python loop of
+(src/core/vec_step.cpp, GIL released) steps all N envs' native steppers; the episode counters (decisions,
+invalid actions) are kept in arrays and written to an env's ``KairosEnv`` attributes only when its episode
+ends (:meth:`KairosVectorEnv._step_batched`); otherwise the N envs step in a Python loop of
 ``KairosEnv.step``. Either way the results land in preallocated batched arrays:
 observations ``[N, F]`` float32, rewards ``[N]`` float64, terminated/truncated ``[N]`` bool and the action
 masks ``[N, A]`` int8.
@@ -101,6 +102,8 @@ class KairosVectorEnv(VectorEnv):
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()
+        self._dec = np.zeros(n, dtype=np.int64)  # decisions and invalid actions of the episodes (batched path)
+        self._inv = np.zeros(n, dtype=np.int64)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -128,6 +131,8 @@ class KairosVectorEnv(VectorEnv):
         self._terminated[:] = False
         self._truncated[:] = False
         self._autoreset[:] = False
+        self._dec[:] = 0
+        self._inv[:] = 0
         self._started = True
         infos["action_mask"] = self._masks.copy()
         return self._obs.copy(), infos
@@ -207,39 +212,43 @@ class KairosVectorEnv(VectorEnv):
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
         active = np.logical_not(auto)
         idx = np.flatnonzero(active)
-        for i in idx.tolist():
-            if not self.envs[i]._native_live:
-                raise RuntimeError(f"KairosVectorEnv.step(): env {i} has no pending decision")
         self._vs.step(acts, active.view(np.uint8))
         vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
         env0 = self.envs[0]
         rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
         obs[idx] = vobs[idx]
         masks[idx] = vmask[idx]
+        dec, inv = self._dec, self._inv
+        dec[idx] += 1
+        inv[idx] += valid[idx] == 0
+        np.logical_and(vterm, active, out=term)
+        md = env0.max_decisions
+        if md is None:
+            trunc[:] = False
+        else:
+            np.logical_and(~term & active, dec >= md, out=trunc)
         infos: dict[str, Any] = {}
-        for i in idx.tolist():
+        for i in np.flatnonzero(term | trunc).tolist():  # the counters reach the env at its episode's end
             env = self.envs[i]
-            if not valid[i]:
-                env._n_invalid += 1
-            te = bool(vterm[i])
+            te = bool(term[i])
+            env._decisions = int(dec[i])
+            env._n_invalid = int(inv[i])
             env._ctx = None
             env._native_live = not te
-            env._decisions += 1
             env._mask = env._native_mask
-            tr = (not te) and env.max_decisions is not None and env._decisions >= env.max_decisions
-            term[i], trunc[i] = te, tr
-            if te or tr:
-                info = {"summary": env.summary()} if summaries else {}
-                if same_step:
-                    infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
-                    self._add_object(infos, "final_info", info, i)
-                    obs[i], reset_info = env.reset()
-                    masks[i] = reset_info["action_mask"]
-                elif summaries:
-                    self._add_object(infos, "summary", info["summary"], i)
+            info = {"summary": env.summary()} if summaries else {}
+            if same_step:
+                infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
+                self._add_object(infos, "final_info", info, i)
+                obs[i], reset_info = env.reset()
+                masks[i] = reset_info["action_mask"]
+                dec[i] = inv[i] = 0
+            elif summaries:
+                self._add_object(infos, "summary", info["summary"], i)
         for i in np.flatnonzero(auto).tolist():  # NEXT_STEP: reset, action ignored
             obs[i], info = self.envs[i].reset()
             masks[i] = info["action_mask"]
+            dec[i] = inv[i] = 0
             rewards[i] = 0.0
             term[i] = trunc[i] = False
         if not same_step:

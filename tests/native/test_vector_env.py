@@ -178,3 +178,40 @@ def test_one_native_call_steps_all_envs_when_every_env_is_on_the_fast_path():
     vec.reset(seed=0)
     with pytest.raises(ValueError, match="one entry per env"):
         vec._vs.step(np.zeros(3, dtype=np.int64), np.ones(3, dtype=np.uint8))
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_refused_actions_are_counted_like_a_single_env(mode):
+    """Masked-out actions (refused deflections) as well: the summaries' n_invalid_actions and decisions, the
+    rewards and the flags equal single envs' (the batched path keeps these counters in arrays)."""
+    n = 4
+    vec = KairosVectorEnv(n, autoreset_mode=mode, **KW)
+    singles = [KairosEnv(**KW) for _ in range(n)]
+    vec.reset(seed=5)
+    for i, env in enumerate(singles):
+        env.reset(seed=5 + i)
+    done = [False] * n
+    n_invalid = 0
+    A = vec.envs[0].action_layout.n
+    for t in range(30):
+        acts = np.array([(7 * t + i) % A for i in range(n)], dtype=np.int64)
+        _, vrew, vterm, vtrunc, vinfo = vec.step(acts)
+        for i, env in enumerate(singles):
+            if done[i] and mode == "next_step":
+                env.reset()
+                done[i] = False
+                continue
+            _, r, te, tr, info = env.step(int(acts[i]))
+            n_invalid += info["invalid_action"]
+            assert np.float64(vrew[i]).tobytes() == np.float64(r).tobytes()
+            assert (bool(vterm[i]), bool(vtrunc[i])) == (te, tr)
+            if te or tr:
+                got = vinfo["summary"][i] if mode == "next_step" else vinfo["final_info"][i]["summary"]
+                assert got == info["summary"]
+                if mode == "same_step":
+                    env.reset()
+                else:  # the vector env's KairosEnv holds the episode's counters at its end
+                    assert vec.envs[i]._n_invalid == info["n_invalid_actions"]
+                    assert vec.envs[i]._decisions == info["decisions"]
+                    done[i] = True
+    assert n_invalid > 10
