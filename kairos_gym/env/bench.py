@@ -189,6 +189,59 @@ def bench_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 3.0
             "cartpole_runs": [round(r) for r in cart]}
 
 
+def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int) -> tuple[float, int]:
+    """Env-steps per second (``num_envs`` per ``step`` call, NEXT_STEP autoreset steps included) of a
+    :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``env_id`` under a uniform random masked policy
+    (vectorized: per row, the ``floor(u * n_valid)``-th valid action), and the episodes ended."""
+    from kairos_gym.env.vector import make_vector_env
+
+    vec = make_vector_env(env_id, num_envs, summaries=False)
+    rng = np.random.default_rng(seed)
+    pc = time.perf_counter
+    _, info = vec.reset(seed=seed)
+    masks = info["action_mask"]
+    n = episodes = 0
+    start = pc()
+    deadline = start + seconds
+    while True:
+        counts = masks.sum(axis=1)
+        pick = (rng.random(num_envs) * counts).astype(np.int64)
+        actions = (masks.cumsum(axis=1) > pick[:, None]).argmax(axis=1)
+        _, _, terminated, truncated, info = vec.step(actions)
+        masks = info["action_mask"]
+        episodes += int(np.count_nonzero(terminated | truncated))
+        n += num_envs
+        if pc() >= deadline:
+            break
+    rate = n / (pc() - start)
+    vec.close()
+    return rate, episodes
+
+
+def bench_vector_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, seconds: float = 3.0,
+                             repeats: int = 3, seed: int = 0) -> dict[str, Any]:
+    """A :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``num_envs`` (1..MAX_NUM_ENVS) envs of ``env_id``
+    (default engine) against single-env CartPole-v1 in this process, alternating ``repeats`` runs of
+    ``seconds`` (medians): env-steps per second of both and their ratio (issue 11's target: >= 2 at N=64)."""
+    from kairos_gym.env.vector import MAX_NUM_ENVS
+
+    check_bench_args(seconds, repeats, "bench_vector_vs_cartpole")
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or not 1 <= num_envs <= MAX_NUM_ENVS:
+        raise ConfigError("bench_vector_vs_cartpole", "num_envs", num_envs, f"a whole number in [1, {MAX_NUM_ENVS}]")
+    vec: list[float] = []
+    cart: list[float] = []
+    episodes = 0
+    for _ in range(repeats):
+        cart.append(_cartpole_rate(seconds, seed))
+        rate, ep = _vector_rate(env_id, num_envs, seconds, seed)
+        vec.append(rate)
+        episodes += ep
+    v, c = float(np.median(vec)), float(np.median(cart))
+    return {"env_id": env_id, "num_envs": num_envs, "env_steps_per_s": round(v), "cartpole_steps_per_s": round(c),
+            "ratio": round(v / c, 3), "env_steps_per_s_runs": [round(r) for r in vec],
+            "cartpole_runs": [round(r) for r in cart], "episodes": episodes}
+
+
 def run_decisions(env_id: str = "kairos_gym/Kairos-v0", decisions: int = 3000, seed: int = 0) -> dict[str, Any]:
     """Exactly ``decisions`` steps of the same random masked policy as :func:`bench_env` (a fixed amount of
     work: what ``tools/count_instructions.sh`` runs under callgrind for a machine-independent cost)."""
@@ -221,6 +274,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
                    "counts)")
     p.add_argument("--vs-cartpole", choices=("native", "python"), default=None, metavar="ENGINE",
                    help="time each id on ENGINE (native or python) against CartPole-v1 in this process")
+    p.add_argument("--vector", type=int, default=None, metavar="N",
+                   help="time a KairosVectorEnv of N envs of each id (env-steps/s) against single-env CartPole-v1")
     args = p.parse_args(argv)
     ids = args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]
     try:  # every flag checked before the first timing run
@@ -230,8 +285,15 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
             check_bench_args(args.seconds, args.repeats, "--seconds/--repeats")
     except ConfigError as e:
         p.error(str(e))
+    if args.vector is not None:
+        from kairos_gym.env.vector import MAX_NUM_ENVS
+
+        if not 1 <= args.vector <= MAX_NUM_ENVS:
+            p.error(f"--vector: {args.vector} is not a whole number in [1, {MAX_NUM_ENVS}]")
     for env_id in ids:
-        if args.vs_cartpole is not None:
+        if args.vector is not None:
+            print(json.dumps(bench_vector_vs_cartpole(env_id, args.vector, args.seconds, args.repeats)))
+        elif args.vs_cartpole is not None:
             print(json.dumps(bench_vs_cartpole(env_id, args.seconds, args.repeats, engine=args.vs_cartpole)))
         elif args.decisions is not None:
             print(json.dumps(run_decisions(env_id, args.decisions)))

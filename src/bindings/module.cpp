@@ -11,6 +11,7 @@ void bind_components(nb::module_& m);  // components_bindings.cpp: event queue, 
 void bind_pricer(nb::module_& m);  // pricer_bindings.cpp
 void bind_simulator(nb::module_& m);  // simulator_bindings.cpp
 void bind_env(nb::module_& m);  // env_bindings.cpp: the native env step
+void bind_vec(nb::module_& m);  // vec_bindings.cpp: N env steps in one call
 
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
@@ -31,4 +32,5 @@ NB_MODULE(_core, m) {
     bind_pricer(m);
     bind_simulator(m);
     bind_env(m);
+    bind_vec(m);
 }

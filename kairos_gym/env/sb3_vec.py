@@ -1,0 +1,103 @@
+"""``KairosVecEnv``: a Stable-Baselines3 ``VecEnv`` over a :class:`~kairos_gym.env.vector.KairosVectorEnv`
+in SAME_STEP autoreset mode (issue 11, step 7).
+
+SB3's conventions, as ``DummyVecEnv`` + ``Monitor`` give them: ``reset()`` returns the observations only
+(seeds from :meth:`seed`, env i gets s + i, used at the next reset); ``step_wait`` returns float32 rewards,
+one ``dones`` flag per env and a list of N info dicts, empty except where an episode ended:
+``terminal_observation`` (the last observation; the returned one is the next episode's first),
+``TimeLimit.truncated`` (truncated and not terminated), a Monitor-style ``episode`` ``{"r", "l", "t"}``
+(return, length in decisions, wall seconds since the VecEnv was built) and, with ``summaries=True``,
+``summary``. ``env_method("action_masks")`` returns the N int8 mask rows, which is what sb3-contrib's
+``get_action_masks`` stacks for MaskablePPO.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
+
+from kairos_gym.env.vector import KairosVectorEnv
+from kairos_gym.errors import ConfigError
+
+WHERE = "KairosVecEnv"
+
+
+class KairosVecEnv(VecEnv):
+    """``num_envs`` KairosEnvs (built with ``env_kwargs``) as one SB3 VecEnv; see the module docstring."""
+
+    def __init__(self, num_envs: int, *, summaries: bool = False, **env_kwargs: Any) -> None:
+        self.vec = KairosVectorEnv(num_envs, autoreset_mode="same_step", summaries=summaries, **env_kwargs)
+        self.envs = self.vec.envs
+        super().__init__(self.vec.num_envs, self.vec.single_observation_space, self.vec.single_action_space)
+        self._actions: np.ndarray | None = None
+        self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
+        self._ep_len = np.zeros(self.num_envs, dtype=np.int64)
+        self._t0 = time.time()
+
+    def reset(self) -> np.ndarray:
+        obs, infos = self.vec.reset(seed=list(self._seeds))
+        self.reset_infos = [{"sim_seed": int(infos["sim_seed"][i])} for i in range(self.num_envs)]
+        self._reset_seeds()
+        self._ep_return[:] = 0.0
+        self._ep_len[:] = 0
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)  # checked by KairosVectorEnv.step before any env moves
+
+    def step_wait(self) -> VecEnvStepReturn:
+        if self._actions is None:
+            raise RuntimeError("KairosVecEnv.step_wait() called without step_async()")
+        actions, self._actions = self._actions, None
+        obs, rewards, terminated, truncated, infos = self.vec.step(actions)
+        self._ep_return += rewards
+        self._ep_len += 1
+        dones = terminated | truncated
+        out: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for i in np.flatnonzero(dones).tolist():
+            info = out[i]
+            info["terminal_observation"] = infos["final_obs"][i]
+            info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            info["episode"] = {"r": float(self._ep_return[i]), "l": int(self._ep_len[i]),
+                               "t": round(time.time() - self._t0, 6)}
+            summary = infos["final_info"][i].get("summary")
+            if self.vec.summaries and summary is not None:
+                info["summary"] = summary
+            self._ep_return[i] = 0.0
+            self._ep_len[i] = 0
+        return obs, rewards.astype(np.float32), dones, out
+
+    def close(self) -> None:
+        self.vec.close()
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ConfigError(f"{WHERE}.seed", "seed", seed, "None or a whole number >= 0")
+        return super().seed(None if seed is None else int(seed))
+
+    # ------------------------------------------------------------------ attribute access
+    def _targets(self, indices: VecEnvIndices) -> list[int]:
+        return list(self._get_indices(indices))
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self.envs[i], attr_name) for i in self._targets(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        for i in self._targets(indices):
+            setattr(self.envs[i], attr_name, value)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        targets = self._targets(indices)
+        if method_name == "action_masks" and not method_args and not method_kwargs:
+            masks = self.vec.action_masks()
+            return [masks[i] for i in targets]
+        return [getattr(self.envs[i], method_name)(*method_args, **method_kwargs) for i in targets]
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._targets(indices)]
