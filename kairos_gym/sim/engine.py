@@ -31,10 +31,9 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
 from kairos_gym.latency.pricing import ChunkPricer
 from kairos_gym.latency.transfer import FairShareLink, TransferConfig
+from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.hook import (
-    DEFLECT,
     LARGEST_SAFE,
-    PREFILL,
     Decision,
     DecisionContext,
     DecodeNodeView,
@@ -142,13 +141,6 @@ def _check_kv_capacity(v: Any) -> int:
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 1 <= v <= MAX_KV_CAPACITY:
         return int(v)
     raise ConfigError("Simulator", "kv_capacity", v, f"None or a whole number of tokens in [1, {MAX_KV_CAPACITY}]")
-
-
-def _index_ok(x: Any, n: int) -> bool:
-    """Is ``x`` an integer index in [0, n)? (int or numpy integer, not a bool; cheap: exact int first)."""
-    if type(x) is int:
-        return 0 <= x < n
-    return isinstance(x, np.integer) and 0 <= x < n
 
 
 def _steps_within(t0: float, dt: float, x: float) -> int:
@@ -428,39 +420,20 @@ class Simulator:
         rid = self._pending_rid
         if rid is None:
             raise RuntimeError("apply() called with no pending decision; call next_decision() first")
-        if type(decision) is not Decision and not isinstance(decision, Decision):
-            raise self._bad_decision(rid, "decision", decision, "a kairos_gym.sim.Decision: "
-                                     "Decision.prefill_path(node=None) or Decision.deflect(node, chunk)")
-        path = decision.path
-        if type(path) is str and path == DEFLECT:
-            d = decision.decode_node
-            if not _index_ok(d, len(self.dnodes)):
-                raise self._bad_decision(rid, "decode_node", decision,
-                                         f"a decode node index from 0 to {len(self.dnodes) - 1}")
-            chunk = decision.chunk
-            if not ((type(chunk) is int or isinstance(chunk, np.integer))
-                    and (chunk == LARGEST_SAFE or chunk in self._menu_set)):
-                raise self._bad_decision(rid, "chunk", decision, f"a size of the chunk menu {list(self.menu)} "
-                                         f"or LARGEST_SAFE ({LARGEST_SAFE})")
-            self._pending_rid = None
-            self._ctx = None
-            self.n_decisions += 1
-            node = self.dnodes[d]
+        deflect = check_decision(decision, self._policy_label, rid, len(self.pnodes), len(self.dnodes), self.menu,
+                                 self._menu_set)
+        self._pending_rid = None
+        self._ctx = None
+        self.n_decisions += 1
+        if deflect:
+            node = self.dnodes[decision.decode_node]
             if self._node_refuses(node, self._kv_need(rid)) is None:
-                self._start_deflection(rid, node, chunk)
+                self._start_deflection(rid, node, decision.chunk)
                 return True
             self.n_invalid += 1
             pn = None
-        elif type(path) is str and path == PREFILL:
-            pn = decision.prefill_node
-            if pn is not None and not _index_ok(pn, len(self.pnodes)):
-                raise self._bad_decision(rid, "prefill_node", decision,
-                                         f"None or a prefill node index from 0 to {len(self.pnodes) - 1}")
-            self._pending_rid = None
-            self._ctx = None
-            self.n_decisions += 1
         else:
-            raise self._bad_decision(rid, "path", decision, f"path {PREFILL!r} or {DEFLECT!r}")
+            pn = decision.prefill_node
         if pn is None:  # join the shortest queue (fewest queued tokens; ties: lowest index)
             first = self.pnodes[0]
             pn, fewest = first.idx, first.queued_tokens
@@ -468,14 +441,9 @@ class Simulator:
                 if pnode.queued_tokens < fewest:
                     pn, fewest = pnode.idx, pnode.queued_tokens
             self._enqueue_prefill(rid, self.pnodes[pn])
-            return path == PREFILL  # False: a refused deflection fell back here
+            return not deflect  # False: a refused deflection fell back here
         self._enqueue_prefill(rid, self.pnodes[pn])
         return True
-
-    def _bad_decision(self, rid: int, field: str, decision: Any, allowed: str) -> ConfigError:
-        """The error for a malformed policy return value (not on the hot path: built only when raised)."""
-        where = f"{self._policy_label} decision for request {rid}"
-        return ConfigError(where, field if field == "decision" else f"decision.{field}", decision, allowed)
 
     def deflect_allowed(self, rid: int, d: int) -> bool:
         """Would a deflection of request ``rid`` to decode node ``d`` be accepted now?"""

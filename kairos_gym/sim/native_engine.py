@@ -32,16 +32,13 @@ from kairos_gym.latency.model import StepLatencyModel
 from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
 from kairos_gym.latency.transfer import TransferConfig
 from kairos_gym.native import core as _native_core
+from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.engine import (
     _check_kv_capacity,
     _check_seed,
     _describe_sim,
-    _index_ok,
 )
 from kairos_gym.sim.hook import (
-    DEFLECT,
-    LARGEST_SAFE,
-    PREFILL,
     Decision,
     DecisionContext,
     DecodeNodeView,
@@ -362,36 +359,14 @@ class NativeSimulator:
         rid = core.pending_rid
         if rid < 0:
             raise RuntimeError("apply() called with no pending decision; call next_decision() first")
-        if type(decision) is not Decision and not isinstance(decision, Decision):
-            raise self._bad_decision(rid, "decision", decision, "a kairos_gym.sim.Decision: "
-                                     "Decision.prefill_path(node=None) or Decision.deflect(node, chunk)")
-        path = decision.path
-        n_d = self.scenario.cluster.decode_nodes
-        if type(path) is str and path == DEFLECT:
-            d = decision.decode_node
-            if not _index_ok(d, n_d):
-                raise self._bad_decision(rid, "decode_node", decision, f"a decode node index from 0 to {n_d - 1}")
-            chunk = decision.chunk
-            if not ((type(chunk) is int or isinstance(chunk, np.integer))
-                    and (chunk == LARGEST_SAFE or chunk in self._menu_set)):
-                raise self._bad_decision(rid, "chunk", decision, f"a size of the chunk menu {list(self.menu)} "
-                                         f"or LARGEST_SAFE ({LARGEST_SAFE})")
-            self._ctx = None
-            return core.apply_deflect(int(d), int(chunk))
-        if type(path) is str and path == PREFILL:
-            pn = decision.prefill_node
-            n_p = self.scenario.cluster.prefill_nodes
-            if pn is not None and not _index_ok(pn, n_p):
-                raise self._bad_decision(rid, "prefill_node", decision,
-                                         f"None or a prefill node index from 0 to {n_p - 1}")
-            self._ctx = None
-            core.apply_prefill(-1 if pn is None else int(pn))
-            return True
-        raise self._bad_decision(rid, "path", decision, f"path {PREFILL!r} or {DEFLECT!r}")
-
-    def _bad_decision(self, rid: int, field: str, decision: Any, allowed: str) -> ConfigError:
-        where = f"{self._policy_label} decision for request {rid}"
-        return ConfigError(where, field if field == "decision" else f"decision.{field}", decision, allowed)
+        deflect = check_decision(decision, self._policy_label, rid, self.scenario.cluster.prefill_nodes,
+                                 self.scenario.cluster.decode_nodes, self.menu, self._menu_set)
+        self._ctx = None
+        if deflect:
+            return core.apply_deflect(int(decision.decode_node), int(decision.chunk))
+        pn = decision.prefill_node
+        core.apply_prefill(-1 if pn is None else int(pn))
+        return True
 
     def deflect_allowed(self, rid: int, d: int) -> bool:
         """Would a deflection of request ``rid`` to decode node ``d`` be accepted now?"""
