@@ -26,11 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
-from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer
-from kairos_gym.latency.transfer import FairShareLink, TransferConfig
+from kairos_gym.latency.transfer import FairShareLink
 from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.hook import (
     LARGEST_SAFE,
@@ -42,7 +40,7 @@ from kairos_gym.sim.hook import (
     RequestView,
 )
 from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PENDING, PATH_PREFILL, PATH_REJECTED, RunStats, summarize
-from kairos_gym.sim.reset_workload import reset_workload
+from kairos_gym.sim.reset_workload import init_common, reset_workload
 from kairos_gym.workload import Workload
 
 # event kinds
@@ -205,35 +203,7 @@ class Simulator:
         trace: bool = False,
         engine: str | None = None,
     ) -> None:
-        seed = _check_seed("Simulator", seed)
-        if not isinstance(oracle, bool):
-            raise ConfigError("Simulator", "oracle", oracle, "True or False")
-        if not isinstance(trace, bool):
-            raise ConfigError("Simulator", "trace", trace, "True or False")
-        self.scenario = load_scenario(scenario)
-        sc = self.scenario
-        cl = sc.cluster
-        self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
-        self.menu = sc.deflection.chunk_menu
-        self.menu_desc = tuple(sorted(self.menu, reverse=True))
-        self.pricer = ChunkPricer(self.model, self.menu)
-        self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
-            else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
-        self.swap_policy = cl.memory_policy == "swap"
-        self.block = cl.kv_block_tokens
-        t = sc.transfer
-        self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
-        self.oracle = oracle
-        self.record_timeline = record_timeline
-        self._fixed_workload: Workload | None = None
-        self._menu_set = frozenset(self.menu)  # chunk sizes a Decision may name (LARGEST_SAFE aside)
-        self._policy_label = "policy"  # names the deciding policy in a bad-decision error (set by run())
-        # scenario constants read on the hot path (the scenario is frozen)
-        self._cap = cl.decode_max_batch
-        self._p_budget = cl.prefill_token_budget
-        self._includes = cl.ttft_includes_transfer
-        self._tbt = sc.slo.tbt_s
-        self._ls_budget = sc.deflection.beta * sc.slo.tbt_s  # LargestSafe step budget (s)
+        seed = init_common(self, scenario, seed, oracle, record_timeline, kv_capacity, trace)
         self._kcost = self.pricer.decode_pair_cost  # (s, FLOPs, compute s) per decode pair
         # debug: every popped event as (t, kind, a, b, wait_area after it), to diff against the native engine;
         # off by default at no cost per event (next_decision picks the pop function once per call)

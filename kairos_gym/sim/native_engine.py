@@ -26,15 +26,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
-from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
-from kairos_gym.latency.transfer import TransferConfig
+from kairos_gym.latency.pricing import native_pricer, table_sizes
 from kairos_gym.native import core as _native_core
 from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.engine import (
-    _check_kv_capacity,
     _check_seed,
     _describe_sim,
 )
@@ -48,7 +45,7 @@ from kairos_gym.sim.hook import (
     RequestView,
 )
 from kairos_gym.sim.metrics import RunStats, summarize
-from kairos_gym.sim.reset_workload import reset_workload
+from kairos_gym.sim.reset_workload import init_common, reset_workload
 from kairos_gym.workload import Workload
 
 _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_safe_feasible": 8,
@@ -153,35 +150,9 @@ class NativeSimulator:
         kv_capacity: int | None = None,
         trace: bool = False,
     ) -> None:
-        seed = _check_seed("Simulator", seed)
-        if not isinstance(oracle, bool):
-            raise ConfigError("Simulator", "oracle", oracle, "True or False")
-        if not isinstance(trace, bool):
-            raise ConfigError("Simulator", "trace", trace, "True or False")
-        self.scenario = load_scenario(scenario)
-        sc = self.scenario
-        cl = sc.cluster
-        self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
-        self.menu = sc.deflection.chunk_menu
-        self.menu_desc = tuple(sorted(self.menu, reverse=True))
-        self.pricer = ChunkPricer(self.model, self.menu)
+        seed = init_common(self, scenario, seed, oracle, record_timeline, kv_capacity, trace)
         self._kv_capacity_arg = kv_capacity
-        self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
-            else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
-        self.swap_policy = cl.memory_policy == "swap"
-        self.block = cl.kv_block_tokens
-        t = sc.transfer
-        self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
-        self.oracle = oracle
-        self.record_timeline = bool(record_timeline)
-        self._fixed_workload: Workload | None = None
-        self._menu_set = frozenset(self.menu)
-        self._policy_label = "policy"
-        self._cap = cl.decode_max_batch
-        self._p_budget = cl.prefill_token_budget
-        self._includes = cl.ttft_includes_transfer
-        self._tbt = sc.slo.tbt_s
-        self._ls_budget = sc.deflection.beta * sc.slo.tbt_s
+        cl = self.scenario.cluster
         n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
         self._core = _native_core().Simulator(self._core_config(), native_pricer(self.pricer, n_tok, n_seq), oracle)
         self._core.trace_on = trace

@@ -1,5 +1,6 @@
-"""The workload of a simulator reset, checked: shared by both engines (``kairos_gym.sim.engine`` and
-``kairos_gym.sim.native_engine``), so they draw and refuse exactly alike."""
+"""What both engines (``kairos_gym.sim.engine`` and ``kairos_gym.sim.native_engine``) set up alike: the checked
+construction arguments and scenario-derived state (:func:`init_common`), and the checked workload of a reset
+(:func:`reset_workload`), so they build, draw and refuse exactly alike."""
 
 from __future__ import annotations
 
@@ -9,6 +10,49 @@ import numpy as np
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.workload import Workload, generate
+
+
+def init_common(sim: Any, scenario: Any, seed: Any, oracle: Any, record_timeline: Any, kv_capacity: int | None,
+                trace: Any) -> int:
+    """Check the constructor arguments and set the scenario-derived attributes both engines share (scenario,
+    latency model, chunk menu, Python pricer, KV capacity in tokens per decode node, memory policy, transfer,
+    hot-path constants); returns the checked seed. Bad input raises :class:`ConfigError` before anything is
+    built."""
+    from kairos_gym.config import load_scenario
+    from kairos_gym.latency.model import StepLatencyModel
+    from kairos_gym.latency.pricing import ChunkPricer
+    from kairos_gym.latency.transfer import TransferConfig
+    from kairos_gym.sim.engine import _check_kv_capacity, _check_seed
+
+    seed = _check_seed("Simulator", seed)
+    if not isinstance(oracle, bool):
+        raise ConfigError("Simulator", "oracle", oracle, "True or False")
+    if not isinstance(trace, bool):
+        raise ConfigError("Simulator", "trace", trace, "True or False")
+    sim.scenario = sc = load_scenario(scenario)
+    cl = sc.cluster
+    sim.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
+    sim.menu = sc.deflection.chunk_menu
+    sim.menu_desc = tuple(sorted(sim.menu, reverse=True))
+    sim.pricer = ChunkPricer(sim.model, sim.menu)
+    sim.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
+        else sim.model.kv_capacity_tokens(cl.kv_reserve_frac)
+    sim.swap_policy = cl.memory_policy == "swap"
+    sim.block = cl.kv_block_tokens
+    t = sc.transfer
+    sim.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
+    sim.oracle = oracle
+    sim.record_timeline = bool(record_timeline)
+    sim._fixed_workload = None
+    sim._menu_set = frozenset(sim.menu)  # chunk sizes a Decision may name (LARGEST_SAFE aside)
+    sim._policy_label = "policy"  # names the deciding policy in a bad-decision error (set by run())
+    # scenario constants read on the hot path (the scenario is frozen)
+    sim._cap = cl.decode_max_batch
+    sim._p_budget = cl.prefill_token_budget
+    sim._includes = cl.ttft_includes_transfer
+    sim._tbt = sc.slo.tbt_s
+    sim._ls_budget = sc.deflection.beta * sc.slo.tbt_s  # LargestSafe step budget (s)
+    return seed
 
 
 def reset_workload(sim: Any, seed: int, workload: Workload | None) -> tuple[np.random.Generator, Workload | None,
