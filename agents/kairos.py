@@ -1,4 +1,4 @@
-"""Kairos: the model-based deflection rule of DOMAIN.md section 2, with its realism knobs.
+"""Kairos: the model-based deflection rule of DOMAIN.md section 2, on the information the environment serves.
 
 Per arriving request (prompt ``L`` tokens):
 
@@ -18,29 +18,29 @@ Per arriving request (prompt ``L`` tokens):
    decision carries ``chunk = LARGEST_SAFE``: the simulator re-applies LargestSafe chunk by chunk on the
    true state (with the scenario's menu and ``deflection.beta``), so the schedule Kairos priced is a
    prediction, not a commitment. Otherwise the prefill path, to the prefill node with the fewest
-   queued tokens in Kairos's view (join-shortest-queue as the dispatcher sees it).
+   queued tokens in the served view (join-shortest-queue as the dispatcher sees it).
 4. At most one deflection in flight per decode node (nodes with one in flight are skipped).
 
-Realism knobs (the paper's own limitations):
+Information (issue 12): Kairos has no realism knobs of its own. Staleness and model error are properties of
+the environment, the scenario's ``information`` track (docs/scenarios.md, docs/env.md), served by the simulator
+to every policy alike:
 
-- **Staleness** ``staleness_s`` (default 0.1 s): Kairos keeps its own copy of the node views (prefill
-  ``queued_tokens``/``queued_requests``; decode ``batch_size``, ``total_context``,
-  ``deflection_in_flight``, ``can_deflect``, ``tbt_slo_s``) and refreshes it from the context only when
-  ``now - last_refresh >= staleness_s`` (always at the first decision of a run). Between refreshes it
-  still knows what it did itself, as a dispatcher does: a deflection marks that decode node busy, and a
-  request sent down the prefill path adds its prompt to that prefill node's queue in the copy. It does
-  not extrapolate anything else (queues draining, contexts growing, deflections finishing). The
-  admission check itself is fresh: if the chosen node answers ``can_deflect = False`` now (a refusal),
-  the request takes the prefill path and the copy records the refusal.
-- **Model error** ``model_error`` (default 0.10 = MAPE): Kairos prices with its own
-  :class:`StepLatencyModel` built from the scenario's preset, and every *prediction* is multiplied by
-  ``1 + e`` with ``e ~ Normal(0, model_error * sqrt(pi / 2))`` so that ``E|e| = model_error``. One
-  prediction = one node's estimate at one decision: ``e`` is drawn per decision and per node (one for
-  each prefill node's TTFT_P, one for each decode node's schedule, applied to every step of that
-  schedule: the budget test becomes ``step * (1 + e) <= budget``). The factor is floored at 0.05. Draws
-  come from the policy's seeded generator.
+- **exact** track: the node views are the true, fresh state and Kairos's predictions are its exact model's:
+  the exact fresh rule above (the former ``kairos-exact``; no random draws at all).
+- **realistic** track: the node views Kairos reads are the dispatcher's stale copy the simulator serves
+  (refreshed every ``information.staleness_s``, plus the dispatcher's own decisions since), and each node's
+  predictions carry that node's served estimator error at this decision: Kairos multiplies its own prediction
+  for node ``n`` by ``f_n`` = the served prediction over its own model's of one quantity both price (decode
+  node: ``step_s[d][0]``, the first step with the menu's smallest chunk next to the served batch; prefill node:
+  ``ttft_prefill_s - predicted_wait_s``, the arriving prompt's own prefill and transfer), so ``f_n`` is the
+  simulator's ``1 + e_n`` (drawn from the run's generator) to rounding. As before, TTFT_P(p) is scaled by
+  ``f_p`` and every step of node d's schedule by ``f_d`` (the budget test becomes ``step * f_d <= budget``).
+  Kairos reads the track from its scenario (build it for the scenario it runs on, as the runner does).
+  Admission is the simulator's: a deflection the served view offered but the node refuses at apply time falls
+  back to the shortest (true) prefill queue (counted in ``n_invalid_actions`` and ``n_stale_refusals``); Kairos
+  does not re-check it.
 
-``staleness_s = 0`` and ``model_error = 0`` give the exact fresh rule (no random draws at all).
+``Kairos(staleness_s=..., model_error=...)`` is a :class:`ConfigError` pointing to the scenario option.
 
 Decision cost: every ``decide`` is timed (``decision_times_us``, ``decision_us_p50``/``_p99``).
 """
@@ -60,8 +60,8 @@ from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
 
-MIN_ERROR_FACTOR = 0.05
-"""Floor of the model-error factor ``1 + e`` (only reachable with model_error well above 0.5)."""
+MOVED_PARAMS = {"staleness_s": "information.staleness_s", "model_error": "information.model_error"}
+"""Former Kairos parameters, now the scenario's information track (issue 12): passing one is a ConfigError."""
 
 
 @dataclass
@@ -73,7 +73,7 @@ class KairosEstimate:
     schedules: tuple[tuple[int, ...], ...]  # per decode node: LargestSafe chunk sizes (empty when skipped)
     ttft_p: float
     best_decode: int | None
-    refreshed: bool
+    factors: tuple[float, ...]  # the error factors Kairos applied: prefill nodes, then decode nodes (1.0 on exact)
     decision: Decision
 
 
@@ -87,6 +87,7 @@ class Kairos(BasePolicy):
     """Kairos deflection (see the module docstring for the exact rule)."""
 
     name = "kairos"
+    MOVED_PARAMS = MOVED_PARAMS
 
     def __init__(
         self,
@@ -94,19 +95,22 @@ class Kairos(BasePolicy):
         seed: int | None = 0,
         alpha: float = 1.3,
         beta: float | None = None,
-        staleness_s: float = 0.1,
-        model_error: float = 0.10,
         chunk_menu: Any = None,
         model: StepLatencyModel | None = None,
+        staleness_s: Any = None,
+        model_error: Any = None,
     ) -> None:
         super().__init__(seed)
         where = f"policy {self.name}"
+        for key, value in (("staleness_s", staleness_s), ("model_error", model_error)):
+            if value is not None:
+                raise ConfigError(where, key, value, f"nothing (not a policy parameter any more): set the scenario's "
+                                  f"{MOVED_PARAMS[key]} (with information.track: realistic), docs/scenarios.md")
         sc = load_scenario(scenario)
         self.scenario = sc
+        self.realistic = sc.information.realistic
         self.alpha = Number(low=0.0, low_open=True).check(where, "alpha", alpha)
         self.beta = sc.deflection.beta if beta is None else Number(low=0.0, low_open=True).check(where, "beta", beta)
-        self.staleness_s = Number(low=0.0).check(where, "staleness_s", staleness_s)
-        self.model_error = Number(low=0.0).check(where, "model_error", model_error)
         if chunk_menu is None:
             menu = tuple(sc.deflection.chunk_menu)
         else:
@@ -125,7 +129,6 @@ class Kairos(BasePolicy):
         # the native twin of ChunkPricer (bit-identical prices), tables sized for this scenario and menu
         self.pricer = native_pricer(ChunkPricer(self.model, self.chunk_menu),
                                     *table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.chunk_menu))
-        self.sigma = self.model_error * math.sqrt(math.pi / 2.0)
         self.prefill_budget = cl.prefill_token_budget
         tr = sc.transfer
         if tr.enabled and cl.ttft_includes_transfer:
@@ -142,41 +145,7 @@ class Kairos(BasePolicy):
 
     # ------------------------------------------------------------------ state
     def _reset_state(self) -> None:
-        self._last_refresh: float | None = None
-        self._p_tokens: list[int] = []
-        self._p_reqs: list[int] = []
-        self._d_batch: list[int] = []
-        self._d_ctx: list[int] = []
-        self._d_busy: list[bool] = []
-        self._d_can: list[bool] = []
-        self._d_tbt: list[float] = []
-        self.n_refreshes = 0
-        self.n_refused = 0
         self.last = None
-
-    def refresh(self, ctx: DecisionContext) -> None:
-        """Copy the context's node views into Kairos's own (possibly stale) view."""
-        self._p_tokens = [p.queued_tokens for p in ctx.prefill]
-        self._p_reqs = [p.queued_requests for p in ctx.prefill]
-        self._d_batch = [d.batch_size for d in ctx.decode]
-        self._d_ctx = [d.total_context for d in ctx.decode]
-        self._d_busy = [d.deflection_in_flight for d in ctx.decode]
-        self._d_can = [d.can_deflect for d in ctx.decode]
-        self._d_tbt = [d.tbt_slo_s for d in ctx.decode]
-        self._last_refresh = ctx.now_s
-        self.n_refreshes += 1
-
-    def view(self) -> dict[str, Any]:
-        """Kairos's current (possibly stale) view of the cluster, as lists per node."""
-        return {
-            "refreshed_at_s": self._last_refresh,
-            "prefill_queued_tokens": list(self._p_tokens),
-            "prefill_queued_requests": list(self._p_reqs),
-            "decode_batch_size": list(self._d_batch),
-            "decode_total_context": list(self._d_ctx),
-            "decode_deflection_in_flight": list(self._d_busy),
-            "decode_can_deflect": list(self._d_can),
-        }
 
     # ------------------------------------------------------------------ predictions (own model, exact)
     def own_prefill_s(self, prompt: int) -> float:
@@ -219,24 +188,33 @@ class Kairos(BasePolicy):
         return self._xfer_setup + prompt * self._xfer_per_token
 
     # ------------------------------------------------------------------ the rule
-    def _decide(self, ctx: DecisionContext) -> Decision:
-        refreshed = False
-        if self._last_refresh is None or ctx.now_s - self._last_refresh >= self.staleness_s \
-                or len(self._p_tokens) != len(ctx.prefill) or len(self._d_batch) != len(ctx.decode):
-            self.refresh(ctx)
-            refreshed = True
+    def error_factors(self, ctx: DecisionContext) -> list[float]:
+        """The served estimator error of each node at this decision (prefill nodes, then decode nodes): all 1.0
+        on the exact track; on the realistic track the served prediction over Kairos's own of one quantity both
+        price (see the module docstring)."""
+        n_p, n_d = len(ctx.prefill), len(ctx.decode)
+        if not self.realistic:
+            return [1.0] * (n_p + n_d)
         prompt = ctx.request.prompt_tokens
-        n_p = len(self._p_tokens)
-        n_d = len(self._d_batch)
-        if self.sigma > 0.0:
-            draws = self.rng.normal(0.0, self.sigma, n_p + n_d)
-            factors = [max(MIN_ERROR_FACTOR, 1.0 + float(e)) for e in draws]
-        else:
-            factors = [1.0] * (n_p + n_d)
+        alone = self.own_prefill_s(prompt) + self.transfer_s(prompt)
+        out = [(t - p.predicted_wait_s) / alone for t, p in zip(ctx.ttft_prefill_s, ctx.prefill, strict=True)]
+        step = self.pricer.step
+        chunk = min(ctx.chunk_menu[0], prompt)  # the served first step of the menu's smallest chunk
+        for d, row in zip(ctx.decode, ctx.step_s, strict=True):
+            own = step(d.batch_size, float(d.total_context + d.batch_size), chunk, 0)
+            out.append(row[0] / own)
+        return out
+
+    def _decide(self, ctx: DecisionContext) -> Decision:
+        prompt = ctx.request.prompt_tokens
+        prefill, decode = ctx.prefill, ctx.decode
+        n_p = len(prefill)
+        n_d = len(decode)
+        factors = self.error_factors(ctx)
         # 1. prefill path
         base_p = self.own_prefill_s(prompt) + self.transfer_s(prompt)
-        ttft_ps = tuple((self.queue_wait_s(self._p_tokens[p], self._p_reqs[p]) + base_p) * factors[p]
-                        for p in range(n_p))
+        ttft_ps = tuple((self.queue_wait_s(prefill[p].queued_tokens, prefill[p].queued_requests) + base_p)
+                        * factors[p] for p in range(n_p))
         ttft_p = min(ttft_ps)
         # 2. LargestSafe per decode node
         ttft_ds = [math.inf] * n_d
@@ -244,12 +222,13 @@ class Kairos(BasePolicy):
         best_d: int | None = None
         best_t = math.inf
         for d in range(n_d):
-            if self._d_busy[d] or not self._d_can[d]:
+            view = decode[d]
+            if view.deflection_in_flight or not view.can_deflect:
                 continue
             f = factors[n_p + d]
-            b = self._d_batch[d]
-            ok, total, sizes = self.pricer.largest_safe(b, self._d_ctx[d] + b, prompt,
-                                                        self.beta * self._d_tbt[d] / f, self.menu_desc)
+            b = view.batch_size
+            ok, total, sizes = self.pricer.largest_safe(b, view.total_context + b, prompt,
+                                                        self.beta * view.tbt_slo_s / f, self.menu_desc)
             if not ok:
                 continue
             t = total * f
@@ -258,22 +237,14 @@ class Kairos(BasePolicy):
             if t < best_t:
                 best_t, best_d = t, d
         # 3. alpha / SLO rule
-        decision: Decision | None = None
         if best_d is not None and best_t <= self.alpha * ttft_p and best_t <= ctx.ttft_slo_s:
-            if ctx.decode[best_d].can_deflect:  # the node's own (fresh) admission answer
-                decision = Decision.deflect(best_d, LARGEST_SAFE)
-                self._d_busy[best_d] = True
-            else:
-                self.n_refused += 1
-                self._d_can[best_d] = False
-        if decision is None:
-            p = min(range(n_p), key=lambda i: (self._p_tokens[i], i))
+            decision = Decision.deflect(best_d, LARGEST_SAFE)
+        else:
+            p = min(range(n_p), key=lambda i: (prefill[i].queued_tokens, i))
             decision = Decision.prefill_path(p)
-            self._p_tokens[p] += prompt
-            self._p_reqs[p] += 1
-        self.last = KairosEstimate(ttft_ps, tuple(ttft_ds), tuple(scheds), ttft_p, best_d, refreshed, decision)
+        self.last = KairosEstimate(ttft_ps, tuple(ttft_ds), tuple(scheds), ttft_p, best_d, tuple(factors), decision)
         return decision
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "alpha": self.alpha, "beta": self.beta, "staleness_s": self.staleness_s,
-                "model_error": self.model_error, "chunk_menu": list(self.chunk_menu)}
+        return {**super().describe(), "alpha": self.alpha, "beta": self.beta, "chunk_menu": list(self.chunk_menu),
+                "information": self.scenario.information.track}

@@ -67,7 +67,7 @@ class Oracle(BasePolicy):
             raise ConfigError(where, "prune_infeasible", prune_infeasible, "true or false")
         self.prune_infeasible = prune_infeasible
         if continuation is None:
-            cont = Kairos(scenario, seed=seed, staleness_s=0.0, model_error=0.0)
+            cont = Kairos(scenario, seed=seed)
             cont.record_times = False
             continuation = cont
         elif not callable(getattr(continuation, "decide", None)):

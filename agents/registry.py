@@ -21,17 +21,21 @@ from kairos_gym.errors import ConfigError
 
 
 class KairosExact(Kairos):
-    """Kairos with a fresh view of the cluster and an exact latency model: ``staleness_s = 0`` and
-    ``model_error = 0`` (no parameter for them), i.e. the exact fresh rule of docs/policies.md; it draws no
-    random numbers. The leaderboard's upper reference until a clairvoyant Oracle bound exists (it is not one:
-    it sees no future arrivals or output lengths)."""
+    """Kairos on the exact information track: the same policy as ``kairos`` (no parameter of its own), for a
+    scenario whose ``information.track`` is ``exact`` (the default); for a realistic-track scenario it is a
+    :class:`ConfigError` (tracks belong to the environment: run ``kairos`` there). Kept so that results and
+    commands naming ``kairos-exact`` (the fresh rule with an exact latency model) keep their meaning."""
 
     name = "kairos-exact"
 
     def __init__(self, scenario: Any = "bursty", seed: int | None = 0, alpha: float = 1.3, beta: float | None = None,
-                 chunk_menu: Any = None, model: Any = None) -> None:
-        super().__init__(scenario, seed, alpha=alpha, beta=beta, staleness_s=0.0, model_error=0.0,
-                         chunk_menu=chunk_menu, model=model)
+                 chunk_menu: Any = None, model: Any = None, staleness_s: Any = None, model_error: Any = None) -> None:
+        sc = load_scenario(scenario)
+        if sc.information.realistic:
+            raise ConfigError(f"policy {self.name}", "scenario information.track", sc.information.track,
+                              "exact (kairos-exact is Kairos on the exact track; on the realistic track run kairos)")
+        super().__init__(sc, seed, alpha=alpha, beta=beta, chunk_menu=chunk_menu, model=model,
+                         staleness_s=staleness_s, model_error=model_error)
 
 
 POLICIES: dict[str, Callable[..., BasePolicy]] = {
@@ -53,7 +57,9 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
 def policy_params(name: str) -> list[str]:
     """The keyword parameters of policy ``name`` (besides scenario and seed)."""
     factory = _factory(name)
-    return [p for p in inspect.signature(factory).parameters if p not in ("self", "scenario", "seed")]
+    moved = getattr(factory, "MOVED_PARAMS", {})
+    skip = ("self", "scenario", "seed", *moved)
+    return [p for p in inspect.signature(factory).parameters if p not in skip]
 
 
 def _factory(name: Any) -> Callable[..., BasePolicy]:
@@ -69,7 +75,8 @@ def make_policy(name: str, scenario: Any = "bursty", seed: int = 0, **kwargs: An
     """
     factory = _factory(name)
     allowed = policy_params(name)
+    moved = getattr(factory, "MOVED_PARAMS", {})  # former parameters: the factory names their new place
     for key, value in kwargs.items():
-        if key not in allowed:
+        if key not in allowed and key not in moved:
             raise ConfigError(f"policy {name}", key, value, "one of the parameters " + ", ".join(allowed))
     return factory(load_scenario(scenario), seed=seed, **kwargs)

@@ -270,7 +270,44 @@ class DeflectionConfig(_Plain):
         return super().parse_extra(where, name, raw)
 
 
-SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload")
+MAX_STALENESS_S = 3600.0
+"""Largest ``information.staleness_s`` (seconds): one hour, far beyond any dispatcher refresh period."""
+MAX_MODEL_ERROR = 1.0
+"""Largest ``information.model_error`` (a MAPE of 100%: the factor floor 0.05 binds often well below it)."""
+INFORMATION_TRACKS = ("exact", "realistic")
+
+
+@dataclass(frozen=True)
+class InformationConfig(_Plain):
+    """What the simulator serves to policies (DecisionContext and the env observation): the information track.
+
+    Attributes:
+        track: ``exact`` (default): every policy sees the true, fresh node state and exact predictions.
+            ``realistic`` (the paper's limitations, issue 12): the central dispatcher's copy of the node state,
+            refreshed when ``now - last_refresh >= staleness_s`` plus the dispatcher's own decisions since, and
+            every prediction about a node multiplied by ``1 + e`` with ``e ~ Normal(0, model_error sqrt(pi/2))``
+            (``E|e| = model_error``), the factor floored at 0.05, drawn from the run's generator (docs/env.md).
+        staleness_s: refresh period of the dispatcher's copy (seconds, 0 to :data:`MAX_STALENESS_S`; default
+            0.1 s, the paper's). Read only in the realistic track.
+        model_error: mean absolute relative error of every served prediction (0 to :data:`MAX_MODEL_ERROR`;
+            default 0.10, the paper's 10% MAPE). Read only in the realistic track.
+    """
+
+    WHERE: ClassVar[str] = "information"
+    RULES: ClassVar[dict[str, Any]] = {"track": Choice(INFORMATION_TRACKS),
+                                       "staleness_s": Number(low=0.0, high=MAX_STALENESS_S),
+                                       "model_error": Number(low=0.0, high=MAX_MODEL_ERROR)}
+    track: str = "exact"
+    staleness_s: float = 0.1
+    model_error: float = 0.10
+
+    @property
+    def realistic(self) -> bool:
+        """True on the realistic track."""
+        return self.track == "realistic"
+
+
+SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "information")
 
 
 @dataclass(frozen=True)
@@ -284,6 +321,7 @@ class ScenarioConfig:
     slo: SLOConfig = field(default_factory=SLOConfig)
     deflection: DeflectionConfig = field(default_factory=DeflectionConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    information: InformationConfig = field(default_factory=InformationConfig)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "scenario") -> ScenarioConfig:
@@ -304,6 +342,7 @@ class ScenarioConfig:
             slo=SLOConfig.from_dict(d.get("slo"), f"{where}: slo"),
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
             workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
+            information=InformationConfig.from_dict(d.get("information"), f"{where}: information"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -311,7 +350,7 @@ class ScenarioConfig:
         return {
             "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
             "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
-            "workload": self.workload.to_dict(),
+            "workload": self.workload.to_dict(), "information": self.information.to_dict(),
         }
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ScenarioConfig:

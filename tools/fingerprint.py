@@ -110,13 +110,18 @@ def sim_cases() -> list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
     for name, pseed in (("nodef", 0), ("rand", 5)):
         cases.append((f"incl/{name}", lambda e, n=name, ps=pseed: (Simulator(sc, seed=2, engine=e), policy(n, ps))))
-    # the analytical baseline itself (its pricer, stale view and model-error draws), default and exact
+    # the analytical baseline itself (its pricer): ``kairos`` on the realistic information track (the served stale
+    # view and model-error draws, native-only) and ``kairos-exact`` on the exact track
     from kairos_gym.agents.registry import make_policy
 
+    from kairos_gym.config import load_scenario
+
     for scen in ("bursty", "mooncake"):
-        for name, params in (("kairos", {}), ("kairos-exact", {})):
-            cases.append((f"{scen}/{name}/0", lambda e, s=scen, n=name, p=params: (
-                Simulator(s, seed=0, engine=e), make_policy(n, s, seed=0, **p))))
+        real = load_scenario(scen).with_overrides({"information": {"track": "realistic"}})
+        cases.append((f"{scen}/kairos/0", lambda e, r=real: (
+            Simulator(r, seed=0, engine="native"), make_policy("kairos", r, seed=0))))
+        cases.append((f"{scen}/kairos-exact/0", lambda e, s=scen: (
+            Simulator(s, seed=0, engine=e), make_policy("kairos-exact", s, seed=0))))
     return cases
 
 

@@ -243,6 +243,10 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "sim_time_s": makespan,
         "wall_time_s": wall_time_s,
     }
+    if sc.information.realistic:  # the realistic information track (docs/env.md): served-view counters
+        out["information_track"] = "realistic"
+        out["n_view_refreshes"] = sim.n_view_refreshes
+        out["n_stale_refusals"] = sim.n_stale_refusals
     if not sim.done:
         out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}

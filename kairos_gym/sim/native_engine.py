@@ -178,6 +178,8 @@ class NativeSimulator:
             "kv_capacity": self.kv_capacity, "max_context": m.model.max_context,
             "kv_bytes_per_token": int(m.kv_bytes_per_token),
             "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
+            "info_realistic": sc.information.realistic, "info_staleness_s": float(sc.information.staleness_s),
+            "info_model_error": float(sc.information.model_error),
         }
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
@@ -195,6 +197,10 @@ class NativeSimulator:
         prompt = np.ascontiguousarray(wl.prompt_tokens, dtype=np.int64)
         output = np.ascontiguousarray(wl.output_tokens, dtype=np.int64)
         self._core.reset(arrival, prompt, output)
+        self._noise_seed: int | None = None
+        if sc.information.realistic:  # the noise stream of the served view: one 64-bit draw after the workload's
+            self._noise_seed = int(rng.integers(0, 2**64, dtype=np.uint64))
+            self._core.seed_noise(self._noise_seed)
         self._read_columns()
         self._ctx: DecisionContext | None = None
         self._invalidate_contexts()
@@ -231,6 +237,27 @@ class NativeSimulator:
     @property
     def n_invalid(self) -> int:
         return self._core.n_invalid
+
+    @property
+    def n_view_refreshes(self) -> int:
+        """Realistic information track: refreshes of the dispatcher's view this run (0 on the exact track)."""
+        return self._core.n_refreshes
+
+    @property
+    def n_stale_refusals(self) -> int:
+        """Realistic information track: deflections the served view offered (``can_deflect`` true) that the node
+        refused at apply time (each also counts in ``n_invalid``; 0 on the exact track)."""
+        return self._core.n_stale_refusals
+
+    @property
+    def view_refreshed_at(self) -> float:
+        """Realistic information track: simulated time of the served view's last refresh (s); NaN on exact."""
+        return self._core.info_refreshed_at
+
+    def noise_factors(self) -> list[float]:
+        """Realistic information track: the pending decision's error factors ``1 + e`` (prefill nodes, then decode
+        nodes; all 1.0 with ``model_error: 0``); empty on the exact track."""
+        return self._core.noise_factors()
 
     @property
     def n_finished(self) -> int:
@@ -459,6 +486,7 @@ class NativeSimulator:
             "core": self._core.snapshot(),
             "kv_capacity": self.kv_capacity,
             "seed": self.seed,
+            "noise_seed": self._noise_seed,
             "rng": copy.deepcopy(self.rng),
             "workload": self.workload,
             # a plain NamedTuple: a lazy context reads the menu buffers, which a restore replaces
@@ -491,6 +519,7 @@ class NativeSimulator:
         self._core.restore(state["core"])
         self._invalidate_contexts()  # contexts of the abandoned branch must not read the restored buffers
         self.seed = state["seed"]
+        self._noise_seed = state.get("noise_seed")
         self.rng = copy.deepcopy(state["rng"])
         wl = state["workload"]
         self.workload = wl
@@ -525,7 +554,7 @@ class NativeSimulator:
             "version": 1, "scenario": self.scenario, "oracle": self.oracle, "record_timeline": self.record_timeline,
             "kv_capacity": self._kv_capacity_arg, "trace": self._trace, "seed": self.seed,
             "fixed_workload": self._fixed_workload, "workload": self.workload,
-            "rng_state": self.rng.bit_generator.state, "log": self.decision_log(),
+            "rng_state": self.rng.bit_generator.state, "log": self.decision_log(), "noise_seed": self._noise_seed,
             "pending": core.pending_rid >= 0, "policy_label": self._policy_label,
             "check": (core.now, core.n_decisions, core.events_pushed, core.wait_area, core.tokens_out),
         },))
@@ -541,6 +570,9 @@ def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:
                           trace=state["trace"])
     sim._fixed_workload = state["fixed_workload"]
     core = sim._core
+    if state.get("noise_seed") is not None:  # the run's own stream (the workload may have been drawn, not given)
+        sim._noise_seed = state["noise_seed"]
+        core.seed_noise(sim._noise_seed)
     for rid, kind, node, chunk in np.asarray(state["log"], dtype=np.int64).reshape(-1, 4).tolist():
         if not core.next_decision() or core.pending_rid != rid:
             raise RuntimeError(f"NativeSimulator unpickle: the replay diverged at request {rid}")

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -81,6 +82,9 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.max_context = get<int64_t>(c, "max_context");
     cfg.kv_bytes_per_token = get<int64_t>(c, "kv_bytes_per_token");
     cfg.kv_bytes_per_token_per_gpu = get<double>(c, "kv_bytes_per_token_per_gpu");
+    cfg.info.realistic = get<bool>(c, "info_realistic");  // the information track (information.hpp)
+    cfg.info.staleness_s = get<double>(c, "info_staleness_s");
+    cfg.info.model_error = get<double>(c, "info_model_error");
     return cfg;
 }
 
@@ -186,6 +190,18 @@ void bind_simulator(nb::module_& m) {
              "0 when decode node `node` accepts a deflection reserving `need` KV tokens, else 1 (deflection in "
              "flight), 2 (batch full) or 3 (memory).")
         .def("kv_need", &Simulator::kv_need, nb::arg("rid"))
+        .def("seed_noise", &Simulator::seed_noise, nb::arg("seed"),
+             "Seed the realistic information track's noise stream (after reset, before the first decision).")
+        .def_prop_ro("n_refreshes", [](const Simulator& s) { return s.information().n_refreshes; },
+                     "Refreshes of the dispatcher's view this run (realistic information track; 0 on exact).")
+        .def_prop_ro("n_stale_refusals", [](const Simulator& s) { return s.information().n_stale_refusals; },
+                     "Deflections the served view offered (can_deflect) that the node refused at apply time.")
+        .def_prop_ro("info_refreshed_at", [](const Simulator& s) {
+                         const DispatcherView& v = s.information().view;
+                         return v.valid ? v.refreshed_at : std::numeric_limits<double>::quiet_NaN();
+                     }, "Time of the dispatcher view's last refresh (s; NaN before the first, and on exact).")
+        .def("noise_factors", [](const Simulator& s) { return s.information().factors; },
+             "The pending decision's error factors 1 + e: prefill nodes, then decode nodes (empty on exact).")
         .def("column", &request_column, nb::arg("name"), "A per-request column as a read-only numpy view.")
         .def_prop_ro("pending_rid", &Simulator::pending_rid)
         .def_prop_ro("now", &Simulator::now)

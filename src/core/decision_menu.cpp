@@ -21,8 +21,8 @@ int Simulator::node_refuses(int64_t di, int64_t need) const {
     return REFUSE_NONE;
 }
 
-double Simulator::prefill_wait(const PrefillNode& node) {
-    double wait = node.busy_until >= 0 ? std::max(0.0, node.busy_until - now_) : 0.0;
+double Simulator::prefill_wait_at(const PrefillNode& node, double now) {
+    double wait = node.busy_until >= 0 ? std::max(0.0, node.busy_until - now) : 0.0;
     double steps_s = 0.0, attn_s = 0.0;  // the queue terms (the Python engine caches them per queue change)
     int64_t in_step = node.has_step ? node.step_tokens : 0;
     int64_t rest = node.queued_tokens - in_step;
@@ -39,6 +39,7 @@ double Simulator::prefill_wait(const PrefillNode& node) {
 }
 
 void Simulator::build_menu(int64_t rid) {
+    if (cfg_.info.realistic) return build_served_menu(rid);  // the realistic information track (information.cpp)
     DecisionMenu& m = menu_;
     const double now = now_;
     const int64_t prompt = wl_->prompt[rid];

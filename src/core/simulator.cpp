@@ -71,6 +71,7 @@ void Simulator::reset(WorkloadPtr wl) {
     log_.clear();
     trace.clear();
     timeline.clear();
+    info_ = InfoState{};  // the dispatcher's view and the noise stream start afresh (seed_noise seeds it)
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
 }
 
@@ -98,6 +99,7 @@ SimSnapshot Simulator::snapshot() const {
     s.log = log_;
     s.trace = trace;
     s.timeline = timeline;
+    s.info = info_;
     return s;
 }
 
@@ -147,6 +149,7 @@ void Simulator::restore(const SimSnapshot& s) {
     log_ = s.log;
     trace = s.trace;
     timeline = s.timeline;
+    info_ = s.info;
 }
 
 // ---------------------------------------------------------------- debug API (tests)
@@ -279,6 +282,7 @@ void Simulator::apply_prefill(int64_t pn) {
     c_.n_decisions += 1;
     log_.push_back({rid, 0, pn, 0});
     if (pn < 0) pn = shortest_queue();
+    if (cfg_.info.realistic) note_prefill(pn, rid);  // the dispatcher's copy (information.cpp)
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
 }
 
@@ -291,7 +295,9 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
     pending_rid_ = -1;
     c_.n_decisions += 1;
     log_.push_back({rid, 1, d, chunk});
-    if (node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
+    const bool ok = node_refuses(d, kv_need(rid)) == REFUSE_NONE;
+    if (cfg_.info.realistic) note_deflect(d, rid, ok);  // before the physics: the copy is of the state before
+    if (ok) {
         start_deflection(rid, dnodes_[static_cast<size_t>(d)], chunk);
         return true;
     }

@@ -17,6 +17,7 @@
 #include "decision_menu.hpp"
 #include "decode_node.hpp"
 #include "event_queue.hpp"
+#include "information.hpp"
 #include "kv_memory.hpp"
 #include "link.hpp"
 #include "prefill_node.hpp"
@@ -66,6 +67,7 @@ struct CoreConfig {
     int64_t max_context = 0;  // tokens
     int64_t kv_bytes_per_token = 0;  // bytes per token of the whole model (what a transfer moves)
     double kv_bytes_per_token_per_gpu = 0.0;
+    InfoConfig info;  // the information track (information.hpp): what the menu serves
 };
 
 // One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
@@ -109,6 +111,10 @@ public:
     int64_t kv_need(int64_t rid) const;
     // the priced menu of the pending decision (decision_menu.cpp), rewritten by each next_decision()
     const DecisionMenu& menu() const { return menu_; }
+    // ---- the information track (information.hpp, information.cpp): seed the run's noise stream (after reset,
+    // before the first decision) and read its state (refreshes, stale refusals, this decision's factors)
+    void seed_noise(uint64_t seed) { info_.rng.seed(seed); }
+    const InfoState& information() const { return info_; }
     bool done() const { return pending_rid_ < 0 && events_.empty(); }
 
     // state read by Python
@@ -155,7 +161,14 @@ public:
 private:
     void push(double t, int8_t kind, int64_t a, int64_t b) { events_.push(t, kind, static_cast<int32_t>(a), b); }
     void build_menu(int64_t rid);  // decision_menu.cpp
-    double prefill_wait(const PrefillNode& node);  // decision_menu.cpp
+    double prefill_wait(const PrefillNode& node) { return prefill_wait_at(node, now_); }
+    double prefill_wait_at(const PrefillNode& node, double now);  // decision_menu.cpp: the wait as of `now`
+    // the information track (information.cpp): the served menu of the realistic track, the dispatcher's refresh
+    // and its own decisions (pn: the prefill node a request was sent to; d: a deflection's node, ok: accepted)
+    void build_served_menu(int64_t rid);
+    void refresh_view();
+    void note_prefill(int64_t pn, int64_t rid);
+    void note_deflect(int64_t d, int64_t rid, bool ok);
     bool on_arrival(int64_t rid);
     void enqueue_prefill(int64_t rid, PrefillNode& node);
     void start_prefill_step(PrefillNode& node);
@@ -201,6 +214,7 @@ private:
     int64_t pending_rid_ = -1;
     std::vector<LoggedDecision> log_;
     int64_t stack_prune_ = STACK_PRUNE;
+    InfoState info_;
 };
 
 // The mutable state of a Simulator at one instant (Simulator::snapshot), a value: copying it copies the state.
@@ -223,6 +237,7 @@ struct SimSnapshot {
     std::vector<LoggedDecision> log;
     std::vector<TraceRecord> trace;
     std::vector<TimelineRecord> timeline;
+    InfoState info;
 };
 
 // Largest j >= 0 with S(j) = j t0 + dt j (j-1)/2 <= x (steps of a stretch finished within x s).

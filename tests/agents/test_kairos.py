@@ -15,7 +15,7 @@ BIG_QUEUE = ((40000, 25), (40000, 25))  # ~1.7 s of prefill work ahead on both p
 
 
 def exact(**kw) -> Kairos:
-    return Kairos(SCENARIO, staleness_s=0.0, model_error=0.0, **kw)
+    return Kairos(SCENARIO, **kw)  # the exact information track (the scenario's default)
 
 
 def estimates(prompt: int, batch: int, tbt: float) -> tuple[float, float]:
@@ -151,8 +151,8 @@ def test_prefill_path_joins_shortest_queue_in_its_view():
 
 def test_ttft_p_includes_transfer_when_the_scenario_says_so():
     prompt = 2048
-    with_x = Kairos(SCENARIO, staleness_s=0, model_error=0)
-    without = Kairos({"name": "u", "transfer": {"enabled": False}}, staleness_s=0, model_error=0)
+    with_x = Kairos(SCENARIO)
+    without = Kairos({"name": "u", "transfer": {"enabled": False}})
     ctx = make_ctx(prompt=prompt, prefill=((0, 0),), decode=(decode_view(8, can=False),))
     with_x.decide(ctx)
     without.decide(ctx)
@@ -161,72 +161,43 @@ def test_ttft_p_includes_transfer_when_the_scenario_says_so():
     assert without.last.ttft_p == pytest.approx(without.own_prefill_s(prompt))
 
 
-def test_own_deflection_marks_node_busy_until_refresh():
-    k = Kairos(SCENARIO, staleness_s=1.0, model_error=0.0)
-    mk = lambda t: make_ctx(now=t, prompt=2048, prefill=BIG_QUEUE, decode=(decode_view(8),))  # noqa: E731
-    assert k.decide(mk(0.0)).path == DEFLECT and k.last.refreshed
-    # the fresh view says node 0 is free again, but Kairos's view is 0.5 s old and it knows it deflected there
-    assert k.decide(mk(0.5)).path == PREFILL and not k.last.refreshed
-    assert k.decide(mk(1.0)).path == DEFLECT and k.last.refreshed
-
-
-def test_stale_queue_view():
-    tbt = 0.035  # 4096-token prompt next to 128 requests: TTFT_D ~ 3x TTFT_P with empty prefill queues
-    dec = (decode_view(128, tbt_slo=tbt),)
-
-    def mk(t: float, q: int):
-        return make_ctx(now=t, prompt=4096, prefill=((q, q // 1600), (q, q // 1600)), decode=dec, tbt_slo=tbt)
-
-    k = Kairos(SCENARIO, staleness_s=0.1, model_error=0.0)
-    assert k.decide(mk(0.0, 0)).path == PREFILL
-    assert k.view()["prefill_queued_tokens"] == [4096, 0]  # it knows where it sent that request
-    # 50 ms later the queues are long, but Kairos still sees its 0.0 s view (plus its own routing)
-    assert k.decide(mk(0.05, 60000)).path == PREFILL and not k.last.refreshed
-    assert exact().decide(mk(0.05, 60000)).path == DEFLECT  # a fresh view would deflect
-    # at 0.1 s the view is refreshed
-    assert k.decide(mk(0.1, 60000)).path == DEFLECT and k.last.refreshed
-
-
-def test_refusal_by_the_node_falls_back_to_prefill():
-    k = Kairos(SCENARIO, staleness_s=1.0, model_error=0.0)
-    # t=0: long queues, node 0 free, but a TTFT SLO no deflection can meet -> prefill; the view keeps node 0 free
-    assert k.decide(make_ctx(now=0.0, prompt=2048, prefill=BIG_QUEUE, decode=(decode_view(8),),
-                             ttft_slo=0.01)).path == PREFILL
-    # t=0.5: Kairos (stale view) wants node 0, which now refuses (fresh can_deflect False): prefill path
-    d = k.decide(make_ctx(now=0.5, prompt=2048, prefill=BIG_QUEUE, decode=(decode_view(8, can=False),)))
-    assert d.path == PREFILL and k.n_refused == 1 and k.last.best_decode == 0
-    assert k.view()["decode_can_deflect"] == [False]
-
-
-def test_model_error_zero_is_deterministic_and_draws_nothing():
+def test_exact_track_is_deterministic_and_draws_nothing():
     ctx = make_ctx(prompt=3000, prefill=((20000, 10), (15000, 9)), decode=(decode_view(16), decode_view(40)))
     a, b = exact(seed=1), exact(seed=2)
     state = a.rng.bit_generator.state
     da, db = a.decide(ctx), b.decide(ctx)
     assert da == db
     assert a.last.ttft_prefill_s == b.last.ttft_prefill_s and a.last.ttft_deflect_s == b.last.ttft_deflect_s
-    assert a.rng.bit_generator.state == state
+    assert a.rng.bit_generator.state == state and a.last.factors == (1.0,) * 4
 
 
-def test_model_error_is_seeded_with_the_requested_mape():
-    ctx = make_ctx(prompt=3000, prefill=((20000, 10),), decode=(decode_view(16, can=False),))
+@pytest.mark.parametrize("field", ["staleness_s", "model_error"])
+@pytest.mark.parametrize("value", [0.0, 0.1])
+def test_former_realism_knobs_point_to_the_scenario_option(field, value):
+    """Staleness and model error belong to the environment now: passing one (even 0) is refused, naming the
+    scenario's information option (issue 12)."""
+    with pytest.raises(ConfigError) as e:
+        Kairos(SCENARIO, **{field: value})
+    assert e.value.field == field and f"information.{field}" in str(e.value)
+
+
+def test_realistic_track_reads_each_nodes_error_from_the_served_predictions():
+    """On the realistic track Kairos scales its own predictions for node n by the served/own ratio of one quantity
+    both price: a context whose served smallest-chunk step is 1.2x Kairos's own (and whose TTFT_P minus wait is 0.9x
+    its own prefill + transfer) gives factors 1.2 and 0.9, and TTFT_P scaled by 0.9."""
+    real = Kairos({**SCENARIO, "information": {"track": "realistic"}})
     base = exact()
-    base.decide(ctx)
-    truth = base.last.ttft_p
-
-    def ratios(seed: int) -> list[float]:
-        k = Kairos(SCENARIO, seed=seed, staleness_s=0.0, model_error=0.10)
-        out = []
-        for _ in range(4000):
-            k.decide(ctx)
-            out.append(k.last.ttft_p / truth)
-        return out
-
-    r1, r1b, r2 = ratios(1), ratios(1), ratios(2)
-    assert r1 == r1b and r1 != r2
-    mape = sum(abs(x - 1.0) for x in r1) / len(r1)
-    assert mape == pytest.approx(0.10, abs=0.01)
-    assert sum(r1) / len(r1) == pytest.approx(1.0, abs=0.01)
+    prompt = 3000
+    ctx = make_ctx(prompt=prompt, prefill=((0, 0),), decode=(decode_view(16, can=False),))
+    own_step = real.pricer.step(16, float(ctx.decode[0].total_context + 16), ctx.chunk_menu[0], 0)
+    alone = real.own_prefill_s(prompt) + real.transfer_s(prompt)
+    served = ctx._replace(step_s=((1.2 * own_step, *ctx.step_s[0][1:]),),
+                          prefill=(ctx.prefill[0]._replace(predicted_wait_s=0.0),), ttft_prefill_s=(0.9 * alone,))
+    real.decide(served)
+    base.decide(served)
+    assert real.last.factors == pytest.approx((0.9, 1.2), rel=1e-12)
+    assert real.last.ttft_p == pytest.approx(0.9 * base.last.ttft_p, rel=1e-12)
+    assert base.last.factors == (1.0, 1.0)
 
 
 def test_decision_times_recorded():

@@ -16,12 +16,12 @@ def test_names():
                               "sl-ls", "kairos", "kairos-exact", "oracle", "ppo"]
 
 
-def test_kairos_exact_is_kairos_without_staleness_or_model_error():
+def test_kairos_exact_is_kairos_on_the_exact_track():
     k = make_policy("kairos-exact", TINY, seed=3, alpha=1.5)
-    assert isinstance(k, Kairos) and k.staleness_s == 0.0 and k.model_error == 0.0 and k.alpha == 1.5
+    assert isinstance(k, Kairos) and not k.realistic and k.alpha == 1.5
     assert "staleness_s" not in policy_params("kairos-exact") and "model_error" not in policy_params("kairos-exact")
     exact = run_policy("kairos-exact", TINY, seed=1)
-    same = run_policy("kairos", TINY, seed=1, staleness_s=0.0, model_error=0.0)
+    same = run_policy("kairos", TINY, seed=1)
     assert exact["policy"] == "kairos-exact"
     for key in ("ttft_p95", "slo_attainment", "deflection_rate"):
         assert exact[key] == same[key], key
@@ -30,9 +30,22 @@ def test_kairos_exact_is_kairos_without_staleness_or_model_error():
         make_policy("kairos-exact", TINY, seed=7), TINY, seed=1)["ttft_p95"]
 
 
+def test_kairos_exact_refuses_a_realistic_track_scenario():
+    with pytest.raises(ConfigError) as e:
+        make_policy("kairos-exact", {**TINY, "information": {"track": "realistic"}})
+    assert "information.track" in e.value.field and "run kairos" in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["kairos", "kairos-exact"])
+def test_former_kairos_knobs_are_refused_by_make_policy_naming_the_scenario_option(name):
+    with pytest.raises(ConfigError) as e:
+        make_policy(name, TINY, staleness_s=0.2)
+    assert e.value.field == "staleness_s" and "information.staleness_s" in str(e.value)
+
+
 def test_make_policy_with_parameters():
-    k = make_policy("kairos", TINY, seed=3, alpha=1.5, staleness_s=0.2)
-    assert isinstance(k, Kairos) and k.alpha == 1.5 and k.staleness_s == 0.2 and k.seed == 3
+    k = make_policy("kairos", TINY, seed=3, alpha=1.5)
+    assert isinstance(k, Kairos) and k.alpha == 1.5 and k.seed == 3
     assert make_policy("sq", TINY, queue_threshold=100, unit="tokens").queue_threshold == 100
     assert "alpha" in policy_params("kairos") and "horizon_s" in policy_params("oracle")
 
@@ -48,8 +61,9 @@ def test_unknown_parameter_lists_valid_ones():
     with pytest.raises(ConfigError) as e:
         make_policy("kairos", TINY, gamma=2)
     assert e.value.field == "gamma"
-    for p in ("alpha", "beta", "staleness_s", "model_error", "chunk_menu"):
+    for p in ("alpha", "beta", "chunk_menu"):
         assert p in str(e.value)
+    assert "staleness_s" not in str(e.value)
 
 
 def test_bad_value_and_bad_scenario():

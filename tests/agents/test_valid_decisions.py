@@ -11,7 +11,7 @@ from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL
 from tests.agents.ctx_helpers import MENU, SCENARIO, decode_view, make_ctx
 
 POLICIES = [NoDeflect(), AlwaysDeflect(SCENARIO), Random(SCENARIO, seed=0), SQ(SCENARIO, queue_threshold=4096),
-            SL(SCENARIO), Kairos(SCENARIO, seed=0, staleness_s=0.0)]
+            SL(SCENARIO), Kairos(SCENARIO, seed=0)]
 
 node = st.builds(decode_view, batch=st.integers(0, 256), context=st.integers(0, 2_000_000),
                  in_flight=st.booleans(), can=st.booleans(), tbt_slo=st.sampled_from([0.02, 0.05, 0.1, 0.2]))
