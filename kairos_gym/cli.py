@@ -271,8 +271,12 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
                    help="also rank the trained agent of this safe-format checkpoint folder (policy.json, policy.npz; "
                    "or a run folder), repeatable; nothing is unpickled")
+    p.add_argument("--track", default="both", metavar="exact|realistic|both",
+                   help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
+                   "section per track (kairos-exact, the reference, always on exact); default both")
     p.add_argument("--out", default="LEADERBOARD.md", help="markdown file to write (default LEADERBOARD.md)")
-    p.add_argument("--json", metavar="PATH", help="also write every figure, score and interval as JSON to this file")
+    p.add_argument("--json", metavar="PATH", help="also write every figure, score and interval as JSON to this file "
+                   "(one track: its result; both: {\"tracks\": {track: result}})")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_leaderboard)
 
@@ -287,13 +291,15 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
         BEST_STATIC,
         MAX_EXTERNAL,
         check_entries,
-        leaderboard_md,
-        run_suite,
+        parse_tracks,
+        run_tracks,
         select_tasks,
+        tracks_md,
     )
 
     w = "leaderboard"
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
+    tracks = parse_tracks(args.track)
     suite = None if args.tasks is None else select_tasks(args.tasks)
     check_outputs(w, {"--out": args.out, "--json": args.json})
     if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
@@ -304,11 +310,11 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["leaderboard"]))])
     with _progress(args, "leaderboard") as bar:
-        res = run_suite(policies, externals, suite=suite, progress=bar, command=command)
+        res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(leaderboard_md(res), encoding="utf-8")
+    Path(args.out).write_text(tracks_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
-    _write_json(args.json, res)
+    _write_json(args.json, res["tracks"][tracks[0]] if len(tracks) == 1 else res)
     return 0
 
 

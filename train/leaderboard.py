@@ -18,6 +18,12 @@ IQM, median, mean and optimality gap of the normalised scores, and the probabili
 
 Policies: registry names (``--policies``), ``best-static``, classes from files (``--policy file.py:Class``)
 and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairos_gym.agents.runner.simulate`.
+
+Tracks (issue 12): the information track is a property of the environment (the scenario's ``information``
+section), not of a policy. :func:`run_suite` runs one track (every task's scenario set to it, every entry run on
+it); :func:`run_tracks` runs several, and :func:`tracks_md` writes one section per track. The one exception is
+the reference ``kairos-exact``, a (policy, track) pair by name: it always runs on the exact track, so in the
+realistic section it is the "same rule with exact information" anchor (:data:`PINNED_TRACK`).
 """
 
 from __future__ import annotations
@@ -71,6 +77,10 @@ METRIC = "slo_attainment"
 """The per-instance score (fraction of requests within both SLOs, docs/metrics.md)."""
 MIN_HEADROOM = 0.01
 """Least ``reference - no-deflect`` (SLO attainment, means over the test instances) for a task to be normalised."""
+TRACKS = ("exact", "realistic")
+"""The information tracks a leaderboard can run (``--track exact|realistic|both``; docs/benchmark.md)."""
+PINNED_TRACK = {REFERENCE: "exact"}
+"""Entries whose name fixes their track: run on it whatever the section's track."""
 MAX_EXTERNAL = 16
 """Most ``--policy`` plus ``--checkpoint`` entries of one leaderboard run."""
 BREAKDOWN = ("queue", "execution", "transfer")
@@ -311,9 +321,18 @@ def check_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) 
             raise ConfigError(w, e.flag, e.spec, f"each policy once ({e.label} is given twice)")
 
 
+def on_track(sc: ScenarioConfig, track: str) -> ScenarioConfig:
+    """``sc`` with its information track set to ``track`` (its staleness and model error kept)."""
+    if track not in TRACKS:
+        raise ConfigError("leaderboard", "--track", track, "one of " + ", ".join(TRACKS) + " (or both)")
+    return sc if sc.information.track == track else sc.with_overrides({"information": {"track": track}})
+
+
 def _builtin(name: str) -> Entry:
+    pinned = PINNED_TRACK.get(name)
+
     def run(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
-        return run_one(sc, name, seed, tick=tick)[0]
+        return run_one(sc if pinned is None else on_track(sc, pinned), name, seed, tick=tick)[0]
 
     return Entry(name, "built-in", run)
 
@@ -355,8 +374,9 @@ def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress) -> dict[str,
 # ---------------------------------------------------------------------------------------------- the run
 def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
-              reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
-    """Run every entry on every test instance of ``suite``; returns the JSON-ready result (see
+              reps: int = BOOTSTRAP_REPS, track: str = "exact") -> dict[str, Any]:
+    """Run every entry on every test instance of ``suite`` on information track ``track`` (every task's scenario
+    set to it; :data:`PINNED_TRACK` entries on theirs); returns the JSON-ready result (see
     :func:`leaderboard_md`). Every entry is checked (built for every task; external policies also run on a
     short prefix, :func:`kairos_gym.agents.loader.probe`) before the first run. ``suite``: :data:`SUITE` when
     None."""
@@ -367,10 +387,15 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     if not suite or any(not t.test or not t.train for t in suite) or len({t.name for t in suite}) != len(suite):
         raise ConfigError("leaderboard", "suite", [t.name for t in suite],
                           "tasks with distinct names, each with test and train instances")
-    bases = {t.name: t.base() for t in suite}
+    bases = {t.name: on_track(t.base(), track) for t in suite}
     registry = [p for p in policies if p != BEST_STATIC]
     for t in suite:
-        check_policies("leaderboard", "--policies", registry, bases[t.name], t.test[0].seed)
+        check_policies("leaderboard", "--policies", [p for p in registry if p not in PINNED_TRACK], bases[t.name],
+                       t.test[0].seed)
+        for p in registry:
+            if p in PINNED_TRACK:
+                check_policies("leaderboard", "--policies", [p], on_track(bases[t.name], PINNED_TRACK[p]),
+                               t.test[0].seed)
         for inst in (*t.test, *t.train):
             inst.scenario(bases[t.name])  # a bad window fails here
     for ext in externals:
@@ -402,7 +427,7 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
                     runs.append(e.run(t, inst.scenario(bases[t.name]), inst.seed, tick))
             figures[e.label][t.name] = {k: _scores(runs, k) for k in KEYS}
     res = {
-        "command": command, **provenance(),
+        "command": command, **provenance(), "track": track, "pinned_track": dict(PINNED_TRACK),
         "suite": [{"task": t.name, "scenario": t.scenario if isinstance(t.scenario, str) else bases[t.name].name,
                    "instances": [i.label for i in t.test], "train_instances": [i.label for i in t.train],
                    "windows": t.windows, "test": t.describe("test"), "train": t.describe("train"),
@@ -476,6 +501,13 @@ def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks:
 
 
 # ---------------------------------------------------------------------------------------------- markdown
+TRACK_TEXT = {"exact": "the simulator serves the true, fresh node state and exact predictions",
+              "realistic": "the simulator serves the central dispatcher's stale view, refreshed every "
+                           "`information.staleness_s`, and predictions with `information.model_error` MAPE noise "
+                           "from the run's generator"}
+"""One line per track for the protocol paragraph (docs/env.md, "Information tracks")."""
+
+
 def _num(v: float | None, spec: str = ".3f") -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
@@ -561,8 +593,11 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         f"Code: kairos-gym {res['version']}, {where}  ",
         f"Run: {res['date']}, wall time {res['elapsed_s']:.0f} s (Python {res['python']}, numpy {res['numpy']})",
         "",
-        "Protocol (docs/benchmark.md): one track (realistic information: a policy sees the `DecisionContext`, no "
-        "output lengths). Every policy runs on the same fixed instances of every task. Score per instance: SLO "
+        f"Protocol (docs/benchmark.md): information track **{res.get('track', 'exact')}** ("
+        + TRACK_TEXT[res.get("track", "exact")] + "; a policy sees the `DecisionContext`, no output lengths"
+        + "".join(f"; {lb} always runs on the {tr} track" for lb, tr in res.get("pinned_track", {}).items()
+                  if tr != res.get("track", "exact"))
+        + "). Every policy runs on the same fixed instances of every task. Score per instance: SLO "
         "attainment (fraction of requests whose TTFT and every token gap are within the scenario's SLOs, "
         "docs/metrics.md). Normalised score per task: (x - no-deflect) / (reference - no-deflect), the anchors "
         f"being means over the task's instances; reference: {res['reference_label']}, so scores above 1 are "
@@ -694,5 +729,47 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BEST_STATIC", "DEFAULT_POLICIES", "STATIC_GRID", "SUITE", "Instance", "Task", "leaderboard_md",
-           "run_suite", "score"]
+def parse_tracks(spec: str) -> tuple[str, ...]:
+    """``--track``: ``exact``, ``realistic`` or ``both`` (every track of :data:`TRACKS`, in that order)."""
+    if spec == "both":
+        return TRACKS
+    if spec not in TRACKS:
+        raise ConfigError("leaderboard", "--track", spec, "one of " + ", ".join(TRACKS) + " or both")
+    return (spec,)
+
+
+def run_tracks(tracks: Sequence[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`run_suite` once per track (every track checked first); ``{"tracks": {track: result}, "elapsed_s"}``.
+    A progress bar given as ``progress`` is shared (each track starts it again)."""
+    for tr in tracks:
+        parse_tracks(tr)
+    if not tracks or len(set(tracks)) != len(tracks):
+        raise ConfigError("leaderboard", "--track", list(tracks), "one or more tracks of " + ", ".join(TRACKS)
+                          + ", each once")
+    t0 = time.perf_counter()
+    out = {tr: run_suite(*args, track=tr, **kwargs) for tr in tracks}
+    return {"tracks": out, "elapsed_s": time.perf_counter() - t0}
+
+
+def tracks_md(results: Mapping[str, Any]) -> str:
+    """LEADERBOARD.md of a :func:`run_tracks` result: one track as :func:`leaderboard_md` writes it; several as
+    one section per track (``## Track: <name>``, each with its own protocol line, tables one heading level
+    down)."""
+    tracks = results["tracks"]
+    if len(tracks) == 1:
+        return leaderboard_md(next(iter(tracks.values())))
+    first = next(iter(tracks.values()))
+    head = leaderboard_md(first).split("\n")[:5]  # title, command, code, run (the same for every track)
+    head[4] = (f"Run: {first['date']}, wall time {results['elapsed_s']:.0f} s for {len(tracks)} tracks "
+               f"(Python {first['python']}, numpy {first['numpy']})")
+    lines = [*head, "", "Tracks: " + ", ".join(tracks) + " (docs/benchmark.md, \"Information tracks\"): the same "
+             "policies, tasks and instances on each; scores are comparable within a track.", ""]
+    for tr, res in tracks.items():
+        body = leaderboard_md(res).split("\n")[6:]  # past the header lines
+        lines += [f"## Track: {tr}", ""]
+        lines += ["#" + ln if ln.startswith("## ") else ln for ln in body]
+    return "\n".join(lines)
+
+
+__all__ = ["BEST_STATIC", "DEFAULT_POLICIES", "STATIC_GRID", "SUITE", "TRACKS", "Instance", "Task", "leaderboard_md",
+           "parse_tracks", "run_suite", "run_tracks", "score", "tracks_md"]

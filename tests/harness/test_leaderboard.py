@@ -153,7 +153,8 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     pol.write_text(POLICY_FILE)
     out, js = tmp_path / "LB.md", tmp_path / "lb.json"
     argv = ["leaderboard", "--policies", "no-deflect,kairos,kairos-exact,best-static", "--policy", f"{pol}:Prefill",
-            "--checkpoint", str(DEFAULT_CHECKPOINT.parent), "--out", str(out), "--json", str(js), "--no-progress"]
+            "--checkpoint", str(DEFAULT_CHECKPOINT.parent), "--out", str(out), "--json", str(js), "--no-progress",
+            "--track", "exact"]
     assert main(argv) == 0
     res = json.loads(js.read_text())
     labels = [e["label"] for e in res["entries"]]
@@ -182,6 +183,27 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     assert capsys.readouterr().out.startswith(f"wrote {out}")
 
 
+def test_leaderboard_runs_every_policy_on_each_track_in_its_own_section(tiny_suite, tmp_path):
+    """--track both: one section per track, every policy run on each; the physics is the same (no-deflect scores
+    alike on both), kairos-exact (the reference) runs on the exact track in both sections, and on the exact
+    track kairos is kairos-exact while on the realistic track it sees the served stale, noisy view."""
+    out, js = tmp_path / "LB.md", tmp_path / "lb.json"
+    argv = ["leaderboard", "--policies", "no-deflect,kairos,kairos-exact", "--tasks", "tiny", "--out", str(out),
+            "--json", str(js), "--no-progress"]
+    assert main(argv) == 0
+    res = json.loads(js.read_text())
+    assert list(res["tracks"]) == ["exact", "realistic"]
+    ex, re_ = res["tracks"]["exact"], res["tracks"]["realistic"]
+    assert (ex["track"], re_["track"]) == ("exact", "realistic")
+    assert ex["figures"]["no-deflect"] == re_["figures"]["no-deflect"]
+    assert ex["figures"]["kairos-exact"] == re_["figures"]["kairos-exact"] == ex["figures"]["kairos"]
+    assert re_["figures"]["kairos"] != ex["figures"]["kairos"]
+    md = out.read_text()
+    assert md.index("## Track: exact") < md.index("## Track: realistic")
+    assert md.count("### Raw figures per task") == 2 and md.count("# Leaderboard") == 1
+    assert "information track **realistic**" in md and "kairos-exact always runs on the exact track" in md
+
+
 @pytest.fixture
 def no_runs(monkeypatch, tiny_suite):
     """A leaderboard run that reaches a real (tuning or test) run fails the test."""
@@ -206,6 +228,7 @@ BAD_ARGS = [
     (["--tasks", "nope"], "family names"),
     (["--tasks", "tiny,tiny"], "each name once"),
     (["--tasks", "tiny,"], "comma-separated"),
+    (["--track", "stale"], "--track"),
 ]
 
 

@@ -80,8 +80,9 @@ def test_shipped_agent_acceptance_on_kairos_v0():
     staleness and model error, now the realistic information track (issue 12); the agent runs on the exact
     track it was trained on, as then: the comparison issue 6 accepted, not a same-track one."""
     from kairos_gym.agents.runner import run_policy
-    from kairos_gym.config import load_scenario
     from kairos_gym.train.checkpoints import make_ppo_agent
+
+    from kairos_gym.config import load_scenario
 
     seeds = range(5)
     ppo = [run_policy(make_ppo_agent(SHIPPED, "bursty", seed=s), "bursty", s) for s in seeds]
