@@ -42,6 +42,11 @@ Realism knobs (the paper's own limitations):
 
 ``staleness_s = 0`` and ``model_error = 0`` give the exact fresh rule (no random draws at all).
 
+Pull decisions (``deflection.decision_points: arrival+pull``, ``ctx.kind == "pull"``): Kairos is the paper's
+arrival-only rule and answers every pull with the prefill path (stay), drawing nothing and leaving its view
+untouched, so its run is bit for bit its arrival-only run. :class:`kairos_gym.agents.kairos_pull.KairosPull`
+(``kairos-pull``) applies the same rule to the pull's candidate.
+
 Decision cost: every ``decide`` is timed (``decision_times_us``, ``decision_us_p50``/``_p99``).
 """
 
@@ -57,7 +62,7 @@ from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
 from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
-from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
+from kairos_gym.sim.hook import LARGEST_SAFE, PULL, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
 
 MIN_ERROR_FACTOR = 0.05
@@ -220,6 +225,8 @@ class Kairos(BasePolicy):
 
     # ------------------------------------------------------------------ the rule
     def _decide(self, ctx: DecisionContext) -> Decision:
+        if ctx.kind == PULL:
+            return self.decide_pull(ctx)
         refreshed = False
         if self._last_refresh is None or ctx.now_s - self._last_refresh >= self.staleness_s \
                 or len(self._p_tokens) != len(ctx.prefill) or len(self._d_batch) != len(ctx.decode):
@@ -273,6 +280,10 @@ class Kairos(BasePolicy):
             self._p_reqs[p] += 1
         self.last = KairosEstimate(ttft_ps, tuple(ttft_ds), tuple(scheds), ttft_p, best_d, refreshed, decision)
         return decision
+
+    def decide_pull(self, ctx: DecisionContext) -> Decision:
+        """A pull decision (see the module docstring): the arrival-only rule leaves the candidate in its queue."""
+        return Decision.prefill_path()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "alpha": self.alpha, "beta": self.beta, "staleness_s": self.staleness_s,
