@@ -302,6 +302,30 @@ def test_env_observation_and_mask_at_pulls(monkeypatch):
     assert n_pull > 0 and env.sim.n_pulled == n_pull
 
 
+def test_vector_env_with_pulls_matches_single_envs(monkeypatch):
+    monkeypatch.setenv("KAIROS_ENGINE", "native")
+    from kairos_gym.env.vector import KairosVectorEnv
+
+    sc = scenario()
+    vec = KairosVectorEnv(2, scenario=sc, max_decisions=250)
+    singles = [KairosEnv(sc, max_decisions=250) for _ in range(2)]
+    obs, infos = vec.reset(seed=5)
+    sobs = [e.reset(seed=5 + i)[0] for i, e in enumerate(singles)]
+    masks = infos["action_mask"]
+    i = singles[0].obs_layout.names.index("decision_pull")
+    pulls = 0
+    for _ in range(250):
+        assert obs.tobytes() == np.stack(sobs).tobytes()
+        pulls += int(obs[:, i].sum())
+        actions = np.array([int(np.flatnonzero(m)[-1]) for m in masks])  # deflect (pull) when allowed
+        obs, _, term, trunc, infos = vec.step(actions)
+        masks = infos["action_mask"]
+        sobs = [e.step(int(a))[0] for e, a in zip(singles, actions, strict=True)]
+        if term.any() or trunc.any():
+            break
+    assert pulls > 0
+
+
 def test_env_arrival_only_layout_unchanged():
     env = KairosEnv(scenario("arrival"))
     assert "decision_pull" not in env.obs_layout.names
