@@ -31,11 +31,12 @@ DEFAULT_TASKS = "bursty,regime-shift,long-tail"
 """The suite's prefill-bound task families (default SLO tier) :func:`measure` runs by default."""
 
 
-def measure(tasks: str = DEFAULT_TASKS, tier: str = "default") -> list[dict[str, Any]]:
+def measure(tasks: str = DEFAULT_TASKS, tier: str = "default", instances: int | None = None) -> list[dict[str, Any]]:
     """Every :data:`MEASURED` entry on the test instances of the suite's ``tasks`` (``kairos_gym.train.leaderboard``
     task or family names) at SLO ``tier``: per task and entry the mean SLO attainment with its 95% Student-t
     half-width over the instances, and the paired difference to the same rule without pulls (kairos-pull vs
-    kairos, kairos-pull exact vs kairos-exact, always-deflect-ls +pull vs always-deflect-ls)."""
+    kairos, kairos-pull exact vs kairos-exact, always-deflect-ls +pull vs always-deflect-ls). ``instances``: only
+    the first that many test instances of each task (None: all)."""
     rows: list[dict[str, Any]] = []
     for task in select_tasks(tasks):
         if task.tier != tier:
@@ -45,7 +46,7 @@ def measure(tasks: str = DEFAULT_TASKS, tier: str = "default") -> list[dict[str,
         for label, name, points, params in MEASURED:
             sc = base.with_overrides({"deflection": {"decision_points": points}})
             scores[label] = [float(simulate(name, inst.scenario(sc), inst.seed, **params)[0]["slo_attainment"])
-                             for inst in task.test]
+                             for inst in task.test[:instances]]
         for i, (label, _, points, _) in enumerate(MEASURED):
             m, h = mean_ci(scores[label])
             row = {"task": task.name, "policy": label, "decision_points": points, "slo_attainment": m, "ci": h,

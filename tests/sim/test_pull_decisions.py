@@ -227,6 +227,16 @@ def test_pull_menu(make):
         assert free_elsewhere > 0
 
 
+def test_partial_summary_at_a_pending_pull():
+    sim = native()
+    pol = AlwaysDeflectLS(sim.scenario)
+    ctx = _advance_to_pull(sim, pol)
+    s = sim.summary()  # the pending pull's request is routed already: it is in flight, not pending
+    path = np.asarray(sim.path)
+    assert s["n_pending"] == int((path == -2).sum()) and path[ctx.request.rid] == PATH_PREFILL
+    assert s["n_pending"] + s["n_in_flight"] + s["n_completed"] + s["n_rejected"] == sim.n
+
+
 # ---------------------------------------------------------------------------------------------- determinism, state
 def test_deterministic_with_pulls():
     a, b = native(seed=3), native(seed=3)
@@ -365,3 +375,18 @@ def test_kairos_pull_rule(model_error):
                 assert tp == ctx.ttft_prefill_s[int(sim.p_node[ctx.request.rid])]
         assert sim.apply(d)
     assert taken > 0 and stayed > 0
+
+
+def test_pull_compare_rows(monkeypatch):
+    monkeypatch.setenv("KAIROS_ENGINE", "native")
+    from kairos_gym.train.pull_compare import MEASURED, measure
+
+    rows = measure("bursty", instances=2)
+    assert [r["policy"] for r in rows] == [m[0] for m in MEASURED]
+    by = {r["policy"]: r for r in rows}
+    for r in rows:
+        assert r["task"] == "bursty" and r["n"] == 2 and 0.0 <= r["slo_attainment"] <= 1.0
+        if r["decision_points"] == "arrival+pull":  # the paired difference of the means, against its arrival twin
+            assert r["diff"] == pytest.approx(r["slo_attainment"] - by[r["vs"]]["slo_attainment"], abs=1e-12)
+        else:
+            assert "diff" not in r
