@@ -23,7 +23,6 @@ nominated: a queued request whose prefill has not started) it applies the same r
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from kairos_gym.agents.kairos import MIN_ERROR_FACTOR, Kairos, KairosEstimate
 
@@ -80,7 +79,3 @@ class KairosPull(Kairos):
         ttft_ps = tuple(ttft_p if i == p else math.inf for i in range(len(ctx.prefill)))
         self.last = KairosEstimate(ttft_ps, ttft_ds, scheds, ttft_p, d if ok else None, False, decision)
         return decision
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "decision_points": "arrival+pull"}
-
