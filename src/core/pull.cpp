@@ -1,5 +1,6 @@
 // Pull decisions (pull.hpp): the candidate rule, its pull menu and the two answers. Times in seconds, sizes in
 // tokens. Only reached with CoreConfig::pull (decision_points: arrival+pull): arrival-only runs never enter here.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
