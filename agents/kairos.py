@@ -42,6 +42,11 @@ to every policy alike:
 
 ``Kairos(staleness_s=..., model_error=...)`` is a :class:`ConfigError` pointing to the scenario option.
 
+Pull decisions (``deflection.decision_points: arrival+pull``, ``ctx.kind == "pull"``): Kairos is the paper's
+arrival-only rule and answers every pull with the prefill path (stay), drawing nothing and leaving its view
+untouched, so its run is bit for bit its arrival-only run. :class:`kairos_gym.agents.kairos_pull.KairosPull`
+(``kairos-pull``) applies the same rule to the pull's candidate.
+
 Decision cost: every ``decide`` is timed (``decision_times_us``, ``decision_us_p50``/``_p99``).
 """
 
@@ -57,7 +62,7 @@ from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
 from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
-from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
+from kairos_gym.sim.hook import LARGEST_SAFE, PULL, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
 
 MOVED_PARAMS = {"staleness_s": "information.staleness_s", "model_error": "information.model_error"}
@@ -198,14 +203,22 @@ class Kairos(BasePolicy):
         prompt = ctx.request.prompt_tokens
         alone = self.own_prefill_s(prompt) + self.transfer_s(prompt)
         out = [(t - p.predicted_wait_s) / alone for t, p in zip(ctx.ttft_prefill_s, ctx.prefill, strict=True)]
-        step = self.pricer.step
-        chunk = min(ctx.chunk_menu[0], prompt)  # the served first step of the menu's smallest chunk
-        for d, row in zip(ctx.decode, ctx.step_s, strict=True):
-            own = step(d.batch_size, float(d.total_context + d.batch_size), chunk, 0)
-            out.append(row[0] / own)
+        out.extend(self.decode_factor(ctx, d) for d in range(n_d))
         return out
 
+    def decode_factor(self, ctx: DecisionContext, d: int) -> float:
+        """Decode node ``d``'s served estimator error at this decision: 1.0 on the exact track, else the served
+        first step of the menu's smallest chunk over Kairos's own price of it (see the module docstring)."""
+        if not self.realistic:
+            return 1.0
+        view = ctx.decode[d]
+        chunk = min(ctx.chunk_menu[0], ctx.request.prompt_tokens)
+        own = self.pricer.step(view.batch_size, float(view.total_context + view.batch_size), chunk, 0)
+        return ctx.step_s[d][0] / own
+
     def _decide(self, ctx: DecisionContext) -> Decision:
+        if ctx.kind == PULL:
+            return self.decide_pull(ctx)
         prompt = ctx.request.prompt_tokens
         prefill, decode = ctx.prefill, ctx.decode
         n_p = len(prefill)
@@ -244,6 +257,10 @@ class Kairos(BasePolicy):
             decision = Decision.prefill_path(p)
         self.last = KairosEstimate(ttft_ps, tuple(ttft_ds), tuple(scheds), ttft_p, best_d, tuple(factors), decision)
         return decision
+
+    def decide_pull(self, ctx: DecisionContext) -> Decision:
+        """A pull decision (see the module docstring): the arrival-only rule leaves the candidate in its queue."""
+        return Decision.prefill_path()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "alpha": self.alpha, "beta": self.beta, "chunk_menu": list(self.chunk_menu),

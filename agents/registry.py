@@ -13,6 +13,7 @@ from typing import Any
 from kairos_gym.agents.base import BasePolicy
 from kairos_gym.agents.baselines import SL, SLLS, SQ, SQLS, AlwaysDeflect, AlwaysDeflectLS, NoDeflect, Random
 from kairos_gym.agents.kairos import Kairos
+from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.ppo import PPOAgent
 
@@ -49,6 +50,7 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
     "sl-ls": SLLS,
     "kairos": Kairos,
     "kairos-exact": KairosExact,
+    "kairos-pull": KairosPull,
     "oracle": Oracle,
     "ppo": PPOAgent,
 }

@@ -72,6 +72,8 @@ MAX_KV_BLOCK_TOKENS = 1 << 16
 """Largest ``kv_block_tokens`` (65,536 tokens); vLLM uses blocks of 16 to 128 tokens."""
 
 NODES = Number(integer=True, low=1, high=MAX_NODES)
+DECISION_POINTS = ("arrival", "arrival+pull")
+"""Values of ``deflection.decision_points``: arrival only (the paper's), or arrivals and pulls (a freed slot)."""
 
 
 class _Plain:
@@ -244,13 +246,19 @@ class DeflectionConfig(_Plain):
         chunk_menu: chunk sizes (tokens, powers of two: off-tile sizes cost extra on GPUs).
         beta: LargestSafe keeps every step within beta x the TBT SLO.
         largest_safe_action: also offer, per decode node, an action that chunks by LargestSafe.
+        decision_points: when a policy is asked. ``arrival`` (default, the paper's): once per arriving request.
+            ``arrival+pull``: also whenever a decode node's deflection slot frees, about ONE queued request whose
+            prefill has not started (the simulator nominates it): pull it to the freed node or leave it in its
+            queue (docs/scenarios.md, "Decision points"). Native engine only.
     """
 
     WHERE: ClassVar[str] = "deflection"
-    RULES: ClassVar[dict[str, Any]] = {"beta": POSITIVE, "largest_safe_action": FLAG}
+    RULES: ClassVar[dict[str, Any]] = {"beta": POSITIVE, "largest_safe_action": FLAG,
+                                       "decision_points": Choice(DECISION_POINTS)}
     chunk_menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)
     beta: float = 1.0
     largest_safe_action: bool = False
+    decision_points: str = "arrival"
 
     def cross_check(self, where: str) -> None:
         self.parse_extra(where, "chunk_menu", list(self.chunk_menu))

@@ -1,7 +1,9 @@
 """``KairosEnv``: the Gymnasium adapter of the simulator (one ``step`` per routing decision).
 
-Each ``step(action)`` applies the action to the pending arrival, then runs the simulator to the next
-arrival that needs a decision (or to the end of the run). See ``docs/env.md`` for the observation
+Each ``step(action)`` applies the action to the pending decision, then runs the simulator to the next
+decision (or to the end of the run). A decision is an arrival, or, under ``deflection.decision_points:
+arrival+pull``, also a pull (a freed deflection slot; the observation's ``decision_pull`` feature tells
+which). See ``docs/env.md`` for the observation
 table, the action table, the rewards, the ``info`` keys and the episode and seeding semantics.
 """
 
@@ -118,6 +120,7 @@ class KairosEnv(gym.Env):
         if self._native is not None:
             self._native_obs, self._native_mask = self._native.buffers()
         self._n_actions = self.action_layout.n
+        self._pull = sc.deflection.decision_points == "arrival+pull"  # info["pull"]: the step answered a pull
         self._native_live = False  # native path: a decision is pending (the Python path uses self._ctx)
 
     # ------------------------------------------------------------------ gymnasium API
@@ -220,6 +223,7 @@ class KairosEnv(gym.Env):
             raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
                                "was never called); call reset()")
         a = action if type(action) is int and 0 <= action < self._n_actions else self.action_layout.index(action)
+        was_pull = self._pull and self.sim._core.pending_kind == 1
         valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now = self._native.step(a)
         if not valid:
             self._n_invalid += 1
@@ -253,6 +257,8 @@ class KairosEnv(gym.Env):
             "sim_time_s": now,
             "decisions": self._decisions,
         }
+        if self._pull:
+            info["pull"] = was_pull
         return self._end_step(obs, reward, terminated, truncated, info, a, valid,
                               (met, missed) if track else None)
 

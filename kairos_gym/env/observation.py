@@ -12,8 +12,9 @@ lies inside the ``Box`` whatever the load. The transforms (``x`` raw, ``s`` the 
 
 The layout (flat order = the order of :attr:`ObservationLayout.features`) is grouped so that the
 ``dict`` observation mode is a set of reshaped slices of the flat vector: ``global`` (2), ``request``
-(1, or 2 with ``oracle``), ``prefill`` (P x 5), ``decode`` (D x 12), ``deflect_step`` (D x K) and
-``deflect_ttft`` (D x K). See ``docs/env.md`` for the full table.
+(1, plus 1 with ``oracle``, plus 1 under ``deflection.decision_points: arrival+pull``), ``prefill``
+(P x 5), ``decode`` (D x 12), ``deflect_step`` (D x K) and ``deflect_ttft`` (D x K).
+See ``docs/env.md`` for the full table.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 from gymnasium import spaces
 
 from kairos_gym.config import ScenarioConfig
-from kairos_gym.sim.hook import DecisionContext
+from kairos_gym.sim.hook import PULL, DecisionContext
 
 # Fixed scales of the squashed token / request counts (documented in docs/env.md).
 QUEUE_TOKENS_SCALE = 16384.0
@@ -81,6 +82,7 @@ class ObservationLayout:
         self.menu = tuple(scenario.deflection.chunk_menu)
         self.K = len(self.menu)
         self.oracle = oracle
+        self.pull = scenario.deflection.decision_points == "arrival+pull"
         ttft = scenario.slo.ttft_s
         tbt = scenario.slo.tbt_s
         budget = scenario.deflection.beta * tbt
@@ -98,6 +100,9 @@ class ObservationLayout:
         if oracle:
             add("output_tokens", "log", self.max_context,
                 "output length of the arriving request (tokens; oracle mode only)", "request")
+        if self.pull:
+            add("decision_pull", "unit", 1.0, "1 at a pull decision (a freed deflection slot), 0 at an arrival "
+                "(decision_points arrival+pull only)", "request")
         for p in range(self.P):
             add(f"p{p}_queued_tokens", "ratio", QUEUE_TOKENS_SCALE,
                 "prompt tokens queued or in progress on prefill node p (tokens)", "prefill")
@@ -149,7 +154,8 @@ class ObservationLayout:
         self._inv_max_chunk = 1.0 / max_chunk
         self._log_den = 1.0 / math.log1p(self.max_context)
         # group slices for the dict mode
-        shapes = {"global": (2,), "request": (2 if oracle else 1,), "prefill": (self.P, len(PREFILL_FIELDS)),
+        shapes = {"global": (2,), "request": (1 + int(oracle) + int(self.pull),),
+                  "prefill": (self.P, len(PREFILL_FIELDS)),
                   "decode": (self.D, len(DECODE_FIELDS)), "deflect_step": (self.D, self.K),
                   "deflect_ttft": (self.D, self.K)}
         self.groups: dict[str, tuple[slice, tuple[int, ...]]] = {}
@@ -195,10 +201,13 @@ class ObservationLayout:
         if self.oracle:
             out = req.output_tokens
             v.append(math.log1p(out) * ld if out is not None else 0.0)
+        if self.pull:
+            v.append(1.0 if ctx.kind == PULL else 0.0)
         for pv, t in zip(ctx.prefill, ctx.ttft_prefill_s, strict=True):
             qt, qr, w = pv.queued_tokens, pv.queued_requests, pv.predicted_wait_s
+            # t is inf at a pull for the prefill nodes other than the candidate's: the ratio's limit, 1
             v += (qt / (qt + QUEUE_TOKENS_SCALE), qr / (qr + QUEUE_REQUESTS_SCALE), w / (w + ttft), pv.utilization,
-                  t / (t + ttft))
+                  t / (t + ttft) if t != math.inf else 1.0)
         ls_ok, ls_t, ls_c = ctx.largest_safe_feasible, ctx.largest_safe_ttft_s, ctx.largest_safe_first_chunk
         inv_chunk = self._inv_max_chunk
         for j, dv in enumerate(ctx.decode):

@@ -207,6 +207,9 @@ class Simulator:
         if self.scenario.information.realistic:  # served stale/noisy views are native-only (issue 12)
             raise ConfigError("Simulator", "information.track", "realistic",
                               "the native engine (the Python reference engine is being removed)")
+        if self.scenario.deflection.decision_points != "arrival":  # pull decisions are native-only
+            raise ConfigError("Simulator", "deflection.decision_points", self.scenario.deflection.decision_points,
+                              "the native engine (the Python reference engine is being removed)")
         self._kcost = self.pricer.decode_pair_cost  # (s, FLOPs, compute s) per decode pair
         # debug: every popped event as (t, kind, a, b, wait_area after it), to diff against the native engine;
         # off by default at no cost per event (next_decision picks the pop function once per call)
@@ -1044,7 +1047,7 @@ class Simulator:
         req = new(RequestView, (rid, self.arrival[rid], prompt, self.output[rid] if self.oracle else None))
         return new(DecisionContext, (
             now, req, tuple(pviews), tuple(dviews), self.menu, tuple(step_s), tuple(ttft_d), tuple(ttft_p),
-            tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta,
+            tuple(ls_ok), tuple(ls_t), tuple(ls_first), sc.slo.ttft_s, tbt, sc.deflection.beta, "arrival", None,
         ))
 
     # ------------------------------------------------------------------ results

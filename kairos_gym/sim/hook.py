@@ -3,6 +3,11 @@
 At every arrival the simulator builds a :class:`DecisionContext`: a read-only view of the cluster and
 the options priced by the step-latency model. A policy returns a :class:`Decision`. The Gymnasium
 environment and every baseline act through this one hook. Times in seconds, sizes in tokens.
+
+With ``deflection.decision_points: arrival+pull`` the simulator also asks at *pull* decisions (``ctx.kind ==
+"pull"``): a decode node's deflection slot just freed (``ctx.pull_node``) and ``ctx.request`` is a request still
+queued, not started, on a prefill node. The same menu is priced for it; the prefill path means "stay where it
+is", a deflection to ``pull_node`` pulls it off its queue (docs/scenarios.md, "Decision points").
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ from typing import Any, NamedTuple, Protocol
 PREFILL = "prefill"
 DEFLECT = "deflect"
 LARGEST_SAFE = 0
+ARRIVAL = "arrival"
+"""``DecisionContext.kind`` of a decision about an arriving request."""
+PULL = "pull"
+"""``DecisionContext.kind`` of a pull decision (a freed deflection slot; ``decision_points: arrival+pull``)."""
 """``Decision.chunk`` value asking for a LargestSafe schedule instead of a fixed chunk size."""
 
 
@@ -43,7 +52,8 @@ class DecodeNodeView(NamedTuple):
 
 
 class RequestView(NamedTuple):
-    """The arriving request. ``output_tokens`` is None unless the simulator runs with ``oracle=True``."""
+    """The request decided about (the arriving one; at a pull, the candidate, with its own arrival time).
+    ``output_tokens`` is None unless the simulator runs with ``oracle=True``."""
 
     rid: int
     arrival_s: float
@@ -58,7 +68,13 @@ class DecisionContext(NamedTuple):
     deflected to decode node ``d`` with ``chunk_menu[i]`` fixed chunks. ``largest_safe_*[d]``: the
     LargestSafe schedule on node ``d`` (budget beta x TBT SLO). ``ttft_prefill_s[p]``: predicted TTFT on
     the prefill path through prefill node ``p`` (queue wait + own prefill + KV transfer if TTFT includes
-    it).
+    it). Every predicted TTFT counts from ``now_s``.
+
+    ``kind`` is ``"arrival"`` (default) or ``"pull"``. At a pull, ``ttft_prefill_s`` is the candidate's remaining
+    predicted TTFT on its own queue (the wait for the work ahead of it + its own prefill + transfer) at its node
+    and ``inf`` at every other prefill node (no option: it cannot move), ``pull_node`` names the freed decode node
+    and ``decode[d].can_deflect`` is False for every other node. Its time already waited is
+    ``now_s - request.arrival_s``.
     """
 
     now_s: float
@@ -75,6 +91,8 @@ class DecisionContext(NamedTuple):
     ttft_slo_s: float
     tbt_slo_s: float
     beta: float
+    kind: str = ARRIVAL
+    pull_node: int | None = None
 
 
 class StaleContextError(RuntimeError):

@@ -247,6 +247,9 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         out["information_track"] = "realistic"
         out["n_view_refreshes"] = sim.n_view_refreshes
         out["n_stale_refusals"] = sim.n_stale_refusals
+    if sc.deflection.decision_points != "arrival":  # pull decisions (native engine): their counts
+        out["n_pull_decisions"] = sim.n_pull_decisions
+        out["n_pulled"] = sim.n_pulled
     if not sim.done:
         out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
@@ -256,7 +259,8 @@ def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) ->
     """``n_pending``, ``n_in_flight`` and ``slo_attainment`` over the settled requests of a partial run."""
     # PATH_PENDING marks requests not routed yet: every request not yet arrived, plus the one (if any)
     # that arrived and waits for its decision (decisions are taken in arrival order)
-    awaiting_decision = 1 if sim._pending_rid is not None else 0  # the engine's field (same package)
+    # (a pending pull decision is about a request already routed: it does not count)
+    awaiting_decision = 1 if sim._pending_rid is not None and getattr(sim, "pending_kind", None) != "pull" else 0
     n_pending = int((path == PATH_PENDING).sum()) - awaiting_decision
     settled = n_done + sim.n_rejected
     return {

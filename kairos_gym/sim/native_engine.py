@@ -36,6 +36,8 @@ from kairos_gym.sim.engine import (
     _describe_sim,
 )
 from kairos_gym.sim.hook import (
+    ARRIVAL,
+    PULL,
     Decision,
     DecisionContext,
     DecodeNodeView,
@@ -180,6 +182,7 @@ class NativeSimulator:
             "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
             "info_realistic": sc.information.realistic, "info_staleness_s": float(sc.information.staleness_s),
             "info_model_error": float(sc.information.model_error),
+            "pull": sc.deflection.decision_points == "arrival+pull",
         }
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
@@ -281,6 +284,27 @@ class NativeSimulator:
         return None if r < 0 else r
 
     @property
+    def pending_kind(self) -> str | None:
+        """The pending decision's kind: ``"arrival"``, ``"pull"`` (``decision_points: arrival+pull``) or None."""
+        core = self._core
+        return None if core.pending_rid < 0 else (PULL if core.pending_kind == 1 else ARRIVAL)
+
+    @property
+    def n_pull_decisions(self) -> int:
+        """Pull decisions raised so far (each also counts in ``n_decisions``)."""
+        return self._core.n_pull_decisions
+
+    @property
+    def n_pulled(self) -> int:
+        """Pull decisions that deflected their candidate (pulled it off its prefill queue)."""
+        return self._core.n_pulled
+
+    @property
+    def pulled_from(self) -> np.ndarray:
+        """Per request: the prefill node it was pulled from by a pull decision, -1 if never (a read-only view)."""
+        return self._core.column("pulled_from")
+
+    @property
     def _seq(self) -> int:
         """Events pushed so far (the Python engine's sequence counter)."""
         return self._core.events_pushed
@@ -359,6 +383,11 @@ class NativeSimulator:
             raise RuntimeError("apply() called with no pending decision; call next_decision() first")
         deflect = check_decision(decision, self._policy_label, rid, self.scenario.cluster.prefill_nodes,
                                  self.scenario.cluster.decode_nodes, self.menu, self._menu_set)
+        if core.pending_kind == 1 and not deflect and decision.prefill_node is not None \
+                and int(decision.prefill_node) != int(self.p_node[rid]):
+            raise ConfigError(f"{self._policy_label} decision for request {rid}", "decision.prefill_node", decision,
+                              f"None or {int(self.p_node[rid])} at a pull decision (the prefill path means: stay in "
+                              "its queue; a queued request cannot move to another prefill node)")
         self._ctx = None
         if deflect:
             return core.apply_deflect(int(decision.decode_node), int(decision.chunk))
@@ -378,10 +407,14 @@ class NativeSimulator:
         """The pending decision's context: a :class:`~kairos_gym.sim.hook.LazyDecisionContext` over the core's
         menu buffers (priced in C++, decision_menu.cpp). The scalars are set now; the node views and price
         rows are built on first read (see :meth:`_ctx_field`), with the values the eager NamedTuple had."""
-        now, rid, arrival, prompt, output = self._core.menu_request()
+        now, rid, arrival, prompt, output, kind, pull_node = self._core.menu_request()
         eager = self._ctx_base
         eager["now_s"] = now
         eager["request"] = tuple.__new__(RequestView, (rid, arrival, prompt, output if self.oracle else None))
+        if kind:
+            eager["kind"], eager["pull_node"] = PULL, pull_node
+        else:
+            eager["kind"], eager["pull_node"] = ARRIVAL, None
         ctx = self._ctx = LazyDecisionContext(self, self._ctx_gen, eager)
         return ctx
 
@@ -541,8 +574,8 @@ class NativeSimulator:
             setattr(self, k, core.column(k))
 
     def decision_log(self) -> np.ndarray:
-        """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect,
-        node asked for or -1, chunk or 0 for LargestSafe): a copy."""
+        """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect at
+        an arrival, 2 stay / 3 deflect at a pull, node asked for or -1, chunk or 0 for LargestSafe): a copy."""
         return self._core.decision_log().reshape(-1, 4)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -574,9 +607,9 @@ def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:
         sim._noise_seed = state["noise_seed"]
         core.seed_noise(sim._noise_seed)
     for rid, kind, node, chunk in np.asarray(state["log"], dtype=np.int64).reshape(-1, 4).tolist():
-        if not core.next_decision() or core.pending_rid != rid:
+        if not core.next_decision() or core.pending_rid != rid or core.pending_kind != (kind >= 2):
             raise RuntimeError(f"NativeSimulator unpickle: the replay diverged at request {rid}")
-        if kind == 0:
+        if kind in (0, 2):
             core.apply_prefill(node)
         else:
             core.apply_deflect(node, chunk)

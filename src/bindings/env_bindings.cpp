@@ -40,6 +40,7 @@ void bind_env(nb::module_& m) {
                  o.remaining_scale = num(p, "remaining_scale");
                  if (!p.contains("oracle")) throw nb::key_error("oracle");
                  o.oracle = nb::cast<bool>(p["oracle"]);
+                 o.pull = p.contains("pull") && nb::cast<bool>(p["pull"]);  // absent: arrival-only layout
                  new (self) EnvStepper(sim, o, std::move(node), std::move(chunk), W);
              },
              nb::arg("sim"), nb::arg("params"), nb::arg("node"), nb::arg("chunk"), nb::arg("W"),

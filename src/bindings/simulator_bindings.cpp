@@ -85,6 +85,7 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.info.realistic = get<bool>(c, "info_realistic");  // the information track (information.hpp)
     cfg.info.staleness_s = get<double>(c, "info_staleness_s");
     cfg.info.model_error = get<double>(c, "info_model_error");
+    cfg.pull = c.contains("pull") && nb::cast<bool>(c["pull"]);  // decision_points arrival+pull (absent: arrival)
     return cfg;
 }
 
@@ -110,6 +111,7 @@ nb::object request_column(const Simulator& s, const std::string& name) {
     if (name == "end_step") return nb::cast(view_of(r.end_step, keep));
     if (name == "gap_own") return nb::cast(view_of(r.gap_own, keep));
     if (name == "from_rec") return nb::cast(view_of(r.from_rec, keep));
+    if (name == "pulled_from") return nb::cast(view_of(r.pulled_from, keep));
     const WorkloadPtr& W = s.workload();
     std::shared_ptr<const void> wkeep = W;
     if (name == "arrival") return nb::cast(view_of(W->arrival, wkeep));
@@ -204,6 +206,10 @@ void bind_simulator(nb::module_& m) {
              "The pending decision's error factors 1 + e: prefill nodes, then decode nodes (empty on exact).")
         .def("column", &request_column, nb::arg("name"), "A per-request column as a read-only numpy view.")
         .def_prop_ro("pending_rid", &Simulator::pending_rid)
+        .def_prop_ro("pending_kind", &Simulator::pending_kind, "0: an arrival decision, 1: a pull decision (pull.hpp).")
+        .def_prop_ro("pull_node", &Simulator::pull_node, "At a pull: the decode node whose slot freed, else -1.")
+        .def_prop_ro("n_pull_decisions", [](const Simulator& s) { return s.counters().n_pull_decisions; })
+        .def_prop_ro("n_pulled", [](const Simulator& s) { return s.counters().n_pulled; })
         .def_prop_ro("now", &Simulator::now)
         .def_prop_ro("n", &Simulator::n)
         .def_prop_ro("done", &Simulator::done)
@@ -238,9 +244,10 @@ void bind_simulator(nb::module_& m) {
         .def("menu_request",
              [](const Simulator& s) {
                  const DecisionMenu& m = s.menu();
-                 return nb::make_tuple(m.now, m.rid, m.arrival, m.prompt, m.output);
+                 return nb::make_tuple(m.now, m.rid, m.arrival, m.prompt, m.output, m.kind, m.pull_node);
              },
-             "(now, rid, arrival, prompt, output or -1) of the last decision's menu.")
+             "(now, rid, arrival, prompt, output or -1, kind 0 arrival / 1 pull, pull node or -1) of the last "
+             "decision's menu.")
         .def_rw("trace_on", &Simulator::trace_on)
         .def("trace",
              [](const Simulator& s) {

@@ -48,6 +48,8 @@ void Simulator::build_menu(int64_t rid) {
     m.arrival = wl_->arrival[rid];
     m.prompt = prompt;
     m.output = oracle_ ? wl_->output[rid] : -1;
+    m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) rewrites the kind and its rows after this
+    m.pull_node = -1;
     double own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
     double xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
                       ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth

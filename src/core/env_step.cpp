@@ -13,7 +13,9 @@ EnvStepper::EnvStepper(Simulator& sim, ObsParams params, std::vector<int64_t> no
     const int64_t K = static_cast<int64_t>(c.menu.size());
     if (node_.size() != chunk_.size() || W_ < K || static_cast<int64_t>(node_.size()) != 1 + c.n_decode * W_)
         throw std::invalid_argument("EnvStepper: the action table does not fit the simulator's scenario");
-    obs.assign(static_cast<size_t>(obs_size(c.n_prefill, c.n_decode, K, p_.oracle)), 0.0f);
+    if (p_.pull != c.pull)  // the pull feature is there exactly when the scenario raises pull decisions
+        throw std::invalid_argument("EnvStepper: the observation's pull feature does not match decision_points");
+    obs.assign(static_cast<size_t>(obs_size(c.n_prefill, c.n_decode, K, p_.oracle, p_.pull)), 0.0f);
     mask.assign(node_.size(), 0);
 }
 

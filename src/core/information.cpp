@@ -61,33 +61,41 @@ void Simulator::refresh_view() {
     v.p_util.resize(pnodes_.size());
     for (size_t i = 0; i < pnodes_.size(); ++i) v.p_util[i] = decayed(pnodes_[i].util_ewma, pnodes_[i].util_t);
     v.d.resize(dnodes_.size());
-    for (size_t i = 0; i < dnodes_.size(); ++i) {
-        const DecodeNode& d = dnodes_[i];
-        DecodeCopy& c = v.d[i];
-        // progress now, mid-stretch included (as build_menu)
-        c.B = d.batch_size;
-        if (d.mode == MODE_IDLE) {
-            c.sctx = d.sum_ctx;
-            c.wait_boundary = 0.0;
-        } else {
-            double elapsed = now - d.start;
-            int64_t j = d.mode == MODE_STRETCH ? steps_within(d.t0, d.dt, elapsed) : 0;
-            c.wait_boundary = std::max(0.0, dbl(j + 1) * d.t0 + d.dt * dbl(j + 1) * dbl(j) / 2.0 - elapsed);
-            c.sctx = d.sum_ctx + c.B * std::min(j, d.n);
-        }
-        c.pending = static_cast<int64_t>(d.pending.size()) + d.incoming;
-        c.slots = d.batch_size + static_cast<int64_t>(d.pending.size()) + d.incoming +
-                  static_cast<int64_t>(d.swapped.size()) + d.swapping_in;
-        c.kv_reserved = d.kv_reserved;
-        c.kv_capacity = d.kv_capacity;
-        c.remaining = d.has_defl ? d.defl.prompt - d.defl.done : 0;
-        c.in_flight = d.has_defl;
-        c.refused = false;
-        c.util = decayed(d.util_ewma, d.util_t);
-    }
+    for (size_t i = 0; i < dnodes_.size(); ++i) refresh_decode_copy(i);
     v.refreshed_at = now;
     v.valid = true;
     info_.n_refreshes += 1;
+}
+
+// One decode node's copy, as of now (refresh_view; and a pull's freed node, whose "slot free" signal carries its
+// state: the dispatcher learns it with the signal).
+void Simulator::refresh_decode_copy(size_t i) {
+    const double now = now_;
+    auto decayed = [now](double ewma, double t) {  // as build_menu
+        return now <= t ? ewma : ewma * std::exp(-(now - t) / UTIL_WINDOW_S);
+    };
+    const DecodeNode& d = dnodes_[i];
+    DecodeCopy& c = info_.view.d[i];
+    // progress now, mid-stretch included (as build_menu)
+    c.B = d.batch_size;
+    if (d.mode == MODE_IDLE) {
+        c.sctx = d.sum_ctx;
+        c.wait_boundary = 0.0;
+    } else {
+        double elapsed = now - d.start;
+        int64_t j = d.mode == MODE_STRETCH ? steps_within(d.t0, d.dt, elapsed) : 0;
+        c.wait_boundary = std::max(0.0, dbl(j + 1) * d.t0 + d.dt * dbl(j + 1) * dbl(j) / 2.0 - elapsed);
+        c.sctx = d.sum_ctx + c.B * std::min(j, d.n);
+    }
+    c.pending = static_cast<int64_t>(d.pending.size()) + d.incoming;
+    c.slots = d.batch_size + static_cast<int64_t>(d.pending.size()) + d.incoming +
+              static_cast<int64_t>(d.swapped.size()) + d.swapping_in;
+    c.kv_reserved = d.kv_reserved;
+    c.kv_capacity = d.kv_capacity;
+    c.remaining = d.has_defl ? d.defl.prompt - d.defl.done : 0;
+    c.in_flight = d.has_defl;
+    c.refused = false;
+    c.util = decayed(d.util_ewma, d.util_t);
 }
 
 void Simulator::note_prefill(int64_t pn, int64_t rid) {
@@ -109,6 +117,21 @@ void Simulator::note_deflect(int64_t d, int64_t rid, bool ok) {
     info_.view.p[static_cast<size_t>(shortest_queue())].enqueue(rid, wl_->prompt[rid]);
 }
 
+// A pull answered (pull.cpp): a pulled request leaves its prefill queue in the copy and marks the freed node busy;
+// a refused pull leaves the request where it is and marks the node refusing (as a refused deflection).
+void Simulator::note_pull(int64_t d, int64_t rid, int64_t pn, bool ok) {
+    if (!info_.view.valid) return;
+    DecodeCopy& c = info_.view.d[static_cast<size_t>(d)];
+    if (!ok) {
+        if (menu_.decode_b[static_cast<size_t>(2 * d + 1)]) info_.n_stale_refusals += 1;
+        c.refused = true;
+        return;
+    }
+    c.in_flight = true;
+    c.remaining = wl_->prompt[rid];
+    info_.view.p[static_cast<size_t>(pn)].remove_unstarted(rid, wl_->prompt[rid]);  // absent: nothing to undo
+}
+
 // ---------------------------------------------------------------- the served menu (build_menu's twin)
 void Simulator::build_served_menu(int64_t rid) {
     InfoState& I = info_;
@@ -128,6 +151,8 @@ void Simulator::build_served_menu(int64_t rid) {
     m.arrival = wl_->arrival[rid];
     m.prompt = prompt;
     m.output = oracle_ ? wl_->output[rid] : -1;
+    m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) rewrites the kind and its rows after this
+    m.pull_node = -1;
     double own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
     double xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
                       ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth

@@ -3,14 +3,16 @@
 
 #include <cmath>
 
+#include "pull.hpp"
+
 namespace kairos {
 
 namespace {
 double dbl(int64_t v) { return static_cast<double>(v); }
 }  // namespace
 
-int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle) {
-    return 2 + (oracle ? 2 : 1) + 5 * P + 12 * D + 2 * D * K;
+int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull) {
+    return 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 * P + 12 * D + 2 * D * K;
 }
 
 void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
@@ -21,6 +23,7 @@ void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
     put(p.tbt_slo / (p.tbt_slo + p.tbt_slo_scale));
     put(std::log1p(dbl(m.prompt)) * ld);
     if (p.oracle) put(m.output >= 0 ? std::log1p(dbl(m.output)) * ld : 0.0);
+    if (p.pull) put(m.kind == DECISION_PULL ? 1.0 : 0.0);
     for (int64_t i = 0; i < m.P; ++i) {
         double qt = dbl(m.prefill_i[static_cast<size_t>(2 * i)]);
         double qr = dbl(m.prefill_i[static_cast<size_t>(2 * i + 1)]);
@@ -30,7 +33,7 @@ void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
         put(qr / (qr + p.queue_requests_scale));
         put(w / (w + ttft));
         put(m.prefill_f[static_cast<size_t>(2 * i + 1)]);
-        put(t / (t + ttft));
+        put(std::isinf(t) ? 1.0 : t / (t + ttft));  // inf: another node than a pull candidate's (ratio -> 1)
     }
     for (int64_t j = 0; j < m.D; ++j) {
         const int64_t* di = &m.decode_i[static_cast<size_t>(5 * j)];

@@ -11,6 +11,19 @@ void PrefillNode::enqueue(int64_t rid, int64_t p) {
     q_kv += static_cast<double>(p);
 }
 
+bool PrefillNode::remove_unstarted(int64_t rid, int64_t p) {
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->rid != rid) continue;
+        if (it->done != 0 || it->rem != p) throw std::logic_error("prefill node: removing a started prefill");
+        queue.erase(it);
+        queued_tokens -= p;
+        q_pairs -= static_cast<double>(p * (p + 1)) / 2.0;
+        q_kv -= static_cast<double>(p);
+        return true;
+    }
+    return false;
+}
+
 bool PrefillNode::compose_step(int64_t budget) {
     step.clear();
     int64_t n_tok = 0;

@@ -39,6 +39,9 @@ struct PrefillNode {
 
     // append a prompt of p tokens
     void enqueue(int64_t rid, int64_t p);
+    // Take request rid (queued, prefill not started) off the queue: the exact reverse of enqueue's running sums.
+    // False when rid is not queued here; std::logic_error when its prefill has started.
+    bool remove_unstarted(int64_t rid, int64_t p);
     // compose the next step from the queue head (at most `budget` tokens) into `step`; returns false (and
     // clears the step) when the queue is empty. Sets step_tokens/step_pairs/step_kv (kept when the queue is
     // empty, as in Python: they are read only while a step runs); `len(step)` sequences.

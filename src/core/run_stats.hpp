@@ -59,6 +59,8 @@ struct RunCounters {
     int64_t n_rejected = 0;
     int64_t n_preemptions = 0;
     int64_t swap_bytes = 0;
+    int64_t n_pull_decisions = 0;  // pull decisions raised (decision_points arrival+pull; counted in n_decisions)
+    int64_t n_pulled = 0;          // of them, candidates deflected (pulled off their prefill queue)
 
     // Every popped event, stale ones included: `wait_area += waiting * (t - area_t)`, `area_t = t`.
     void advance_clock(double t) noexcept {

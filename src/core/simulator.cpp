@@ -68,6 +68,8 @@ void Simulator::reset(WorkloadPtr wl) {
     c_ = RunCounters{};
     now_ = 0.0;
     pending_rid_ = -1;
+    pending_kind_ = DECISION_ARRIVAL;
+    pull_node_ = -1;
     log_.clear();
     trace.clear();
     timeline.clear();
@@ -96,6 +98,8 @@ SimSnapshot Simulator::snapshot() const {
     s.menu = menu_;
     s.now = now_;
     s.pending_rid = pending_rid_;
+    s.pending_kind = pending_kind_;
+    s.pull_node = pull_node_;
     s.log = log_;
     s.trace = trace;
     s.timeline = timeline;
@@ -133,6 +137,8 @@ void Simulator::restore(const SimSnapshot& s) {
     menu_.arrival = m.arrival;
     menu_.prompt = m.prompt;
     menu_.output = m.output;
+    menu_.kind = m.kind;
+    menu_.pull_node = m.pull_node;
     wl_ = s.wl;
     R_ = std::make_shared<Requests>(*s.R);  // fresh arrays: views taken before stay valid
     n_ = s.n;
@@ -146,6 +152,8 @@ void Simulator::restore(const SimSnapshot& s) {
     c_ = s.c;
     now_ = s.now;
     pending_rid_ = s.pending_rid;
+    pending_kind_ = s.pending_kind;
+    pull_node_ = s.pull_node;
     log_ = s.log;
     trace = s.trace;
     timeline = s.timeline;
@@ -206,7 +214,12 @@ bool Simulator::next_decision() {
         switch (e.kind) {
             case EV_DECODE_BOUNDARY: {
                 DecodeNode& d = dnodes_[static_cast<size_t>(e.a)];
-                if (e.b == d.version) on_decode_boundary(d);
+                if (e.b == d.version) {
+                    const bool chunk_step = d.mode == MODE_CHUNK;
+                    on_decode_boundary(d);
+                    // pull hook (pull.cpp): the node's deflected prefill just completed, its slot is free
+                    if (cfg_.pull && chunk_step && !d.has_defl && raise_pull(d.idx)) return true;
+                }
                 break;
             }
             case EV_ARRIVAL:
@@ -278,6 +291,7 @@ void Simulator::apply_prefill(int64_t pn) {
     int64_t rid = pending_rid_;
     if (rid < 0) throw std::logic_error("simulator: apply with no pending decision");
     if (pn < -1 || pn >= cfg_.n_prefill) throw std::out_of_range("simulator: prefill node index");
+    if (pending_kind_ == DECISION_PULL) return apply_pull_stay(pn);
     pending_rid_ = -1;
     c_.n_decisions += 1;
     log_.push_back({rid, 0, pn, 0});
@@ -292,6 +306,7 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
     if (d < 0 || d >= cfg_.n_decode) throw std::out_of_range("simulator: decode node index");
     if (chunk != 0 && std::find(cfg_.menu.begin(), cfg_.menu.end(), chunk) == cfg_.menu.end())
         throw std::out_of_range("simulator: a chunk size off the menu");
+    if (pending_kind_ == DECISION_PULL) return apply_pull_deflect(d, chunk);
     pending_rid_ = -1;
     c_.n_decisions += 1;
     log_.push_back({rid, 1, d, chunk});

@@ -22,6 +22,7 @@
 #include "link.hpp"
 #include "prefill_node.hpp"
 #include "pricer.hpp"
+#include "pull.hpp"
 #include "requests.hpp"
 #include "run_stats.hpp"
 #include "workload.hpp"
@@ -68,6 +69,7 @@ struct CoreConfig {
     int64_t kv_bytes_per_token = 0;  // bytes per token of the whole model (what a transfer moves)
     double kv_bytes_per_token_per_gpu = 0.0;
     InfoConfig info;  // the information track (information.hpp): what the menu serves
+    bool pull = false;  // deflection.decision_points: arrival+pull (pull.hpp); false: arrival only
 };
 
 // One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
@@ -87,8 +89,9 @@ struct TraceRecord {
 
 struct SimSnapshot;
 
-// One applied decision (the decision log pickling replays): the request, 0 prefill / 1 deflect, the node asked
-// for (-1: the shortest prefill queue) and the chunk (0: LargestSafe; 0 for the prefill path).
+// One applied decision (the decision log pickling replays): the request, its kind (LOG_* in pull.hpp: 0 prefill /
+// 1 deflect at an arrival, 2 stay / 3 deflect at a pull), the node asked for (-1: the shortest prefill queue, or
+// stay) and the chunk (0: LargestSafe; 0 for the prefill path).
 struct LoggedDecision {
     int64_t rid, kind, node, chunk;
 };
@@ -127,6 +130,9 @@ public:
     const RunCounters& counters() const { return c_; }
     const Pricer& pricer() const { return pricer_; }
     int64_t pending_rid() const { return pending_rid_; }
+    // the pending decision's kind (DECISION_ARRIVAL / DECISION_PULL) and, at a pull, the freed decode node (else -1)
+    int64_t pending_kind() const { return pending_kind_; }
+    int64_t pull_node() const { return pull_node_; }
     double now() const { return now_; }
     int64_t n() const { return n_; }
     int64_t events_pushed() const { return events_.seq(); }
@@ -167,6 +173,8 @@ private:
     // and its own decisions (pn: the prefill node a request was sent to; d: a deflection's node, ok: accepted)
     void build_served_menu(int64_t rid);
     void refresh_view();
+    void refresh_decode_copy(size_t i);  // one decode node's copy from the truth (refresh_view; a pull's freed node)
+    void note_pull(int64_t d, int64_t rid, int64_t pn, bool ok);  // a pull answered (pull.cpp), in the copy
     void note_prefill(int64_t pn, int64_t rid);
     void note_deflect(int64_t d, int64_t rid, bool ok);
     bool on_arrival(int64_t rid);
@@ -185,6 +193,11 @@ private:
     void on_decode_boundary(DecodeNode& d);
     void emit_tokens(DecodeNode& d, int64_t n, double t0, double dt);
     void retry_memory();
+    // pull decisions (pull.cpp): nominate a candidate when decode node d's deflection slot freed (true: a pull
+    // decision is pending), its remaining predicted TTFT on its queue, and the two answers to a pull
+    bool raise_pull(int64_t d);
+    void apply_pull_stay(int64_t pn);
+    bool apply_pull_deflect(int64_t d, int64_t chunk);
     // swap policy (kv_memory.cpp)
     int64_t steps_that_fit(const DecodeNode& d, int64_t n_max) const;
     void preempt_until_fits(DecodeNode& d);
@@ -212,6 +225,8 @@ private:
     DecisionMenu menu_;
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
+    int64_t pending_kind_ = DECISION_ARRIVAL;
+    int64_t pull_node_ = -1;
     std::vector<LoggedDecision> log_;
     int64_t stack_prune_ = STACK_PRUNE;
     InfoState info_;
@@ -234,6 +249,8 @@ struct SimSnapshot {
     DecisionMenu menu;
     double now = 0.0;
     int64_t pending_rid = -1;
+    int64_t pending_kind = DECISION_ARRIVAL;
+    int64_t pull_node = -1;
     std::vector<LoggedDecision> log;
     std::vector<TraceRecord> trace;
     std::vector<TimelineRecord> timeline;

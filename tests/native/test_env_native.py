@@ -43,7 +43,7 @@ def test_lazy_context_is_tuple_like_and_materializes():
     """Same length, indexing, iteration, equality, hash, _asdict/_replace, pickling and copying as the NamedTuple."""
     py, nat = PySimulator("small", seed=1), NativeSimulator("small", seed=1)
     a, b = py.next_decision(), nat.next_decision()
-    assert len(b) == len(a) == 14 and b._fields == a._fields
+    assert len(b) == len(a) == 16 and b._fields == a._fields
     assert b[0] == a[0] and b[-1] == a[-1] and b[2:5] == a[2:5] and list(b) == list(a)
     assert b == a and a == b and hash(b) == hash(a) and repr(b) == repr(a)
     assert b._asdict() == a._asdict() and b._replace(beta=2.0) == a._replace(beta=2.0)
