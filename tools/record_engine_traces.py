@@ -1,20 +1,20 @@
 """Record the engine reference dataset ``tests/golden/engine_traces.json`` (cases: tests/golden/engine_cases.py).
 
-    python tools/record_engine_traces.py tests/golden/engine_traces.json --engine python   # run from the root
+    python tools/record_engine_traces.py tests/golden/engine_traces.json   # run from the checkout's root
 
 The dataset holds, per case, digests of everything the differential tests compared between the Python
 reference engine and the native one (decision contexts, per-request columns, event traces, token-gap records,
 counters, node states, error messages, env trajectories, snapshots, Oracle decisions). It was recorded on the
-Python engine (``--engine python``) at commit 4a150ff, the last commit that had it; since then
-``tests/golden/test_engine_traces.py`` recomputes every case on the native engine and fails on any difference.
-Re-record it only for a change meant to alter results, and say why in the commit. Takes about 30 s.
+Python engine at commit 4a150ff, the last commit that had it (this tool then had ``--engine python``; the
+native engine recorded the same 84 cases identically). ``tests/golden/test_engine_traces.py`` recomputes every
+case on the native engine and fails on any difference. Re-record it (now on the native engine, the only one)
+only for a change meant to alter results, and say why in the commit. Takes a few seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,31 +25,23 @@ sys.path.insert(0, str(Path.cwd()))  # the checkout being recorded (run from its
 from tests.golden.engine_cases import cases
 
 
-def makers(engine: str) -> tuple[Any, Any]:
-    """``(make_sim, make_env)`` building simulators and envs on ``engine``."""
+def makers() -> tuple[Any, Any]:
+    """``(make_sim, make_env)`` building simulators and envs."""
     from kairos_gym.env.core import KairosEnv
     from kairos_gym.sim import Simulator
 
     def make_sim(scenario: Any, **kw: Any) -> Any:
-        return Simulator(scenario, engine=engine, **kw)
+        return Simulator(scenario, **kw)
 
     def make_env(**kw: Any) -> Any:
-        old = os.environ.get("KAIROS_ENGINE")
-        os.environ["KAIROS_ENGINE"] = engine  # read when the env builds its simulator
-        try:
-            return KairosEnv(**kw)
-        finally:
-            if old is None:
-                os.environ.pop("KAIROS_ENGINE", None)
-            else:
-                os.environ["KAIROS_ENGINE"] = old
+        return KairosEnv(**kw)
 
     return make_sim, make_env
 
 
-def record(engine: str) -> dict[str, Any]:
-    """Every case run on ``engine``: ``{key: {"params": ..., "out": ...}}``."""
-    make_sim, make_env = makers(engine)
+def record() -> dict[str, Any]:
+    """Every case: ``{key: {"params": ..., "out": ...}}``."""
+    make_sim, make_env = makers()
     return {key: {"params": params, "out": run(params, make_sim, make_env)} for key, params, run in cases()}
 
 
@@ -64,11 +56,10 @@ def dumps(data: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python tools/record_engine_traces.py", description=__doc__.splitlines()[0])
     p.add_argument("out", help="the JSON file to write (tests/golden/engine_traces.json)")
-    p.add_argument("--engine", choices=("python", "native"), required=True, help="the engine to record")
     args = p.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             check=False).stdout.strip() or "unknown"
-    data = {"recorded_with": f"the {args.engine} engine at commit {commit}", "cases": record(args.engine)}
+    data = {"recorded_with": f"the native engine at commit {commit}", "cases": record()}
     Path(args.out).write_text(dumps(data), encoding="utf-8")
     print(f"{len(data['cases'])} cases -> {args.out}")
 

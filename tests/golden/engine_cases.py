@@ -503,9 +503,9 @@ def _oracle_decisions(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str,
 
 
 def _kv_capacity(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
-    """SMALL (reserve memory, overlong rejected) with 12,000 KV tokens per decode node under DeflectAll(256): the
-    Python engine's run with its nodes' capacity set after construction (``fingerprint`` of tools/fingerprint.py
-    columns, via :func:`run_digests`); the native ``kv_capacity=`` seam must give the same run."""
+    """SMALL (reserve memory, overlong rejected) with 12,000 KV tokens per decode node (the ``kv_capacity=`` seam)
+    under DeflectAll(256). On the Python engine that seam gave the run that setting every node's capacity after
+    construction gave (a test of that engine checked it)."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
     sim = make_sim(sc, seed=0, kv_capacity=12_000)
     return run_digests(sim, DeflectAll(256))
