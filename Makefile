@@ -29,8 +29,6 @@ demo: $(STAMP) $(CORE_STAMP)
 test: $(STAMP) $(CORE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
-	# the golden, simulator, env and agent tests again on the Python reference engine (tests/conftest.py --engine)
-	$(BIN)/python -m pytest -q --engine python tests/golden tests/sim tests/env tests/agents
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -37,7 +37,7 @@ from kairos_gym.agents.base import BasePolicy
 from kairos_gym.agents.kairos import Kairos
 
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim.engine import Simulator
+from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext, Policy
 from kairos_gym.workload.rules import Number
 

@@ -14,7 +14,7 @@ import tabulate as tabulate_module
 from tabulate import tabulate
 
 if TYPE_CHECKING:
-    from kairos_gym.sim.engine import Simulator
+    from kairos_gym.sim import Simulator
 
 SUMMARY_ROWS = (
     ("requests (completed / rejected)", None),

@@ -4,8 +4,8 @@
 - link: ``FairShareLink`` (kairos_gym/latency/transfer.py) against ``_core.FairShareLink``, on an engine-like
   sequence of operations (an arrival: add + next_completion; a completion: next_completion + remove +
   next_completion) recorded from the Python class on a Poisson stream of KV transfers;
-- events: the engine's heapq of (t, seq, kind, a, b) tuples against ``_core.EventQueue``, on a push/pop
-  sequence that keeps about ``--heap`` events queued.
+- events: a heapq of (t, seq, kind, a, b) tuples (the removed Python engine's queue) against
+  ``_core.EventQueue``, on a push/pop sequence that keeps about ``--heap`` events queued.
 
 Each native figure comes twice: called op by op from a Python loop (what a Python engine would pay: nanobind's
 call overhead included) and as one ``replay_*`` call (the loop in C++: what the native engine will pay). The
@@ -97,7 +97,7 @@ def queue_ops(n_ops: int, seed: int, heap: int) -> tuple[np.ndarray, ...]:
 
 
 def run_heapq(code, t, kind, a, b) -> list[tuple]:
-    """The engine's queue: Simulator._push and the heappop of next_decision."""
+    """The Python reference engine's queue (removed; its Simulator._push and the heappop of next_decision)."""
     events: list[tuple] = []
     popped = []
     seq = 0

@@ -6,8 +6,10 @@
     python tools/fingerprint.py tests/golden/fingerprints.json   # re-record the golden dataset (see below)
 
 ``tests/golden/fingerprints.json`` is the golden dataset: ``tests/golden/test_fingerprints.py`` recomputes
-every entry and fails on any difference, so a refactor or a port (the native core) must reproduce today's
-results bit for bit. Re-record it only for a change that is meant to alter results, and say why in the commit.
+every entry and fails on any difference, so a refactor or a speed-up must reproduce today's results bit for bit.
+It was recorded on the Python reference engine, which the native core reproduced bit for bit before that engine
+was removed (issue 11; what else it guarded is ``tests/golden/engine_traces.json``, tools/record_engine_traces.py).
+Re-record it only for a change that is meant to alter results, and say why in the commit.
 
 The package under test is the one in the current directory; the workloads, policies and memory set-up
 come from this checkout (``tests/sim/conftest.py`` next to this file), so both sides run the same cases.
@@ -86,10 +88,10 @@ SIM_POLICIES = ("nodef", "d512", "dls", "rand")
 ENV_IDS = ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0")
 
 
-def sim_cases() -> list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]]]:
-    """Every simulator case as (key, make) where ``make(engine)`` builds the simulator with that engine
-    (None: the default selection) and returns it with the policy to run."""
-    cases: list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]]] = []
+def sim_cases() -> list[tuple[str, Callable[[], tuple[Simulator, Any]]]]:
+    """Every simulator case as (key, make) where ``make()`` builds the simulator and returns it with the policy
+    to run."""
+    cases: list[tuple[str, Callable[[], tuple[Simulator, Any]]]] = []
 
     def policy(name: str, seed: int) -> Any:
         return {"nodef": NoDeflect, "d512": lambda: DeflectAll(512), "dls": lambda: DeflectAll(0),
@@ -100,40 +102,38 @@ def sim_cases() -> list[tuple[str, Callable[[str | None], tuple[Simulator, Any]]
         for name in SIM_POLICIES:
             for seed in (0, 1):
                 cases.append((f"{scen}/{name}/{seed}",
-                              lambda e, s=scen, n=name, sd=seed: (Simulator(s, seed=sd, engine=e), policy(n, sd))))
+                              lambda s=scen, n=name, sd=seed: (Simulator(s, seed=sd), policy(n, sd))))
     for mp in ("swap", "reserve"):
         for name, pseed in (("nodef", 0), ("d256", 0), ("rand", 3)):
             cases.append((f"tight-{mp}/{name}",
-                          lambda e, m=mp, n=name, ps=pseed: (tight_memory_sim(m, engine=e), policy(n, ps))))
-    cases.append(("tight-swap-slow", lambda e: (tight_memory_sim("swap", engine=e, swap_bandwidth_bytes_per_s=1e8),
-                                                 policy("d128", 0))))
+                          lambda m=mp, n=name, ps=pseed: (tight_memory_sim(m), policy(n, ps))))
+    cases.append(("tight-swap-slow", lambda: (tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8),
+                                              policy("d128", 0))))
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
     for name, pseed in (("nodef", 0), ("rand", 5)):
-        cases.append((f"incl/{name}", lambda e, n=name, ps=pseed: (Simulator(sc, seed=2, engine=e), policy(n, ps))))
+        cases.append((f"incl/{name}", lambda n=name, ps=pseed: (Simulator(sc, seed=2), policy(n, ps))))
     # the analytical baseline itself (its pricer): ``kairos`` on the realistic information track (the served stale
-    # view and model-error draws, native-only) and ``kairos-exact`` on the exact track
+    # view and model-error draws) and ``kairos-exact`` on the exact track
     from kairos_gym.agents.registry import make_policy
 
     from kairos_gym.config import load_scenario
 
     for scen in ("bursty", "mooncake"):
         real = load_scenario(scen).with_overrides({"information": {"track": "realistic"}})
-        cases.append((f"{scen}/kairos/0", lambda e, r=real: (
-            Simulator(r, seed=0, engine="native"), make_policy("kairos", r, seed=0))))
-        cases.append((f"{scen}/kairos-exact/0", lambda e, s=scen: (
-            Simulator(s, seed=0, engine=e), make_policy("kairos-exact", s, seed=0))))
+        cases.append((f"{scen}/kairos/0", lambda r=real: (Simulator(r, seed=0), make_policy("kairos", r, seed=0))))
+        cases.append((f"{scen}/kairos-exact/0", lambda s=scen: (
+            Simulator(s, seed=0), make_policy("kairos-exact", s, seed=0))))
     return cases
 
 
-def compute(engine: str | None = None, select: Callable[[str], bool] | None = None) -> dict[str, str]:
+def compute(select: Callable[[str], bool] | None = None) -> dict[str, str]:
     """Every fingerprint, keyed by case (``scenario/policy/seed``, ``tight-<policy>/...``, ``incl/...``, env ids).
 
-    ``engine``: the simulation engine of the simulator cases (None: the default selection; the env cases use
-    the default selection always). ``select(key)``: compute only the cases it accepts (None: all)."""
+    ``select(key)``: compute only the cases it accepts (None: all)."""
     out: dict[str, str] = {}
     for key, make in sim_cases():
         if select is None or select(key):
-            sim, pol = make(engine)
+            sim, pol = make()
             out[key] = fingerprint(sim, sim.run(pol))
     for env_id in ENV_IDS:
         if select is not None and not select(env_id):

@@ -160,31 +160,17 @@ def _cartpole_rate(seconds: float, seed: int) -> float:
 
 
 def bench_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 3.0, repeats: int = 3,
-                      engine: str = "native", seed: int = 0) -> dict[str, Any]:
-    """``env_id`` on ``engine`` (``KAIROS_ENGINE`` set for the env's construction) against CartPole-v1 in this
-    process, alternating ``repeats`` timing runs of ``seconds`` each (medians reported): steps per second of
-    both and their ratio (issue 11's target: ratio >= 0.5 on the native engine)."""
-    import os
-
-    from kairos_gym.sim import engine_name
-
+                      seed: int = 0) -> dict[str, Any]:
+    """``env_id`` against CartPole-v1 in this process, alternating ``repeats`` timing runs of ``seconds`` each
+    (medians reported): steps per second of both and their ratio (issue 11's target: ratio >= 0.5)."""
     check_bench_args(seconds, repeats, "bench_vs_cartpole")
-    engine = engine_name(engine)
     kairos: list[float] = []
     cart: list[float] = []
-    old = os.environ.get("KAIROS_ENGINE")
-    try:
-        os.environ["KAIROS_ENGINE"] = engine
-        for _ in range(repeats):
-            cart.append(_cartpole_rate(seconds, seed))
-            kairos.append(bench_env(env_id, seconds=seconds, seed=seed)["decisions_per_s"])
-    finally:
-        if old is None:
-            os.environ.pop("KAIROS_ENGINE", None)
-        else:
-            os.environ["KAIROS_ENGINE"] = old
+    for _ in range(repeats):
+        cart.append(_cartpole_rate(seconds, seed))
+        kairos.append(bench_env(env_id, seconds=seconds, seed=seed)["decisions_per_s"])
     k, c = float(np.median(kairos)), float(np.median(cart))
-    return {"env_id": env_id, "engine": engine, "steps_per_s": round(k), "cartpole_steps_per_s": round(c),
+    return {"env_id": env_id, "engine": "native", "steps_per_s": round(k), "cartpole_steps_per_s": round(c),
             "ratio": round(k / c, 3), "steps_per_s_runs": [round(r) for r in kairos],
             "cartpole_runs": [round(r) for r in cart]}
 
@@ -272,8 +258,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
     p.add_argument("--decisions", type=int, default=None,
                    help=f"instead of timing: run exactly this many decisions, 0..{MAX_DECISIONS} (for instruction "
                    "counts)")
-    p.add_argument("--vs-cartpole", choices=("native", "python"), default=None, metavar="ENGINE",
-                   help="time each id on ENGINE (native or python) against CartPole-v1 in this process")
+    p.add_argument("--vs-cartpole", action="store_true",
+                   help="time each id against CartPole-v1 in this process")
     p.add_argument("--vector", type=int, default=None, metavar="N",
                    help="time a KairosVectorEnv of N envs of each id (env-steps/s) against single-env CartPole-v1")
     args = p.parse_args(argv)
@@ -293,8 +279,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
     for env_id in ids:
         if args.vector is not None:
             print(json.dumps(bench_vector_vs_cartpole(env_id, args.vector, args.seconds, args.repeats)))
-        elif args.vs_cartpole is not None:
-            print(json.dumps(bench_vs_cartpole(env_id, args.seconds, args.repeats, engine=args.vs_cartpole)))
+        elif args.vs_cartpole:
+            print(json.dumps(bench_vs_cartpole(env_id, args.seconds, args.repeats)))
         elif args.decisions is not None:
             print(json.dumps(run_decisions(env_id, args.decisions)))
         else:

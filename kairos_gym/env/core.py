@@ -24,7 +24,7 @@ from kairos_gym.env.observation import ObservationLayout
 from kairos_gym.env.render import render_ansi, render_rgb
 from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim.engine import Simulator
+from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DEFLECT, DecisionContext
 from kairos_gym.workload import Workload, generate
 from kairos_gym.workload.config import MAX_REQUESTS

@@ -3,7 +3,8 @@
 writes the float32 observation and the int8 mask into preallocated buffers (src/core/env_step.cpp,
 src/core/observation.cpp: every feature computed in double as :meth:`ObservationLayout.values` does, then
 rounded to float32, so observations are bit for bit the Python encoder's). Python keeps the action check, the
-reward formula, the SLO tracker and the info dict. The Python path stays for the Python engine.
+reward formula, the SLO tracker and the info dict. (KairosEnv's Python step path served the Python reference
+engine, since removed: every simulator is native now.)
 """
 
 from __future__ import annotations

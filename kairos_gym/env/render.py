@@ -16,7 +16,7 @@ import numpy as np
 from kairos_gym.sim.hook import DecisionContext
 
 if TYPE_CHECKING:
-    from kairos_gym.sim.engine import Simulator
+    from kairos_gym.sim import Simulator
 
 TIMELINE_WINDOW_S = 5.0
 """Simulated seconds shown by the ``rgb_array`` timeline."""

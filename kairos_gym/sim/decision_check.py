@@ -1,4 +1,4 @@
-"""The check of a policy's return value, shared by both engines' ``apply`` (one rule, one set of messages)."""
+"""The check of a policy's return value before ``Simulator.apply`` acts on it (one rule, one set of messages)."""
 
 from __future__ import annotations
 

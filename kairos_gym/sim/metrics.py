@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from kairos_gym.sim.engine import Simulator
+    from kairos_gym.sim import Simulator
 
 # request paths (``Simulator.path``)
 PATH_PENDING = -2

@@ -1,20 +1,16 @@
-"""The native engine: :class:`NativeSimulator`, the C++ core ``kairos_gym._core.Simulator`` behind the public API
-of :class:`kairos_gym.sim.engine.Simulator` (which stays the reference: the golden fingerprints and the
-differential tests hold the two bit for bit equal).
-
-Pick it with ``Simulator(..., engine="native")`` or ``KAIROS_ENGINE=native``. The port lands in slices (issue 11,
-step 3): 3a (no deflection: prefill nodes, links, reserve memory, decode stretches), 3b (deflection: chunk steps,
-LargestSafe) and 3c (the swap memory policy) have landed: every simulator golden fingerprint is reproduced. What
-is not ported yet raises :class:`NotImplementedError` (never a silent fallback to the Python engine).
-``snapshot``/``restore`` copy the C++ state (step 6); pickling and copying re-simulate from the decision log
-(see docs/architecture.md, "Native core: the engine").
+"""The simulator: :class:`NativeSimulator`, the C++ core ``kairos_gym._core.Simulator`` behind a small Python API
+(``kairos_gym.sim.Simulator`` is this class). It replaced the Python reference engine it was ported from (issue 11),
+which was removed once the golden datasets held its results: ``tests/golden/fingerprints.json`` (per-request
+records and summaries, env trajectories) and ``tests/golden/engine_traces.json`` (event traces, decision
+contexts, node states, messages, ...), both reproduced bit for bit. ``snapshot``/``restore`` copy the C++ state;
+pickling and copying re-simulate from the decision log (see docs/architecture.md, "Native core: the engine").
 
 The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
-``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64, the dtypes the Python engine's
-lists give), so :func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read the same bytes.
-The decision context is priced in C++ (``_core.Pricer`` over the tables ``ChunkPricer.compile`` exports) into flat
-buffers; a :class:`~kairos_gym.sim.hook.LazyDecisionContext` builds each field (the same NamedTuples as the Python
-engine) on first read. Times in seconds, sizes in tokens.
+``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64), which
+:func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read. The decision context is priced in C++
+(``_core.Pricer`` over the tables ``ChunkPricer.compile`` exports) into flat buffers; a
+:class:`~kairos_gym.sim.hook.LazyDecisionContext` builds each field (the NamedTuples of
+:mod:`kairos_gym.sim.hook`) on first read. Times in seconds, sizes in tokens.
 """
 
 from __future__ import annotations
@@ -31,10 +27,6 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.latency.pricing import native_pricer, table_sizes
 from kairos_gym.native import core as _native_core
 from kairos_gym.sim.decision_check import check_decision
-from kairos_gym.sim.engine import (
-    _check_seed,
-    _describe_sim,
-)
 from kairos_gym.sim.hook import (
     ARRIVAL,
     PULL,
@@ -47,7 +39,7 @@ from kairos_gym.sim.hook import (
     RequestView,
 )
 from kairos_gym.sim.metrics import RunStats, summarize
-from kairos_gym.sim.reset_workload import init_common, reset_workload
+from kairos_gym.sim.reset_workload import check_seed, describe_sim, init_common, reset_workload
 from kairos_gym.workload import Workload
 
 _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_safe_feasible": 8,
@@ -55,7 +47,7 @@ _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_
 """Context field -> index of its buffer in ``_core.Simulator.menu_buffers()``."""
 
 _REFUSALS = (None, "deflection in flight", "batch full", "memory")
-"""``_core.Simulator.node_refuses`` codes as the Python engine's reasons."""
+"""``_core.Simulator.node_refuses`` codes as reasons."""
 
 COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
            "p_node", "d_node", "max_gap", "kv_moved", "last_tok", "ctx_base", "end_step", "gap_own", "from_rec")
@@ -68,10 +60,11 @@ TraceEvent = tuple[float, int, int, int, float]
 
 def first_divergence(a: list[TraceEvent], b: list[TraceEvent]) -> int | None:
     """Index of the first event where two event traces differ, bit for bit (floats by their repr, so -0.0 and
-    0.0 differ), or where the shorter one ends; None when they are equal. For diffing the two engines::
+    0.0 differ), or where the shorter one ends; None when they are equal. For diffing two runs (say, before and
+    after a core change)::
 
-        py, nat = Simulator(sc, trace=True), Simulator(sc, trace=True, engine="native")
-        ...run both...; i = first_divergence(py.trace, nat.trace); py.trace[i], nat.trace[i]
+        a, b = Simulator(sc, trace=True), Simulator(sc, trace=True)
+        ...run both...; i = first_divergence(a.trace, b.trace); a.trace[i], b.trace[i]
     """
     for i, (x, y) in enumerate(zip(a, b)):  # noqa: B905 (lengths compared below)
         if x != y or repr(x) != repr(y):
@@ -80,7 +73,7 @@ def first_divergence(a: list[TraceEvent], b: list[TraceEvent]) -> int | None:
 
 
 class PrefillNodeState(NamedTuple):
-    """A read-only copy of a prefill node's state (the Python engine's ``_PrefillNode`` fields): tokens, seconds.
+    """A read-only copy of a prefill node's state (src/core/prefill_node.hpp): tokens, seconds.
     ``queue`` holds (rid, remaining, done) per prompt, ``step`` (rid, chunk, prefix) per chunk of the step in
     progress (None when idle)."""
 
@@ -103,7 +96,7 @@ class PrefillNodeState(NamedTuple):
 
 
 class DecodeNodeState(NamedTuple):
-    """A read-only copy of a decode node's state (the Python engine's ``_DecodeNode`` fields): ``batch`` in
+    """A read-only copy of a decode node's state (src/core/decode_node.hpp): ``batch`` in
     admission order, ``heap`` the (end_step, rid) entries in heap order, ``defl`` (rid, prompt, done, chunk) of
     the deflection in flight or None. Tokens, seconds."""
 
@@ -138,8 +131,19 @@ class DecodeNodeState(NamedTuple):
 
 
 class NativeSimulator:
-    """The C++ simulator with :class:`kairos_gym.sim.engine.Simulator`'s public API (see the module docstring
-    for what the landed slices cover)."""
+    """A P/D cluster serving one workload, step by step (one decision at a time) or all at once (the C++ core;
+    see the module docstring). Typical use::
+
+        sim = Simulator("bursty", seed=0)
+        summary = sim.run(policy)             # every decision through policy.decide(ctx)
+
+    or, decision by decision (what the Gymnasium env does)::
+
+        ctx = sim.next_decision()
+        while ctx is not None:
+            sim.apply(decision)
+            ctx = sim.next_decision()
+    """
 
     def __init__(
         self,
@@ -186,8 +190,9 @@ class NativeSimulator:
         }
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.reset` (same checks, same errors)."""
-        seed = self.seed if seed is None else _check_seed("Simulator.reset", seed)
+        """Start over: regenerate the workload from ``seed`` (None: the current seed) unless a fixed workload
+        (given here or at construction) is in force (checks: :func:`~kairos_gym.sim.reset_workload.reset_workload`)."""
+        seed = self.seed if seed is None else check_seed("Simulator.reset", seed)
         rng, fixed, wl = reset_workload(self, seed, workload)
         n = len(wl)
         sc = self.scenario
@@ -306,12 +311,12 @@ class NativeSimulator:
 
     @property
     def _seq(self) -> int:
-        """Events pushed so far (the Python engine's sequence counter)."""
+        """Events pushed so far (the event queue's sequence counter)."""
         return self._core.events_pushed
 
     @property
     def _events(self) -> list[tuple[float, int, int, int, int]]:
-        """A copy of the pending events (t, seq, kind, a, b) in the Python engine's heap layout."""
+        """A copy of the pending events (t, seq, kind, a, b) in heap order (heapq's layout)."""
         return self._core.events()
 
     @property
@@ -351,7 +356,7 @@ class NativeSimulator:
     @property
     def timeline(self) -> list[tuple[str, int, float, float, str]]:
         """With ``record_timeline=True``: every node activity so far as (``"P"``/``"D"``, node, start s, end s,
-        ``"prefill"``/``"decode"``/``"chunk<c>"``), as the Python engine records them; else empty."""
+        ``"prefill"``/``"decode"``/``"chunk<c>"``); else empty."""
         tl = self._timeline
         if self.record_timeline:
             tl.extend(self._core.timeline(len(tl)))
@@ -376,7 +381,9 @@ class NativeSimulator:
         return self.summary()
 
     def apply(self, decision: Decision) -> bool:
-        """As :meth:`kairos_gym.sim.engine.Simulator.apply` (same checks, same errors, same fallback)."""
+        """Apply the pending decision (checked first: :func:`~kairos_gym.sim.decision_check.check_decision`
+        raises :class:`ConfigError` and leaves it pending). Returns False when a well-formed deflection is refused
+        now (it then takes the prefill path, counted in ``n_invalid``), else True."""
         core = self._core
         rid = core.pending_rid
         if rid < 0:
@@ -433,7 +440,7 @@ class NativeSimulator:
 
     def _ctx_field(self, name: str) -> Any:
         """One field of the pending decision's context from the menu buffers (Python scalars via ``tolist``,
-        NamedTuples via ``tuple.__new__``, as the Python engine builds them)."""
+        NamedTuples via ``tuple.__new__``)."""
         new = tuple.__new__
         m = self._menu  # prefill_i, prefill_f, ttft_p, decode_i, decode_f, decode_b, step_s, ttft_d, ls_ok, ls_t,
         # ls_first
@@ -475,43 +482,43 @@ class NativeSimulator:
 
         return requests_table(self)  # type: ignore[arg-type]
 
-    # ------------------------------------------------------------------ debug API (tests; both engines)
+    # ------------------------------------------------------------------ debug API (tests)
     def debug_join(self, d: int, rid: int, ctx: int, rem: int, gap: float) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_join` (unit tests of the batch bookkeeping)."""
+        """Add request ``rid`` to decode node ``d``'s batch (context and remaining tokens, own gap s): unit tests
+        of the batch bookkeeping."""
         self._core.debug_join(d, rid, ctx, rem, gap)
 
     def debug_leave(self, d: int, rid: int) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_leave`."""
+        """Remove request ``rid`` from decode node ``d``'s batch."""
         self._core.debug_leave(d, rid)
 
     def debug_record(self, d: int, worst: float) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_record`."""
+        """Record one stretch of decode node ``d`` whose worst step took ``worst`` s."""
         self._core.debug_record(d, worst)
 
     def debug_worst_gap(self, d: int, rid: int) -> float:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_worst_gap`."""
+        """Worst token gap (s) of batch member ``rid`` of decode node ``d`` since it joined."""
         return self._core.debug_worst_gap(d, rid)
 
     def debug_set_stack_prune(self, n: int) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_set_stack_prune`."""
+        """Set the size past which a decode node's worst-step stack is pruned (default 1024)."""
         self._core.debug_set_stack_prune(n)
 
     def debug_push_event(self, t: float, kind: int, a: int, b: int) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_push_event`."""
+        """Push an event (t s, kind, a, b) onto the queue (tests of the clock guard)."""
         self._core.debug_push(t, kind, a, b)
 
     def debug_prefill_wait(self, p: int) -> tuple[float, float]:
-        """As :meth:`kairos_gym.sim.engine.Simulator.debug_prefill_wait` (the core caches no queue terms: both
-        values are computed afresh)."""
+        """(cached, fresh) predicted wait (s) of prefill node ``p``: the core caches no queue terms, so both values
+        are computed afresh (the Python reference engine cached them)."""
         return self._core.debug_prefill_wait(p), self._core.debug_prefill_wait(p)
 
     # ------------------------------------------------------------------ snapshot/restore, pickling (step 6)
     _SNAPSHOT_OF = "native_snapshot_of"
-    """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore` (not the
-    Python engine's key: a snapshot of one engine given to the other is refused as not a snapshot)."""
+    """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore`."""
 
     def snapshot(self) -> dict[str, Any]:
-        """As :meth:`kairos_gym.sim.engine.Simulator.snapshot`: the whole mutable state (a C++ copy,
+        """The whole mutable state (a C++ copy,
         ``_core.SimSnapshot``: nodes, events, links, per-request arrays, counters, decision log; the workload and
         cost tables shared) plus the Python-side pieces (seed, rng, workload, pending context)."""
         return {
@@ -530,8 +537,8 @@ class NativeSimulator:
         }
 
     def restore(self, state: dict[str, Any]) -> None:
-        """As :meth:`kairos_gym.sim.engine.Simulator.restore`: return to a state taken by :meth:`snapshot` (which
-        stays reusable); a snapshot of another scenario or oracle setting (or of the Python engine) is a
+        """Return to a state taken by :meth:`snapshot` (which stays reusable); a snapshot of another scenario, oracle
+        setting or KV capacity (or anything not a snapshot) is a
         :class:`ConfigError` before anything changes. Per-request columns are new arrays afterwards (views read
         before keep the values they had)."""
         of = state.get(self._SNAPSHOT_OF) if isinstance(state, dict) else None
@@ -541,10 +548,10 @@ class NativeSimulator:
                               "a dict from Simulator.snapshot() of the native engine")
         sc, oracle = of
         if (sc is not self.scenario and sc != self.scenario) or oracle != self.oracle:
-            raise ConfigError("Simulator.restore", "state", f"a snapshot of {_describe_sim(sc, oracle)}",
-                              f"a snapshot of this simulator's {_describe_sim(self.scenario, self.oracle)}"
+            raise ConfigError("Simulator.restore", "state", f"a snapshot of {describe_sim(sc, oracle)}",
+                              f"a snapshot of this simulator's {describe_sim(self.scenario, self.oracle)}"
                               + (" (same name and shape; other settings differ)"
-                                 if _describe_sim(sc, oracle) == _describe_sim(self.scenario, self.oracle) else ""))
+                                 if describe_sim(sc, oracle) == describe_sim(self.scenario, self.oracle) else ""))
         if state.get("kv_capacity") != self.kv_capacity:  # the core's arrival check reads its own capacity
             raise ConfigError("Simulator.restore", "state",
                               f"a snapshot of a simulator with KV capacity {state.get('kv_capacity')} tokens",

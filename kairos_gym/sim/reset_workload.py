@@ -1,9 +1,12 @@
-"""What both engines (``kairos_gym.sim.engine`` and ``kairos_gym.sim.native_engine``) set up alike: the checked
-construction arguments and scenario-derived state (:func:`init_common`), and the checked workload of a reset
-(:func:`reset_workload`), so they build, draw and refuse exactly alike."""
+"""The simulator's Python-side set-up (:class:`kairos_gym.sim.native_engine.NativeSimulator`): the checked
+construction arguments and scenario-derived state (:func:`init_common`), the checked workload of a reset
+(:func:`reset_workload`) and the checks and descriptions they use (seed, KV capacity, a simulator's scenario in
+an error message). Written once for both engines while the Python reference engine existed (issue 11); kept
+apart from the core's wrapper."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -11,20 +14,61 @@ import numpy as np
 from kairos_gym.errors import ConfigError
 from kairos_gym.workload import Workload, generate
 
+MAX_KV_CAPACITY = 1 << 40
+"""Largest KV capacity per decode node a caller may set (tokens)."""
+
+
+def check_seed(where: str, seed: Any) -> int:
+    """``seed`` as an int: a whole number >= 0 (an int or a numpy integer; not None, a bool or a float), so
+    every run names its seed explicitly and reproduces."""
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return int(seed)
+    raise ConfigError(where, "seed", seed, "a whole number >= 0 (seeds are explicit: the same seed gives the "
+                      "same workload and run)")
+
+
+def check_kv_capacity(v: Any) -> int:
+    """``kv_capacity`` given to the simulator: a whole number of tokens in [1, MAX_KV_CAPACITY]."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 1 <= v <= MAX_KV_CAPACITY:
+        return int(v)
+    raise ConfigError("Simulator", "kv_capacity", v, f"None or a whole number of tokens in [1, {MAX_KV_CAPACITY}]")
+
+
+def describe_sim(sc: Any, oracle: Any) -> str:
+    """``scenario 'small' (2P2D, chunk menu [128, ...], oracle False)`` for restore errors."""
+    from kairos_gym.config import ScenarioConfig
+
+    if not isinstance(sc, ScenarioConfig):
+        return f"an unknown scenario ({type(sc).__name__})"
+    cl = sc.cluster
+    return (f"scenario {sc.name!r} ({cl.prefill_nodes}P{cl.decode_nodes}D, chunk menu "
+            f"{list(sc.deflection.chunk_menu)}, oracle {oracle})")
+
+
+def check_no_engine_choice() -> None:
+    """Refuse a ``KAIROS_ENGINE`` environment variable that asks for another engine than the native one: it once
+    picked the Python reference engine, which was removed (issue 11); a stale setting must not be silently
+    ignored. Unset, empty or ``native`` pass."""
+    value = os.environ.get("KAIROS_ENGINE", "")
+    if value not in ("", "native"):
+        raise ConfigError("environment variable KAIROS_ENGINE", "KAIROS_ENGINE", value,
+                          "unset (the Python reference engine was removed in favour of the native core, the only "
+                          "engine; the variable no longer picks one)")
+
 
 def init_common(sim: Any, scenario: Any, seed: Any, oracle: Any, record_timeline: Any, kv_capacity: int | None,
                 trace: Any) -> int:
-    """Check the constructor arguments and set the scenario-derived attributes both engines share (scenario,
-    latency model, chunk menu, Python pricer, KV capacity in tokens per decode node, memory policy, transfer,
-    hot-path constants); returns the checked seed. Bad input raises :class:`ConfigError` before anything is
-    built."""
+    """Check the constructor arguments (and the environment: :func:`check_no_engine_choice`) and set the
+    scenario-derived attributes (scenario, latency model, chunk menu, Python pricer, KV capacity in tokens per
+    decode node, memory policy, transfer, hot-path constants); returns the checked seed. Bad input raises
+    :class:`ConfigError` before anything is built."""
     from kairos_gym.config import load_scenario
     from kairos_gym.latency.model import StepLatencyModel
     from kairos_gym.latency.pricing import ChunkPricer
     from kairos_gym.latency.transfer import TransferConfig
-    from kairos_gym.sim.engine import _check_kv_capacity, _check_seed
 
-    seed = _check_seed("Simulator", seed)
+    check_no_engine_choice()
+    seed = check_seed("Simulator", seed)
     if not isinstance(oracle, bool):
         raise ConfigError("Simulator", "oracle", oracle, "True or False")
     if not isinstance(trace, bool):
@@ -35,7 +79,7 @@ def init_common(sim: Any, scenario: Any, seed: Any, oracle: Any, record_timeline
     sim.menu = sc.deflection.chunk_menu
     sim.menu_desc = tuple(sorted(sim.menu, reverse=True))
     sim.pricer = ChunkPricer(sim.model, sim.menu)
-    sim.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
+    sim.kv_capacity = check_kv_capacity(kv_capacity) if kv_capacity is not None \
         else sim.model.kv_capacity_tokens(cl.kv_reserve_frac)
     sim.swap_policy = cl.memory_policy == "swap"
     sim.block = cl.kv_block_tokens

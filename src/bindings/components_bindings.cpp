@@ -1,5 +1,6 @@
-// Python face of the engine's self-contained components (src/core event_queue, link, run_stats), for the
-// differential tests against their Python counterparts and for the benchmark (tools/bench_components.py).
+// Python face of the engine's self-contained components (src/core event_queue, link, run_stats, and the decode
+// stretch's steps_within), for the differential tests against their Python counterparts and for the benchmark
+// (tools/bench_components.py).
 // Arrays in and out are 1-D numpy arrays of the exact dtype (no implicit conversion: a wrong dtype is a
 // TypeError, never a silent cast).
 #include <nanobind/nanobind.h>
@@ -15,6 +16,7 @@
 #include "event_queue.hpp"
 #include "link.hpp"
 #include "run_stats.hpp"
+#include "simulator.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -243,4 +245,8 @@ void bind_components(nb::module_& m) {
     bind_event_queue(m);
     bind_link(m);
     bind_run_stats(m);
+    // a decode stretch's closed form (simulator.cpp), for its unit test (tests/sim/test_invariants.py)
+    m.def("steps_within", &kairos::steps_within, "t0"_a, "dt"_a, "x"_a,
+          "Largest j >= 0 with S(j) = j t0 + dt j (j-1)/2 <= x: steps of a stretch (first step t0 s, each dt s "
+          "longer) finished within x s.");
 }

@@ -148,7 +148,7 @@ void bind_snapshot(nb::module_& m, nb::class_<Simulator>& cls) {
              "asked for or -1, chunk or 0) quadruples.");
 }
 
-// ---- debug API (tests; the Python engine's debug_* methods): see simulator.hpp
+// ---- debug API (tests; NativeSimulator.debug_*): see simulator.hpp
 void bind_debug(nb::class_<Simulator>& cls) {
     cls.def("debug_join", &Simulator::debug_join, nb::arg("node"), nb::arg("rid"), nb::arg("ctx"), nb::arg("rem"),
             nb::arg("gap"))
@@ -348,6 +348,6 @@ void bind_simulator(nb::module_& m) {
                      out.append(nb::make_tuple(e.t, e.seq, static_cast<int>(e.kind), e.a, e.b));
                  return out;
              },
-             "The pending events as (t, seq, kind, a, b) in heap order (the Python engine's heapq list, element "
+             "The pending events as (t, seq, kind, a, b) in heap order (a heapq list of those tuples, element "
              "for element).");
 }

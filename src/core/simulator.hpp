@@ -33,7 +33,7 @@ namespace kairos {
 struct NotImplementedSlice : std::logic_error {
     explicit NotImplementedSlice(const std::string& slice)
         : std::logic_error("the native engine does not implement slice " + slice +
-                           " yet; use engine=\"python\"") {}
+                           " yet") {}
 };
 
 // event kinds (engine.py)
@@ -148,7 +148,7 @@ public:
     // every decision applied since the reset, in order
     const std::vector<LoggedDecision>& decision_log() const { return log_; }
 
-    // ---- debug API (tests; the Python engine has the same debug_* methods): the decode-node batch bookkeeping
+    // ---- debug API (tests; NativeSimulator.debug_* in Python): the decode-node batch bookkeeping
     // (join/leave/record/worst gap of decode node d), the worst-step stack's prune threshold (kept across
     // resets), a raw event push and a prefill node's predicted wait. Indices are checked (std::out_of_range).
     void debug_join(int64_t d, int64_t rid, int64_t ctx, int64_t rem, double gap);

@@ -1,5 +1,5 @@
 """The env on the native engine (issue 11, step 6): snapshot/restore and pickling give the trajectories the
-Python engine gives, bit for bit."""
+Python reference engine gave (recorded in tests/golden/engine_traces.json), bit for bit."""
 
 from __future__ import annotations
 
@@ -9,15 +9,9 @@ import pytest
 
 from kairos_gym.env import KairosEnv
 from kairos_gym.sim.native_engine import NativeSimulator
+from tests.golden.engine_cases import RUNNERS, recorded
 
 from .common import TINY, assert_same, random_actions
-
-
-def _env(monkeypatch, engine: str) -> KairosEnv:
-    monkeypatch.setenv("KAIROS_ENGINE", engine)  # read when the env builds its simulator
-    env = KairosEnv(TINY)
-    assert isinstance(env.sim, NativeSimulator) == (engine == "native")
-    return env
 
 
 def _steps(env, mask, act, n):
@@ -31,22 +25,35 @@ def _steps(env, mask, act, n):
     return out, mask
 
 
+def _make_env(**kw) -> KairosEnv:
+    env = KairosEnv(**kw)
+    assert isinstance(env.sim, NativeSimulator)
+    return env
+
+
 @pytest.mark.parametrize("how", ["restore", "pickle"])
-def test_native_env_snapshot_and_pickle_follow_the_python_trajectory(monkeypatch, how):
-    runs = {}
-    for engine in ("python", "native"):
-        env = _env(monkeypatch, engine)
+def test_native_env_snapshot_and_pickle_follow_the_python_trajectory(how):
+    assert RUNNERS[f"env/snapshot/{how}"]({"how": how}, None, _make_env) == recorded(f"env/snapshot/{how}")
+
+
+@pytest.mark.parametrize("how", ["restore", "pickle"])
+def test_restored_or_unpickled_env_goes_on_as_a_straight_run(how):
+    """25 steps, then a restore (after another future) or a pickle, then 60 steps: the straight run's steps."""
+    runs = []
+    for branch in (None, how):
+        env = _make_env(scenario=TINY)
         _, info = env.reset(seed=3)
         head, mask = _steps(env, info["action_mask"], random_actions(1), 25)
-        if how == "restore":
+        twin = env
+        if branch == "restore":
             snap = env.snapshot()
             _steps(env, mask, random_actions(2), 30)  # another future, undone by the restore
             _, info = env.restore(snap)
             assert (info["action_mask"] == mask).all()
-            twin = env
-        else:
+        elif branch == "pickle":
             twin = pickle.loads(pickle.dumps(env))
-            assert isinstance(twin.sim, NativeSimulator) == (engine == "native")
+            assert isinstance(twin.sim, NativeSimulator)
         tail, _ = _steps(twin, mask, random_actions(5), 60)
-        runs[engine] = head + tail
-    assert_same(runs["python"], runs["native"])
+        runs.append(head + tail)
+    assert len(runs[0]) > 50
+    assert_same(runs[0], runs[1])

@@ -1,6 +1,8 @@
-"""Golden dataset: today's results, bit for bit (BLIS-style). A refactor, a speed-up or the native port must
-reproduce every entry of ``fingerprints.json``; a change meant to alter results re-records it
-(``python tools/fingerprint.py tests/golden/fingerprints.json``) and says why in its commit."""
+"""Golden dataset: today's results, bit for bit (BLIS-style). Recorded on the Python reference engine, reproduced
+by the native core that replaced it; a refactor or a speed-up must reproduce every entry of ``fingerprints.json``
+(the rest of what the Python engine guarded is ``engine_traces.json``, test_engine_traces.py). A change meant to
+alter results re-records it (``python tools/fingerprint.py tests/golden/fingerprints.json``) and says why in its
+commit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Helpers of the native component tests: bitwise float comparison, and small engine runs whose component
-calls are recorded, so a native component can be replayed on the Python engine's own sequence of operations."""
+"""Helpers of the native component tests: bitwise float comparison, and runs of the trace scenario (the run
+whose event trace, link results and token-gap records tests/golden/engine_traces.json holds, recorded on the
+Python reference engine)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import struct
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.sim import Simulator
-from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+from tests.golden.engine_cases import TRACE_POLICIES, TRACE_SCENARIO
 
-# SMALL with a slow link (transfers overlap: up to 4 at once on a link) and a tight TBT SLO (violations happen)
-TRACE_SCENARIO = {**SMALL, "transfer": {"bandwidth_bytes_per_s": 2e9}, "slo": {"tbt_s": 0.03}}
-TRACE_POLICIES = {"nodeflect": NoDeflect, "deflect512": lambda: DeflectAll(512), "largest_safe": lambda: DeflectAll(0)}
+__all__ = ["TRACE_POLICIES", "TRACE_SCENARIO", "bits", "make_sim", "run_scenario", "same_float", "same_tuple"]
 
 
 def bits(x: float) -> bytes:
@@ -39,9 +38,8 @@ def same_tuple(x: tuple, y: tuple) -> bool:
 
 
 def make_sim(seed: int = 0) -> Simulator:
-    """A fresh Python-engine simulator of TRACE_SCENARIO (the component tests instrument that engine's code,
-    whatever ``KAIROS_ENGINE`` or ``pytest --engine`` says)."""
-    return Simulator(ScenarioConfig.from_dict(TRACE_SCENARIO), seed=seed, engine="python")
+    """A fresh simulator of TRACE_SCENARIO (traced: every popped event is kept)."""
+    return Simulator(ScenarioConfig.from_dict(TRACE_SCENARIO), seed=seed, trace=True)
 
 
 def run_scenario(policy: str, seed: int = 0) -> Simulator:

@@ -1,18 +1,21 @@
-"""The engine seams: ``Simulator(engine=...)`` / ``KAIROS_ENGINE``, ``kv_capacity=`` and the per-event trace."""
+"""The simulator's seams: one engine (``kairos_gym.sim.Simulator`` is the native simulator; the Python reference
+engine and its ``engine=`` / ``KAIROS_ENGINE`` selection were removed), ``kv_capacity=`` and the per-event trace."""
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim import Simulator, engine_name
-from kairos_gym.sim.engine import Simulator as PySimulator
+from kairos_gym.sim import Simulator
 from kairos_gym.sim.native_engine import NativeSimulator
+from tests.golden.engine_cases import recorded, run_digests
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,25 +29,45 @@ def _fingerprint_module():
     return mod
 
 
-def test_default_engine_is_native_and_python_is_selectable(monkeypatch):
+def test_the_simulator_is_the_native_one(monkeypatch):
     monkeypatch.delenv("KAIROS_ENGINE", raising=False)
-    assert engine_name() == "native"
+    assert Simulator is NativeSimulator
     assert type(Simulator("small", seed=0)) is NativeSimulator
-    monkeypatch.setenv("KAIROS_ENGINE", "")
-    assert engine_name() == "native"
-    monkeypatch.setenv("KAIROS_ENGINE", "python")
-    assert type(Simulator("small", seed=0)) is PySimulator
-    assert type(Simulator("small", seed=0, engine="native")) is NativeSimulator
+    import kairos_gym.sim as sim_pkg
+
+    assert not hasattr(sim_pkg, "engine_name") and not hasattr(sim_pkg, "ENGINES")
+    assert importlib.util.find_spec("kairos_gym.sim.engine") is None  # the Python engine's module is gone
 
 
-def test_bad_engine_names_are_refused(monkeypatch):
-    with pytest.raises(ConfigError, match="Simulator: engine = 'rust'"):
-        Simulator("small", seed=0, engine="rust")
-    with pytest.raises(ConfigError, match="engine = 1"):
-        engine_name(1)  # type: ignore[arg-type]
-    monkeypatch.setenv("KAIROS_ENGINE", "Native")
-    with pytest.raises(ConfigError, match="KAIROS_ENGINE = 'Native'"):
+def test_an_engine_argument_is_refused():
+    with pytest.raises(TypeError, match="engine"):
+        Simulator("small", seed=0, engine="python")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("value", ["python", "Native", "rust"])
+def test_kairos_engine_other_than_native_is_a_config_error(monkeypatch, value):
+    """A stale ``KAIROS_ENGINE=python`` (or any other engine name) is refused at construction, not ignored."""
+    monkeypatch.setenv("KAIROS_ENGINE", value)
+    with pytest.raises(ConfigError, match=f"KAIROS_ENGINE = '{value}'.*Python reference engine was removed"):
         Simulator("small", seed=0)
+
+
+@pytest.mark.parametrize("value", ["", "native"])
+def test_kairos_engine_native_or_empty_is_accepted(monkeypatch, value):
+    monkeypatch.setenv("KAIROS_ENGINE", value)
+    assert type(Simulator("small", seed=0)) is NativeSimulator
+
+
+def test_kairos_engine_python_fails_a_cli_run_with_one_error():
+    """The CLI turns the refusal into ``kairos-gym <cmd>: error: ...`` with exit status 2."""
+    import os
+
+    env = {**os.environ, "KAIROS_ENGINE": "python"}
+    res = subprocess.run([sys.executable, "-m", "kairos_gym.cli", "simulate", "--scenario", "small", "--policy",
+                          "no-deflect"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("kairos-gym simulate: error: environment variable KAIROS_ENGINE")
+    assert "Traceback" not in res.stderr and res.stderr.count("error:") == 1
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, 1.5, "12000", 2**41])
@@ -53,20 +76,15 @@ def test_kv_capacity_is_checked(bad):
         Simulator("small", seed=0, kv_capacity=bad)
 
 
-def test_kv_capacity_seam_equals_setting_the_nodes():
-    """``kv_capacity=`` gives the run that setting every node's capacity after construction gave."""
-    fp = _fingerprint_module()
+def test_kv_capacity_seam_gives_the_recorded_run():
+    """``kv_capacity=`` gives the run the Python engine gave (recorded: there it equalled setting every node's
+    capacity after construction); the capacity matters in this case (the default gives another run)."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
-    a = Simulator(sc, seed=0, kv_capacity=12_000, engine="python")
-    b = Simulator(sc, seed=0, engine="python")  # the Python engine's nodes are settable
-    for d in b.dnodes:
-        d.kv_capacity = 12_000
-    b.kv_capacity = 12_000
+    a = Simulator(sc, seed=0, kv_capacity=12_000)
     assert [d.kv_capacity for d in a.dnodes] == [12_000] * len(a.dnodes)
-    fa, fb = fp.fingerprint(a, a.run(DeflectAll(256))), fp.fingerprint(b, b.run(DeflectAll(256)))
-    assert fa == fb
-    c = Simulator(sc, seed=0, engine="python")
-    assert fp.fingerprint(c, c.run(DeflectAll(256))) != fa  # the capacity matters in this case
+    assert run_digests(a, DeflectAll(256)) == recorded("small/kv-capacity-12000")
+    c = Simulator(sc, seed=0)
+    assert run_digests(c, DeflectAll(256))["columns"] != recorded("small/kv-capacity-12000")["columns"]
 
 
 def test_trace_records_every_event_and_changes_nothing():
@@ -86,21 +104,3 @@ def test_trace_records_every_event_and_changes_nothing():
 def test_trace_flag_is_checked():
     with pytest.raises(ConfigError, match="trace = 1"):
         Simulator("small", seed=0, trace=1)  # type: ignore[arg-type]
-
-
-def test_copies_and_pickles_of_a_python_engine_stay_python(monkeypatch):
-    """Unpickling or copying a Python-engine simulator under KAIROS_ENGINE=native gives a Python-engine one
-    (Simulator.__new__ picks the engine, and pickle calls it without the constructor's arguments)."""
-    import copy
-    import pickle
-
-    fp = _fingerprint_module()
-    ref = Simulator("small", seed=0, engine="python")
-    expected = fp.fingerprint(ref, ref.run(NoDeflect()))
-    sim = Simulator("small", seed=0, engine="python")
-    sim.apply(NoDeflect().decide(sim.next_decision()))
-    monkeypatch.setenv("KAIROS_ENGINE", "native")
-    for twin in (pickle.loads(pickle.dumps(sim)), copy.deepcopy(sim)):
-        assert type(twin) is PySimulator
-        assert twin.now == sim.now and twin.n_decisions == 1
-        assert fp.fingerprint(twin, twin.run(NoDeflect())) == expected

@@ -1,18 +1,22 @@
 """Issue 11 steps 4-5 on the native engine: the lazy DecisionContext over the core's menu buffers, the C++ run
-loop, and the native env step (observation, mask and reward terms written by one native call)."""
+loop, and the native env step (observation, mask and reward terms written by one native call); where the Python
+reference engine was the reference, against its recorded outputs (tests/golden/engine_traces.json)."""
 
 from __future__ import annotations
 
 import copy
 import pickle
 
-import numpy as np
 import pytest
 
 from kairos_gym.sim import Decision
-from kairos_gym.sim.engine import Simulator as PySimulator
 from kairos_gym.sim.hook import DecisionContext, LazyDecisionContext, StaleContextError
 from kairos_gym.sim.native_engine import NativeSimulator
+from tests.golden.engine_cases import ENV_KWARGS, RUNNERS, context_asdict, context_repr, digest, recorded
+
+
+def _make(scenario, **kw):
+    return NativeSimulator(scenario, **kw)
 
 
 def _policy(i: int, ctx: DecisionContext) -> Decision:
@@ -23,30 +27,33 @@ def _policy(i: int, ctx: DecisionContext) -> Decision:
     return Decision.deflect(i % 2, ctx.chunk_menu[i % len(ctx.chunk_menu)] if k < 4 else 0)
 
 
-def test_lazy_context_equals_the_python_engines_context_field_by_field():
-    """Every field of the native lazy context equals (==, and the same types) the Python engine's eager one."""
-    py, nat = PySimulator("small", seed=3), NativeSimulator("small", seed=3)
+def test_lazy_context_fields_are_the_recorded_ones():
+    """Every field of the native lazy context (read field by field: repr and type) and apply's returns over 150
+    decisions equal the Python engine's eager context's (recorded); each context is a LazyDecisionContext."""
+    assert RUNNERS["small/context-fields"](None, _make, None) == recorded("small/context-fields")
+    nat = NativeSimulator("small", seed=3)
     for i in range(150):
-        a, b = py.next_decision(), nat.next_decision()
-        if a is None:
-            assert b is None
+        b = nat.next_decision()
+        if b is None:
             break
         assert isinstance(b, LazyDecisionContext) and isinstance(b, DecisionContext)
-        for f in DecisionContext._fields:
-            x, y = getattr(a, f), getattr(b, f)
-            assert x == y and type(x) is type(y), f
-        d = _policy(i, a)
-        assert py.apply(d) == nat.apply(d)
+        nat.apply(_policy(i, b))
 
 
 def test_lazy_context_is_tuple_like_and_materializes():
-    """Same length, indexing, iteration, equality, hash, _asdict/_replace, pickling and copying as the NamedTuple."""
-    py, nat = PySimulator("small", seed=1), NativeSimulator("small", seed=1)
-    a, b = py.next_decision(), nat.next_decision()
+    """Same length, indexing, iteration, equality, hash, _asdict/_replace, pickling and copying as the NamedTuple
+    (a materialized twin's: the same decision of a second simulator); its repr is the Python engine's."""
+    nat = NativeSimulator("small", seed=1)
+    b = nat.next_decision()
+    a = NativeSimulator("small", seed=1).next_decision().materialize()
+    assert type(a) is DecisionContext
     assert len(b) == len(a) == 16 and b._fields == a._fields
     assert b[0] == a[0] and b[-1] == a[-1] and b[2:5] == a[2:5] and list(b) == list(a)
     assert b == a and a == b and hash(b) == hash(a) and repr(b) == repr(a)
     assert b._asdict() == a._asdict() and b._replace(beta=2.0) == a._replace(beta=2.0)
+    want = recorded("small/context-fields")
+    assert (digest(context_repr(b)), digest(repr(context_asdict(b)))) == (want["first_small_seed1"],
+                                                                           want["first_small_seed1_asdict"])
     m = b.materialize()
     assert type(m) is DecisionContext and m == a
     for c in (pickle.loads(pickle.dumps(b)), copy.copy(b), copy.deepcopy(b)):
@@ -57,15 +64,15 @@ def test_lazy_context_is_tuple_like_and_materializes():
 
 def test_lazy_context_readable_after_apply_and_stale_after_the_next_decision():
     """apply() leaves the buffers alone (a field read after it is this decision's); after the next decision a
-    field already read keeps its value, one read for the first time raises StaleContextError."""
-    py, nat = PySimulator("small", seed=2), NativeSimulator("small", seed=2)
-    a, b = py.next_decision(), nat.next_decision()
+    field already read keeps its value, one read for the first time raises StaleContextError. (The reference
+    values: the same decision of a second simulator, materialized.)"""
+    nat = NativeSimulator("small", seed=2)
+    a = NativeSimulator("small", seed=2).next_decision().materialize()
+    b = nat.next_decision()
     dec_a = a.decode
     assert b.decode == dec_a  # read (and cached) before apply
-    py.apply(Decision.prefill_path())
     nat.apply(Decision.prefill_path())
     assert b.step_s == a.step_s  # first read after apply, before the next decision: still this decision's
-    py.next_decision()
     nat.next_decision()
     assert b.decode == dec_a and b.step_s == a.step_s  # cached: safe for good
     with pytest.raises(StaleContextError, match="ttft_prefill_s"):
@@ -103,112 +110,58 @@ def test_lazy_context_of_an_abandoned_branch_is_stale_after_restore():
 
 
 def test_run_asks_the_policy_once_per_decision_and_matches_the_python_engine():
-    """run(policy) (the native run loop) gives the Python engine's summary and calls decide once per decision,
-    also when a decision was already pending (next_decision() called before run)."""
-
-    class Mixed:
-        def __init__(self) -> None:
-            self.calls = 0
-
-        def decide(self, ctx: DecisionContext) -> Decision:
-            d = _policy(self.calls, ctx)
-            self.calls += 1
-            return d
-
-    out = []
-    for sim in (PySimulator("small", seed=4), NativeSimulator("small", seed=4)):
-        sim.next_decision()
-        pol = Mixed()
-        s = sim.run(pol)
-        s.pop("wall_time_s")
-        out.append((s, pol.calls, sim.n_decisions))
-    assert out[0] == out[1] and out[0][1] == out[0][2] > 0
+    """run(policy) (the native run loop) gives the Python engine's summary (recorded) and calls decide once per
+    decision, also when a decision was already pending (next_decision() called before run)."""
+    got = RUNNERS["small/run-mixed"](None, _make, None)
+    assert got == recorded("small/run-mixed") and got["calls"] == got["n_decisions"] > 0
 
 
 # ---------------------------------------------------------------------------------------------- the native env step
-def _envs(monkeypatch: pytest.MonkeyPatch, **kwargs):
+def _env(**kwargs):
     from kairos_gym.env.core import KairosEnv
 
-    monkeypatch.setenv("KAIROS_ENGINE", "python")
-    py = KairosEnv(**kwargs)
-    monkeypatch.setenv("KAIROS_ENGINE", "native")
-    nat = KairosEnv(**kwargs)
-    assert py._native is None and nat._native is not None  # the native env step is what runs
-    return py, nat
+    env = KairosEnv(**kwargs)
+    assert env._native is not None  # the native env step is what runs
+    return env
 
 
-def _same(x, y) -> bool:
-    """Equal bit for bit: arrays by dtype and bytes, floats by repr, dicts and tuples element-wise."""
-    if isinstance(x, np.ndarray):
-        return isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-    if isinstance(x, dict):
-        return isinstance(y, dict) and x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
-    if isinstance(x, (tuple, list)):
-        return type(x) is type(y) and len(x) == len(y) and all(_same(u, v) for u, v in zip(x, y, strict=True))
-    if isinstance(x, float):
-        return type(y) is float and repr(x) == repr(y)
-    return type(x) is type(y) and x == y
-
-
-@pytest.mark.parametrize("kwargs", [
-    {"scenario": "small"},
-    {"scenario": "bursty", "workload": {"max_requests": 300}},
-    {"scenario": "small", "oracle": True, "obs_mode": "dict", "reward": "slo"},
-    {"scenario": "small", "reward": "goodput", "max_decisions": 40, "deflection": {"largest_safe_action": True}},
-    {"scenario": "kv-pressure", "workload": {"max_requests": 200}, "tbt_penalty": 0.3},
-])
-def test_native_env_step_is_the_python_env_step_bit_for_bit(monkeypatch, kwargs):
+@pytest.mark.parametrize("i", range(len(ENV_KWARGS)))
+def test_native_env_step_is_the_python_env_step_bit_for_bit(i):
     """Observations (float32 bytes), masks, rewards, flags and infos of whole episodes with random actions
-    (masked and unmasked: refused deflections included) equal the Python env's on the Python engine."""
-    py, nat = _envs(monkeypatch, **kwargs)
-    rng = np.random.default_rng(7)
-    for ep in range(2):
-        a, b = py.reset(seed=ep), nat.reset(seed=ep)
-        assert _same(a, b)
-        done = False
-        n = 0
-        while not done:
-            mask = a[-1]["action_mask"]
-            act = int(rng.integers(py.action_space.n)) if n % 3 == 0 else int(rng.choice(np.flatnonzero(mask)))
-            a, b = py.step(act), nat.step(act)
-            assert all(_same(x, y) for x, y in zip(a, b, strict=True)), (ep, n)
-            assert _same(py.action_masks(), nat.action_masks())
-            done = a[2] or a[3]
-            n += 1
-        assert n > 10
+    (masked and unmasked: refused deflections included) equal the Python env's on the Python engine (recorded):
+    set-ups ENV_KWARGS of tests/golden/engine_cases.py."""
+    got = RUNNERS[f"env/episodes/{i}"]({"kwargs": i}, _make, _env)
+    assert got == recorded(f"env/episodes/{i}") and min(got["steps"]) > 10
 
 
-def test_native_env_decision_context_and_returned_arrays_are_current(monkeypatch):
+def test_native_env_decision_context_and_returned_arrays_are_current():
     """decision_context after native steps is the pending decision's (never an earlier lazy context the core
-    has moved past), and returned observations/masks are copies (a later step does not change them)."""
-    py, nat = _envs(monkeypatch, scenario="small")
-    py.reset(seed=1)
-    nat.reset(seed=1)
-    kept = []
-    for i in range(25):
-        act = 1 if i % 4 == 0 else 0
-        kept.append((py.step(act), nat.step(act)))
-        assert nat.decision_context == py.decision_context
-        assert isinstance(nat.decision_context, LazyDecisionContext)
-    for a, b in kept:
-        assert _same(a[0], b[0]) and _same(a[4]["action_mask"], b[4]["action_mask"])
+    has moved past: the Python env's, recorded), and returned observations/masks are copies (a later step does
+    not change them: their digest, taken after the last step, is the Python env's)."""
+    assert RUNNERS["env/contexts"](None, _make, _env) == recorded("env/contexts")
+    env = _env(scenario="small")
+    env.reset(seed=1)
+    for i in range(5):
+        env.step(1 if i % 4 == 0 else 0)
+        assert isinstance(env.decision_context, LazyDecisionContext)
 
 
-def test_native_env_step_refuses_what_the_python_env_refuses(monkeypatch):
-    """A bad action raises the same ConfigError before anything moves; a step after the end raises."""
+def test_native_env_step_refuses_bad_actions():
+    """A bad action raises the Python env's ConfigError (recorded) before anything moves; a step after the end
+    raises."""
     from kairos_gym.errors import ConfigError
 
-    py, nat = _envs(monkeypatch, scenario="small", workload={"max_requests": 5})
-    for env in (py, nat):
-        env.reset(seed=0)
-        t = env.sim.now
-        for bad in (-1, env.action_space.n, 1.5, "0"):
-            with pytest.raises(ConfigError) as e:
-                env.step(bad)
-            assert "KairosEnv.step" in str(e.value)
-        assert env.sim.now == t
-        while not env.step(0)[2]:
-            pass
-        with pytest.raises(RuntimeError, match="no pending decision"):
-            env.step(0)
-        assert env.decision_context is None
+    assert RUNNERS["env/refusals"](None, _make, _env) == recorded("env/refusals")
+    env = _env(scenario="small", workload={"max_requests": 5})
+    env.reset(seed=0)
+    t = env.sim.now
+    for bad in (-1, env.action_space.n, 1.5, "0"):
+        with pytest.raises(ConfigError) as e:
+            env.step(bad)
+        assert "KairosEnv.step" in str(e.value)
+    assert env.sim.now == t
+    while not env.step(0)[2]:
+        pass
+    with pytest.raises(RuntimeError, match="no pending decision"):
+        env.step(0)
+    assert env.decision_context is None

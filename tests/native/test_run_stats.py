@@ -1,11 +1,10 @@
 """The native metrics recorder (src/core/run_stats.cpp) against its Python counterparts: RunStats and the
-percentiles of kairos_gym/sim/metrics.py, and the run counters and token-gap accounting of the engine
-(Simulator._emit_tokens, the waiting area), on random records and on the engine's own runs."""
+percentiles of kairos_gym/sim/metrics.py, and the token-gap accounting of the Python reference engine
+(``Simulator._emit_tokens``, copied verbatim into :class:`PyTokens` before that engine was removed), on random
+records; and the native engine's own records and counters against the Python engine's recorded ones."""
 
 from __future__ import annotations
 
-import heapq
-import inspect
 import math
 
 import numpy as np
@@ -14,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kairos_gym import native
-from kairos_gym.sim import engine
 from kairos_gym.sim.metrics import RunStats, sorted_percentile, weighted_percentiles
+from tests.golden.engine_cases import recorded, run_digests
 from tests.native.engine_trace import TRACE_POLICIES, bits, make_sim, same_float
 
 core = native.core()
@@ -97,8 +96,9 @@ def test_sorted_percentile_matches_python(x, q):
 
 
 class PyTokens:
-    """The token-gap accounting of ``Simulator._emit_tokens``, its lines copied verbatim (names as in the
-    engine; test_reference_is_the_engines_code keeps the copy true)."""
+    """The token-gap accounting of the Python reference engine's ``Simulator._emit_tokens``, its lines copied
+    verbatim (names as in that engine) at commit 4a150ff, the last with that engine (a test then checked the copy
+    against the engine's source)."""
 
     def __init__(self) -> None:
         self.stats = RunStats()
@@ -128,15 +128,6 @@ class PyTokens:
                     self.tbt_violations += B * (n - jmin)
                 else:
                     self.tbt_violations += B * (n - 1)
-
-
-def test_reference_is_the_engines_code():
-    engine_lines = [ln.strip() for ln in inspect.getsource(engine.Simulator._emit_tokens).splitlines()]
-    ref = [ln.strip() for ln in inspect.getsource(PyTokens.stretch).splitlines()[3:]]  # after `st = ...`
-    start = engine_lines.index(ref[0])
-    assert engine_lines[start:start + len(ref)] == ref
-    for ln in ("self.tokens_out += w0", "if t0 > slo:", "self.tbt_violations += w0", "st.add_gap(t0, w0)"):
-        assert ln in engine_lines  # the w0 gap is PyTokens.gap with g = t0, w = w0
 
 
 # stretches near the SLO: ties of t0 + j dt with slo, zero and negative dt, tiny dt (large jmin estimates; no
@@ -174,82 +165,24 @@ def test_an_infinite_jmin_estimate_counts_every_step():
         PyTokens().stretch(0.3, 5e-324, 6, 7, 0.03)
 
 
-class _EngineRecorder:
-    """Logs the engine's pops (with the waiting count and area they are integrated with) and its first
-    tokens; stands in for the engine's heapq module."""
-
-    def __init__(self) -> None:
-        self.sim = None
-        self.log: list[tuple] = []
-
-    def heappush(self, heap, item):
-        heapq.heappush(heap, item)
-
-    def heappop(self, heap):
-        item = heapq.heappop(heap)
-        if len(item) == 5 and self.sim is not None:  # an event (decode heaps hold pairs)
-            self.log.append(("pop", item[0], self.sim.waiting, self.sim.wait_area))
-        return item
-
-    def heapify(self, heap):
-        heapq.heapify(heap)
-
-
 @pytest.mark.parametrize("policy", sorted(TRACE_POLICIES))
-def test_the_engines_records_and_counters_replay_alike(monkeypatch, policy):
-    rec_heap, calls = _EngineRecorder(), []
-    first_token, emit = engine.Simulator._first_token, engine.Simulator._emit_tokens
-
-    def logged_first_token(self, rid, t):
-        if math.isnan(self.first_token[rid]):
-            rec_heap.log.append(("ft", self.now, t))
-        first_token(self, rid, t)
-
-    def logged_emit(self, d, n, t0, dt):
-        B, g0 = len(d.batch), len(self.stats.gap_v)
-        emit(self, d, n, t0, dt)
-        calls.append((n, t0, dt, B, self.stats.gap_v[g0:], self.stats.gap_w[g0:], self.tokens_out,
-                      self.tbt_violations))
-
-    monkeypatch.setattr(engine, "heapq", rec_heap)
-    monkeypatch.setattr(engine.Simulator, "_first_token", logged_first_token)
-    monkeypatch.setattr(engine.Simulator, "_emit_tokens", logged_emit)
+def test_the_engines_records_and_counters_are_the_recorded_ones(policy):
+    """The native engine's token-gap records, counters and TBT percentiles on the trace scenario: the records
+    and counters are the Python engine's (recorded in tests/golden/engine_traces.json), the summary's TBT
+    percentiles are the recorder's percentiles of those records, and the waiting area is the sum of the TTFTs."""
     sim = make_sim()
-    rec_heap.sim = sim
     summary = sim.run(TRACE_POLICIES[policy]())
-    slo = sim.scenario.slo.tbt_s
-
-    # records, tokens and violations, call by call
-    rec = core.RunRecorder()
-    for n, t0, dt, B, gv, gw, tokens_out, violations in calls:
-        for g, w in zip(gv, gw, strict=True):
-            rec.record_gap(g, w, slo)
-        rec.record_stretch_steps(t0, dt, n, B, slo)
-        c = rec.counters()
-        assert (c["tokens_out"], c["tbt_violations"]) == (tokens_out, violations)
-    assert len(calls) > 500 and sim.tokens_out > 10_000
-    assert_same_records(sim.stats, rec)
-    v, w = rec.gaps()
+    st = sim.stats
+    want = recorded(f"trace-scenario/{policy}")
+    got = run_digests(sim, TRACE_POLICIES[policy]())  # the run is over: digests of its records and counters
+    assert (got["stats"], got["counters"]) == (want["stats"], want["counters"])
+    assert sim.tokens_out > 10_000 and len(st.s_t0) > 200 and len(st.gap_v) > 100
+    assert sim.tbt_violations > 0 or policy == "nodeflect"
+    v, w = st.gaps()
     tbt = core.weighted_percentiles(v, w, [50, 95, 99])
     assert [bits(x) for x in tbt] == [bits(summary[k]) for k in ("tbt_p50", "tbt_p95", "tbt_p99")]
-
-    # the waiting area, pop by pop (arrivals are the rise of `waiting` between pops)
-    pops = 0
-    for entry in rec_heap.log:
-        if entry[0] == "ft":
-            rec.first_token(entry[1], entry[2])
-            continue
-        _, t, waiting, area = entry
-        while rec.counters()["waiting"] < waiting:
-            rec.arrive()
-        c = rec.counters()
-        assert c["waiting"] == waiting and bits(c["wait_area"]) == bits(area)
-        rec.advance_clock(t)
-        pops += 1
-    c = rec.counters()
-    assert pops > 1000 and c["waiting"] == sim.waiting == 0
-    assert bits(c["wait_area"]) == bits(sim.wait_area) and bits(c["area_t"]) == bits(sim._area_t)
-    assert sim.tbt_violations > 0 or policy == "nodeflect"
+    ttft = np.asarray(sim.first_token) - np.asarray(sim.arrival)
+    assert math.isclose(sim.wait_area, float(ttft.sum()), rel_tol=1e-9) and sim.waiting == 0
 
 
 @pytest.mark.parametrize("call", [

@@ -170,8 +170,7 @@ def test_bench_vector_refuses_a_bad_num_envs_before_timing(num_envs):
 def test_one_native_call_steps_all_envs_when_every_env_is_on_the_fast_path():
     """ttft reward: a _core.VecStepper steps the batch (the bit-identity tests above run through it); slo reward:
     the per-env KairosEnv.step loop. The native call refuses arrays of the wrong length."""
-    if KairosEnv(**KW)._native is None:
-        pytest.skip("the Python engine (KAIROS_ENGINE=python) has no native stepper")
+    assert KairosEnv(**KW)._native is not None
     assert KairosVectorEnv(2, **KW)._vs is not None
     assert KairosVectorEnv(2, reward="slo", **KW)._vs is None
     vec = KairosVectorEnv(2, **KW)

@@ -18,12 +18,11 @@ SMALL = {
 }
 
 
-def tight_memory_sim(policy: str, capacity: int = 12_000, seed: int = 0, engine: str | None = None,
-                     **cluster) -> Simulator:
+def tight_memory_sim(policy: str, capacity: int = 12_000, seed: int = 0, **cluster) -> Simulator:
     """SMALL under memory policy ``policy`` with every decode node's KV capacity cut to ``capacity`` tokens
     (overlong requests rejected): memory is the binding constraint and ``swap`` preempts."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": policy, "overlong": "reject", **cluster}})
-    return Simulator(sc, seed=seed, kv_capacity=capacity, engine=engine)
+    return Simulator(sc, seed=seed, kv_capacity=capacity)
 
 
 class NoDeflect:

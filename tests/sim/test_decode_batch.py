@@ -13,7 +13,7 @@ from tests.sim.conftest import SMALL, DeflectAll, tight_memory_sim
 
 @pytest.mark.parametrize("prune", [4, 1024])
 def test_worst_gap_is_max_over_records_since_join(prune):
-    """Through the debug API both engines have (debug_join/leave/record/worst_gap on decode node 0)."""
+    """Through the simulator's debug API (debug_join/leave/record/worst_gap on decode node 0)."""
     sim = Simulator(ScenarioConfig.from_dict(SMALL), seed=0)
     sim.debug_set_stack_prune(prune)
     rng = np.random.default_rng(7)

@@ -59,7 +59,7 @@ def lockstep(real_sc: ScenarioConfig, seed: int = 0):
     """Run the realistic scenario and its exact twin with the same decisions (taken by :class:`Mixed` on the
     served view); returns both simulators, the served and exact contexts, refresh times and noise factors."""
     exact_sc = real_sc.with_overrides({"information": {"track": "exact"}})
-    real, exact = Simulator(real_sc, seed=seed, engine="native"), Simulator(exact_sc, seed=seed, engine="native")
+    real, exact = Simulator(real_sc, seed=seed), Simulator(exact_sc, seed=seed)
     pol = Mixed()
     truth, refreshed, factors = [], [], []
     while True:
@@ -92,11 +92,6 @@ def test_bad_information_values_are_refused_naming_the_field(field, value):
     assert e.value.field == field and "information" in e.value.where
 
 
-def test_the_python_engine_refuses_the_realistic_track():
-    with pytest.raises(ConfigError) as e:
-        Simulator(track(), engine="python")
-    assert e.value.field == "information.track" and "native engine" in str(e.value)
-
 
 # ---------------------------------------------------------------------------------------------- bit identity
 @pytest.mark.parametrize("policy", ["always-deflect-ls", "sq-ls", "random", "kairos"])
@@ -105,7 +100,7 @@ def test_realistic_with_zero_staleness_and_error_serves_the_exact_view(policy):
     result, is bit for bit the exact track's."""
     runs = []
     for sc in (SMALL, track(staleness_s=0.0, model_error=0.0)):
-        sim = Simulator(sc, seed=1, engine="native")
+        sim = Simulator(sc, seed=1)
         seen: list = []
         pol = make_policy(policy, SMALL, seed=0)  # Kairos built for the exact track: no factor read
         inner = pol.decide
@@ -118,7 +113,7 @@ def test_realistic_with_zero_staleness_and_error_serves_the_exact_view(policy):
 
 def test_realistic_track_is_deterministic_and_seeded_by_the_run_seed():
     sc = track(load_scenario("bursty").with_overrides({"workload": {"num_requests": 400}}))
-    a, b, c = (Simulator(sc, seed=s, engine="native") for s in (3, 3, 4))
+    a, b, c = (Simulator(sc, seed=s) for s in (3, 3, 4))
     for sim in (a, b, c):
         sim.run(make_policy("kairos", sc, seed=0))
     assert results(a) == results(b)
@@ -197,7 +192,7 @@ def test_kairos_applies_the_served_error_of_each_node():
     """Kairos on the realistic track reads each node's factor from the served predictions: it equals the
     simulator's draw (to rounding)."""
     sc = track(staleness_s=0.1, model_error=0.10)
-    sim = Simulator(sc, seed=2, engine="native")
+    sim = Simulator(sc, seed=2)
     k = make_policy("kairos", sc, seed=0)
     n = 0
     while (ctx := sim.next_decision()) is not None:
@@ -214,7 +209,7 @@ def test_realistic_track_does_not_change_no_deflect():
         base = load_scenario(scen).with_overrides({"workload": {"num_requests": 500}})
         runs = []
         for sc in (base, track(base)):
-            sim = Simulator(sc, seed=0, engine="native")
+            sim = Simulator(sc, seed=0)
             s = stable(sim.run(make_policy("no-deflect", sc, seed=0)))
             runs.append((results(sim), {k: v for k, v in s.items() if k not in
                                         ("information_track", "n_view_refreshes", "n_stale_refusals")}))
@@ -229,17 +224,17 @@ def test_a_deflection_the_stale_view_offers_but_the_node_refuses_is_counted():
     base = load_scenario("kv-pressure").with_overrides({"cluster": {"kv_reserve_frac": 0.6, "memory_policy": "reserve"},
                                                         "workload": {"num_requests": 600}})
     sc = track(base, staleness_s=0.5, model_error=0.0)
-    sim = Simulator(sc, seed=0, engine="native")
+    sim = Simulator(sc, seed=0)
     s = sim.run(make_policy("always-deflect-ls", sc, seed=0))
     assert s["n_stale_refusals"] > 0 and s["n_stale_refusals"] == s["n_invalid_actions"] == sim.n_invalid
     assert s["information_track"] == "realistic" and s["n_view_refreshes"] > 1
-    exact = Simulator(base, seed=0, engine="native").run(make_policy("always-deflect-ls", base, seed=0))
+    exact = Simulator(base, seed=0).run(make_policy("always-deflect-ls", base, seed=0))
     assert "n_stale_refusals" not in exact and exact["n_invalid_actions"] == 0  # a fresh mask is never refused
 
 
 def test_snapshot_restore_and_pickling_keep_the_view_and_the_noise_stream():
     sc = track(staleness_s=0.1, model_error=0.1)
-    sim = Simulator(sc, seed=5, engine="native")
+    sim = Simulator(sc, seed=5)
     k = make_policy("kairos", sc, seed=0)
     for _ in range(60):
         sim.apply(k.decide(sim.next_decision()))
@@ -258,10 +253,6 @@ def test_env_observation_and_mask_encode_the_served_view():
     """The env's observation and mask are the served context's (the Python encoder of the served context gives
     the native observation bit for bit), not the truth's."""
     from kairos_gym.env import KairosEnv
-    from kairos_gym.sim import engine_name
-
-    if engine_name() != "native":
-        pytest.skip("the realistic track is native-only (KairosEnv builds the default engine)")
     sc = track(staleness_s=0.2, model_error=0.1)
     env = KairosEnv(sc)
     twin = KairosEnv(SMALL)
@@ -291,10 +282,6 @@ def test_env_on_the_realistic_track_is_deterministic_per_reset_seed():
     """Same reset seed and actions: the same observations and rewards, byte for byte (the noise stream is seeded
     from the run's generator at reset); another seed gives other noise."""
     from kairos_gym.env import KairosEnv
-    from kairos_gym.sim import engine_name
-
-    if engine_name() != "native":
-        pytest.skip("the realistic track is native-only (KairosEnv builds the default engine)")
     sc = track(staleness_s=0.1, model_error=0.1)
 
     def episode(seed: int) -> bytes:

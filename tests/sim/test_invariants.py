@@ -10,7 +10,6 @@ import pytest
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.sim import Simulator
-from kairos_gym.sim.engine import Simulator as _Sim
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
 
 POLICIES = [NoDeflect(), DeflectAll(512), DeflectAll(0), DeflectAll(2048)]
@@ -178,14 +177,17 @@ def test_apply_without_pending_decision_raises():
         sim.apply(Decision.prefill_path())
 
 
-def test_steps_within_matches_sum():
-    from kairos_gym.sim.engine import _steps_within
+@pytest.mark.parametrize(("t0", "dt"), [(0.02, 0.0003), (0.02, 0.0), (0.013, 1e-7), (0.1 + 0.2, 0.01)])
+def test_steps_within_matches_sum(t0, dt):
+    """The decode stretch's closed form (src/core/simulator.cpp ``steps_within``): the largest j with S(j) <= x."""
+    from kairos_gym import native
 
-    t0, dt = 0.02, 0.0003
-    for x in (0.0, 0.01, 0.02, 0.0403, 1.0, 3.7):
-        j = _steps_within(t0, dt, x)
-        s = lambda n: n * t0 + dt * n * (n - 1) / 2  # noqa: E731
-        assert s(j) <= x < s(j + 1)
+    steps_within = native.core().steps_within
+    s = lambda n: n * t0 + dt * n * (n - 1) / 2  # noqa: E731
+    for x in (0.0, 0.01, 0.02, 0.0403, 1.0, 3.7, s(7), s(40), s(123)):
+        j = steps_within(t0, dt, x)
+        assert j >= 0 and s(j) <= x < s(j + 1)
+    assert steps_within(t0, dt, -1.0) == 0
 
 
 def test_no_nan_in_summary_of_full_run():
@@ -197,14 +199,16 @@ def test_no_nan_in_summary_of_full_run():
 def test_simulator_module_has_no_gymnasium_import():
     import inspect
 
-    import kairos_gym.sim.engine as eng
+    import kairos_gym.sim.decision_check as check
     import kairos_gym.sim.hook as hook
     import kairos_gym.sim.metrics as met
+    import kairos_gym.sim.native_engine as eng
+    import kairos_gym.sim.reset_workload as reset
 
-    for mod in (eng, hook, met):
+    for mod in (eng, hook, met, check, reset):
         src = inspect.getsource(mod)
         assert "import gymnasium" not in src and "from gymnasium" not in src
-    assert _Sim is Simulator
+    assert eng.NativeSimulator is Simulator
 
 
 @pytest.mark.parametrize("includes", [True, False])

@@ -1,6 +1,6 @@
 """Snapshot/restore and pickling of the native engine (issue 11, step 6): a restored or unpickled native
 simulator goes on bit for bit as the original would, the Oracle (snapshot lookahead) decides as on the Python
-engine, and snapshots of another engine or scenario are refused."""
+reference engine (its recorded decisions), and snapshots of another kind or scenario are refused."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from kairos_gym.agents import Oracle, run_policy
 from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim import Simulator
 from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
+from tests.golden.engine_cases import RUNNERS, recorded
 
 SC = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
 SWAP = {**SC, "name": "snap-swap", "cluster": {"memory_policy": "swap", "kv_block_tokens": 16,
@@ -41,10 +41,10 @@ def _advance(sim, policy, k: int) -> None:
 
 @pytest.mark.parametrize(("sc", "kv"), CASES)
 def test_restore_then_run_is_bit_identical_to_a_straight_run(sc, kv):
-    straight = Simulator(sc, seed=2, kv_capacity=kv, engine="native")
+    straight = NativeSimulator(sc, seed=2, kv_capacity=kv)
     straight.run(Random(sc, seed=7))
     assert (straight.n_preemptions > 0) == (kv is not None)
-    sim = Simulator(sc, seed=2, kv_capacity=kv, engine="native")
+    sim = NativeSimulator(sc, seed=2, kv_capacity=kv)
     pol = Random(sc, seed=7)
     _advance(sim, pol, 60)
     snap = sim.snapshot()
@@ -59,7 +59,7 @@ def test_restore_then_run_is_bit_identical_to_a_straight_run(sc, kv):
 
 
 def test_restore_keeps_earlier_column_views_and_the_pending_context():
-    sim = Simulator(SC, seed=0, engine="native")
+    sim = NativeSimulator(SC, seed=0)
     _advance(sim, Random(SC, seed=1), 30)
     ctx = sim.next_decision()
     finish_then = sim.finish.copy()
@@ -73,58 +73,44 @@ def test_restore_keeps_earlier_column_views_and_the_pending_context():
     assert np.array_equal(view, after, equal_nan=True)  # a view read before the restore keeps its run's values
 
 
-def test_snapshots_of_the_other_engine_or_scenario_are_refused():
-    nat = Simulator(SC, seed=0, engine="native")
-    py = Simulator(SC, seed=0, engine="python")
+def test_snapshots_of_another_kind_or_scenario_are_refused():
+    nat = NativeSimulator(SC, seed=0)
     nat.next_decision()
-    py.next_decision()
-    with pytest.raises(ConfigError, match="native engine"):
-        nat.restore(py.snapshot())
-    with pytest.raises(ConfigError, match=r"Simulator\.snapshot"):
-        py.restore(nat.snapshot())
-    other = Simulator({**SC, "slo": {"tbt_s": 0.05}}, seed=0, engine="native")
+    for bad in ({"snapshot_of": (nat.scenario, False)}, {**nat.snapshot(), "core": None}):  # not a native snapshot
+        with pytest.raises(ConfigError, match="native engine"):
+            nat.restore(bad)
+    other = NativeSimulator({**SC, "slo": {"tbt_s": 0.05}}, seed=0)
     with pytest.raises(ConfigError, match="other settings differ"):
         other.restore(nat.snapshot())
     with pytest.raises(ConfigError, match="oracle True"):
-        Simulator(SC, seed=0, oracle=True, engine="native").restore(nat.snapshot())
-    tight = Simulator(SC, seed=0, kv_capacity=50_000, engine="native")
+        NativeSimulator(SC, seed=0, oracle=True).restore(nat.snapshot())
+    tight = NativeSimulator(SC, seed=0, kv_capacity=50_000)
     before = tight._events
     with pytest.raises(ConfigError, match=r"KV capacity \d+ tokens.*allowed: .*KV capacity 50000"):
         tight.restore(nat.snapshot())
     assert tight._events == before and tight.n_decisions == 0  # refused before anything changed
 
 
-def test_oracle_decides_the_same_on_both_engines():
-    res = {}
-    for engine in ("python", "native"):
-        o = Oracle(SC, horizon_decisions=6)
-        sim = Simulator(SC, seed=1, engine=engine)
-        o.attach(sim)
-        decisions = []
-        ctx = sim.next_decision()
-        while ctx is not None:
-            d = o.decide(ctx)
-            decisions.append((d, repr(o.last_scores)))
-            sim.apply(d)
-            ctx = sim.next_decision()
-        assert o.n_rollouts > 50
-        res[engine] = (decisions, _result(sim))
-    assert res["native"] == res["python"]
+def test_oracle_decides_as_on_the_python_engine():
+    """The Oracle's decisions and scores at every request (snapshot lookahead) and the run they give: the Python
+    engine's (recorded in tests/golden/engine_traces.json)."""
+    got = RUNNERS["oracle/snap-seed1"](None, lambda sc, **kw: NativeSimulator(sc, **kw), None)
+    assert got == recorded("oracle/snap-seed1") and got["rollouts"] > 50
 
 
-def test_run_policy_with_the_oracle_under_kairos_engine_native(monkeypatch):
-    out = {}
-    for engine in ("python", "native"):
-        monkeypatch.setenv("KAIROS_ENGINE", engine)
+def test_run_policy_with_the_oracle():
+    """run_policy builds the native simulator the Oracle snapshots (a whole run, deterministic)."""
+    out = []
+    for _ in range(2):
         s = run_policy(Oracle(SC, horizon_decisions=4), SC, seed=3)
-        out[engine] = repr(sorted((k, v) for k, v in s.items() if k != "wall_time_s" and "_us_" not in k))
-    assert out["native"] == out["python"]
+        out.append(repr(sorted((k, v) for k, v in s.items() if k != "wall_time_s" and "_us_" not in k)))
+    assert out[0] == out[1] and "n_completed" in out[0]
 
 
 @pytest.mark.parametrize(("sc", "kv"), CASES)
 @pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
 def test_pickled_or_copied_mid_run_goes_on_bit_identically(sc, kv, how):
-    sim = Simulator(sc, seed=4, kv_capacity=kv, engine="native", trace=True)
+    sim = NativeSimulator(sc, seed=4, kv_capacity=kv, trace=True)
     pol = Random(sc, seed=3)
     _advance(sim, pol, 40)
     sim.next_decision()  # pending decision at the copy
@@ -141,7 +127,7 @@ def test_pickled_or_copied_mid_run_goes_on_bit_identically(sc, kv, how):
 
 
 def test_pickle_without_a_pending_decision_and_of_a_fresh_simulator():
-    sim = Simulator(SC, seed=4, engine="native")
+    sim = NativeSimulator(SC, seed=4)
     fresh = pickle.loads(pickle.dumps(sim))
     assert fresh.n_decisions == 0 and fresh.next_decision() == sim.next_decision()
     sim.apply(Random(SC, seed=0).decide(sim.next_decision()))  # applied, next_decision not called yet
@@ -150,7 +136,7 @@ def test_pickle_without_a_pending_decision_and_of_a_fresh_simulator():
 
 
 def test_unpickling_a_state_that_does_not_replay_is_an_error():
-    sim = Simulator(SC, seed=4, engine="native")
+    sim = NativeSimulator(SC, seed=4)
     _advance(sim, Random(SC, seed=0), 5)
     func, (state,) = sim.__reduce_ex__(4)
     bad = dict(state, log=state["log"][::-1].copy())  # the decisions out of order
@@ -160,22 +146,10 @@ def test_unpickling_a_state_that_does_not_replay_is_an_error():
         func({"version": 0})
 
 
-def test_the_engine_option_selects_the_engine_of_the_run(pytestconfig):
-    """``pytest --engine native`` (tests/conftest.py) makes every Simulator without engine= native."""
-    chosen = pytestconfig.getoption("--engine")
-    import os
-
-    from kairos_gym.sim import engine_name
-
-    if chosen is not None:
-        assert os.environ["KAIROS_ENGINE"] == chosen
-    assert isinstance(Simulator(SC, seed=0), NativeSimulator) == (engine_name() == "native")
-
-
 def test_pickle_after_a_restore_replays_the_restored_branch():
     """The decision log is part of the snapshot: a simulator pickled after a restore replays the branch it
     was restored to, not the decisions made after the snapshot."""
-    sim = Simulator(SC, seed=6, engine="native")
+    sim = NativeSimulator(SC, seed=6)
     _advance(sim, Random(SC, seed=1), 20)
     snap = sim.snapshot()
     _advance(sim, Random(SC, seed=2), 30)

@@ -43,7 +43,7 @@ def scenario(points: str = "arrival+pull") -> ScenarioConfig:
 
 
 def native(points: str = "arrival+pull", seed: int = 0, **kw) -> Simulator:
-    return Simulator(scenario(points), seed=seed, engine="native", **kw)
+    return Simulator(scenario(points), seed=seed, **kw)
 
 
 class StayAtPulls:
@@ -85,10 +85,6 @@ def test_option_validated_and_default_arrival():
     with pytest.raises(ConfigError, match="decision_points"):
         ScenarioConfig.from_dict({**BASE, "deflection": {"decision_points": "pull"}})
 
-
-def test_python_engine_refuses_pull():
-    with pytest.raises(ConfigError, match="native engine"):
-        Simulator(scenario(), engine="python")
 
 
 # ---------------------------------------------------------------------------------------------- bit-identity
@@ -278,8 +274,7 @@ def test_pickle_and_snapshot_at_a_pull():
 
 
 # ---------------------------------------------------------------------------------------------- env
-def test_env_observation_and_mask_at_pulls(monkeypatch):
-    monkeypatch.setenv("KAIROS_ENGINE", "native")  # pulls are native-only (also under --engine python)
+def test_env_observation_and_mask_at_pulls():
     env = KairosEnv(scenario(), max_decisions=None)
     layout = env.obs_layout
     assert "decision_pull" in layout.names and layout.size == KairosEnv(scenario("arrival")).obs_layout.size + 1
@@ -312,8 +307,7 @@ def test_env_observation_and_mask_at_pulls(monkeypatch):
     assert n_pull > 0 and env.sim.n_pulled == n_pull
 
 
-def test_vector_env_with_pulls_matches_single_envs(monkeypatch):
-    monkeypatch.setenv("KAIROS_ENGINE", "native")
+def test_vector_env_with_pulls_matches_single_envs():
     from kairos_gym.env.vector import KairosVectorEnv
 
     sc = scenario()
@@ -356,7 +350,7 @@ def test_kairos_pull_is_kairos_at_arrivals():
 def test_kairos_pull_rule(track):
     sc = ScenarioConfig.from_dict({**BASE, "deflection": {"decision_points": "arrival+pull"}, "slo": {"ttft_s": 0.3},
                                    "information": {"track": track}})
-    sim = Simulator(sc, engine="native")  # a tight TTFT SLO: some candidates are hopeless and stay
+    sim = Simulator(sc)  # a tight TTFT SLO: some candidates are hopeless and stay
     pol = KairosPull(sc)
     taken = stayed = 0
     while (ctx := sim.next_decision()) is not None:
@@ -377,8 +371,7 @@ def test_kairos_pull_rule(track):
     assert taken > 0 and stayed > 0
 
 
-def test_pull_compare_rows(monkeypatch):
-    monkeypatch.setenv("KAIROS_ENGINE", "native")
+def test_pull_compare_rows():
     from kairos_gym.train.pull_compare import MEASURED, measure
 
     rows = measure("bursty", instances=2)
@@ -399,7 +392,7 @@ def test_pulls_on_the_realistic_track():
     make every later arrival look like a pull)."""
     sc = ScenarioConfig.from_dict({**BASE, "deflection": {"decision_points": "arrival+pull"},
                                    "information": {"track": "realistic", "staleness_s": 0.5}})
-    sim = Simulator(sc, seed=0, engine="native")
+    sim = Simulator(sc, seed=0)
     pol = KairosPull(sc)
     pulls = arrivals = pulled = 0
     seen: set[int] = set()
