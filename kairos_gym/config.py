@@ -149,6 +149,10 @@ class ClusterConfig(_Plain):
             ``kv_block_tokens`` and grows as tokens are generated; when the next step would not fit, the
             most recently admitted request is preempted by swapping its KV to host memory, and swapped
             back (at ``swap_bandwidth_bytes_per_s``, PCIe) before new work once memory frees.
+        swap_order: the ``swap`` policy's order (native engine only). ``fifo`` (default, vLLM FCFS): the
+            latest-arrived batch member is preempted first and the earliest-arrived swapped request comes back
+            first, so no request starves. ``lifo`` (the order before issue 14): the most recently admitted
+            member is preempted and the most recently swapped request comes back first (starves the oldest).
         kv_block_tokens: KV block size in tokens (``swap`` policy), 1 to :data:`MAX_KV_BLOCK_TOKENS` (65,536).
         swap_bandwidth_bytes_per_s: GPU <-> host bandwidth for swapping KV (default 20 GB/s, PCIe 4 x16).
         calibration: overrides of step-latency calibration parameters by name.
@@ -161,7 +165,7 @@ class ClusterConfig(_Plain):
         "max_deflections_per_node": Number(integer=True, low=0), "kv_reserve_frac": FRACTION,
         "decode_max_batch": Number(integer=True, low=1, high=MAX_DECODE_BATCH),
         "ttft_includes_transfer": FLAG, "overlong": Choice(("error", "reject")),
-        "memory_policy": Choice(("reserve", "swap")),
+        "memory_policy": Choice(("reserve", "swap")), "swap_order": Choice(("fifo", "lifo")),
         "kv_block_tokens": Number(integer=True, low=1, high=MAX_KV_BLOCK_TOKENS),
         "swap_bandwidth_bytes_per_s": POSITIVE,
     }
@@ -177,6 +181,7 @@ class ClusterConfig(_Plain):
     ttft_includes_transfer: bool = True
     overlong: str = "error"
     memory_policy: str = "reserve"
+    swap_order: str = "fifo"
     kv_block_tokens: int = 16
     swap_bandwidth_bytes_per_s: float = 20e9
     calibration: Mapping[str, float] = field(default_factory=dict)

@@ -171,7 +171,7 @@ class NativeSimulator:
             "prefill_token_budget": cl.prefill_token_budget, "ttft_includes_transfer": cl.ttft_includes_transfer,
             "tbt_s": sc.slo.tbt_s, "ls_budget_s": self._ls_budget, "menu": list(self.menu),
             "menu_desc": list(self.menu_desc), "max_deflections_per_node": cl.max_deflections_per_node,
-            "swap": self.swap_policy, "kv_block_tokens": cl.kv_block_tokens,
+            "swap": self.swap_policy, "swap_order": cl.swap_order, "kv_block_tokens": cl.kv_block_tokens,
             "swap_bandwidth": float(cl.swap_bandwidth_bytes_per_s),
             "transfer_bandwidth": float(self.transfer.bandwidth_bytes_per_s),
             "transfer_setup_s": float(self.transfer.setup_s), "transfer_enabled": bool(self.transfer.enabled),

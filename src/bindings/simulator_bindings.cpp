@@ -73,6 +73,7 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.max_deflections_per_node = get<int64_t>(c, "max_deflections_per_node");
     cfg.kv.swap = get<bool>(c, "swap");
     cfg.kv.block = get<int64_t>(c, "kv_block_tokens");
+    cfg.kv.fifo = get<std::string>(c, "swap_order") == "fifo";
     cfg.swap_bandwidth = get<double>(c, "swap_bandwidth");
     cfg.transfer_bandwidth = get<double>(c, "transfer_bandwidth");
     cfg.transfer_setup_s = get<double>(c, "transfer_setup_s");

@@ -50,7 +50,8 @@ def test_slices_cover_the_golden_cases():
     assert len(SLICE_3B) == 37  # 33 deflecting rule-policy cases + Kairos (default, exact) on bursty and mooncake
     for part in ("/d512/", "/dls/", "/rand/", "tight-reserve/d256", "tight-reserve/rand", "incl/rand"):
         assert any(part in k for k in SLICE_3B), part
-    assert SLICE_3C == ["tight-swap-slow", "tight-swap/d256", "tight-swap/nodef", "tight-swap/rand"]
+    assert SLICE_3C == ["tight-swap-lifo-slow", "tight-swap-lifo/d256", "tight-swap-lifo/nodef", "tight-swap-lifo/rand",
+                        "tight-swap-slow", "tight-swap/d256", "tight-swap/nodef", "tight-swap/rand"]
     assert sorted(NATIVE) == SIM_KEYS  # every simulator golden; the env ones run the default engine
 
 
@@ -125,7 +126,9 @@ def scenarios(draw):
     sc = {"name": "random", "cluster": cluster, "transfer": transfer, "workload": workload, "deflection": deflection,
           "slo": {"tbt_s": draw(st.sampled_from([0.005, 0.02, 0.1]))}}
     if draw(st.booleans()):
-        cluster |= {"memory_policy": "swap", "kv_block_tokens": draw(st.sampled_from([1, 16, 100])),
+        # lifo: the Python reference engine's order (fifo, the default, is native-only: issue 14)
+        cluster |= {"memory_policy": "swap", "swap_order": "lifo",
+                    "kv_block_tokens": draw(st.sampled_from([1, 16, 100])),
                     "swap_bandwidth_bytes_per_s": draw(st.sampled_from([1e8, 20e9]))}
     kv = draw(st.sampled_from([None, 3000, 12_000, 40_000]))
     return ScenarioConfig.from_dict(sc), kv, draw(st.integers(0, 2**31 - 1))
@@ -236,7 +239,8 @@ def test_swap_overlong_error_counts_whole_blocks():
           "lengths": {"kind": "fixed", "prompt_tokens": 100, "output_tokens": 10}}  # 110 tokens: 2 blocks of 64
     for policy, fits in (("reserve", True), ("swap", False)):
         sc = ScenarioConfig.from_dict({"name": "t", "workload": wl,
-                                       "cluster": {"memory_policy": policy, "kv_block_tokens": 64}})
+                                       "cluster": {"memory_policy": policy, "kv_block_tokens": 64,
+                                                   "swap_order": "lifo"}})  # lifo: the Python engine's order
         msgs = []
         for engine in ("python", "native"):
             if fits:
