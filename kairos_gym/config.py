@@ -275,7 +275,43 @@ class DeflectionConfig(_Plain):
         return super().parse_extra(where, name, raw)
 
 
-SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload")
+MAX_WAITING_BOUND = 10_000_000
+"""Largest ``overload.admission_max_waiting`` (requests): the most requests a run holds (workload MAX_REQUESTS)."""
+
+
+@dataclass(frozen=True)
+class OverloadConfig(_Plain):
+    """Overload control (issue 14; native engine only; every field null = off, the default).
+
+    Attributes:
+        admission_max_waiting: reject an arrival when this many admitted requests already wait for their
+            first token (1 to :data:`MAX_WAITING_BOUND`).
+        admission_max_ttft_s: reject an arrival when its best predicted prefill-path TTFT (the smallest
+            ``ttft_prefill_s`` of its decision context: queue wait + prefill alone + transfer) exceeds this (s).
+        timeout_s: a request with no first token this long after its arrival times out (s): it is removed
+            and counted in ``n_timed_out`` (see docs/reliability.md for where it is removed from).
+
+    A rejected request never reaches a decision (the policy and the env do not see it); it is counted in
+    ``n_rejected`` (and ``n_rejected_admission``).
+    """
+
+    WHERE: ClassVar[str] = "overload"
+    RULES: ClassVar[dict[str, Any]] = {
+        "admission_max_waiting": Number(integer=True, low=1, high=MAX_WAITING_BOUND, optional=True),
+        "admission_max_ttft_s": Number(low=0.0, low_open=True, optional=True),
+        "timeout_s": Number(low=0.0, low_open=True, optional=True),
+    }
+    admission_max_waiting: int | None = None
+    admission_max_ttft_s: float | None = None
+    timeout_s: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Is any overload control on?"""
+        return any(v is not None for v in (self.admission_max_waiting, self.admission_max_ttft_s, self.timeout_s))
+
+
+SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "overload")
 
 
 @dataclass(frozen=True)
@@ -289,6 +325,16 @@ class ScenarioConfig:
     slo: SLOConfig = field(default_factory=SLOConfig)
     deflection: DeflectionConfig = field(default_factory=DeflectionConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    overload: OverloadConfig = field(default_factory=OverloadConfig)
+
+    def native_only(self) -> list[tuple[str, Any]]:
+        """(field, value) of every setting only the native engine implements (issue 14), for the Python
+        reference engine's refusal: the swap policy's ``fifo`` order and any overload control."""
+        out: list[tuple[str, Any]] = []
+        if self.cluster.memory_policy == "swap" and self.cluster.swap_order != "lifo":
+            out.append(("cluster.swap_order", self.cluster.swap_order))
+        out += [(f"overload.{k}", v) for k, v in self.overload.to_dict().items() if v is not None]
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "scenario") -> ScenarioConfig:
@@ -309,6 +355,7 @@ class ScenarioConfig:
             slo=SLOConfig.from_dict(d.get("slo"), f"{where}: slo"),
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
             workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
+            overload=OverloadConfig.from_dict(d.get("overload"), f"{where}: overload"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -316,7 +363,7 @@ class ScenarioConfig:
         return {
             "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
             "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
-            "workload": self.workload.to_dict(),
+            "workload": self.workload.to_dict(), "overload": self.overload.to_dict(),
         }
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ScenarioConfig:

@@ -204,9 +204,9 @@ class Simulator:
         engine: str | None = None,
     ) -> None:
         seed = init_common(self, scenario, seed, oracle, record_timeline, kv_capacity, trace)
-        if self.swap_policy and self.scenario.cluster.swap_order != "lifo":  # issue 14: native-only features
-            raise ConfigError("Simulator", "cluster.swap_order", self.scenario.cluster.swap_order,
-                              "the native engine (the Python reference engine is being removed)")
+        for name, value in self.scenario.native_only():  # issue 14: features of the native engine only
+            raise ConfigError("Simulator", name, value, "the native engine (the Python reference engine is being "
+                              "removed)")
         self._kcost = self.pricer.decode_pair_cost  # (s, FLOPs, compute s) per decode pair
         # debug: every popped event as (t, kind, a, b, wait_area after it), to diff against the native engine;
         # off by default at no cost per event (next_decision picks the pop function once per call)

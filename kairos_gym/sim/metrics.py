@@ -127,6 +127,7 @@ def requests_table(sim: Simulator) -> dict[str, np.ndarray]:
         "max_tbt_s": np.asarray(sim.max_gap),
         "chunks": np.array([" ".join(map(str, c)) if c else "" for c in sim.chunks]),
         "kv_bytes_transferred": np.asarray(sim.kv_moved, dtype=np.int64),
+        **({"timed_out_s": np.asarray(sim.timed_out)} if sim.scenario.overload.enabled else {}),
     }
 
 
@@ -243,9 +244,19 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "sim_time_s": makespan,
         "wall_time_s": wall_time_s,
     }
+    if sc.overload.enabled:  # overload control (native engine): the accounting of every arrival
+        out.update(_overload_counts(sim, n_done))
     if not sim.done:
         out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def _overload_counts(sim: Simulator, n_done: int) -> dict[str, Any]:
+    """``n_arrived`` = ``n_completed`` + ``n_rejected`` + ``n_timed_out`` (+ ``n_in_flight`` in a partial run), and
+    ``n_rejected`` split into ``n_rejected_overlong`` and ``n_rejected_admission`` (the core counts each)."""
+    return {"n_arrived": sim.n_arrived, "n_timed_out": sim.n_timed_out,  # type: ignore[attr-defined]
+            "n_rejected_overlong": sim.n_rejected_overlong,  # type: ignore[attr-defined]
+            "n_rejected_admission": sim.n_rejected_admission}  # type: ignore[attr-defined]
 
 
 def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) -> dict[str, Any]:
@@ -254,7 +265,7 @@ def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) ->
     # that arrived and waits for its decision (decisions are taken in arrival order)
     awaiting_decision = 1 if sim._pending_rid is not None else 0  # the engine's field (same package)
     n_pending = int((path == PATH_PENDING).sum()) - awaiting_decision
-    settled = n_done + sim.n_rejected
+    settled = n_done + sim.n_rejected + getattr(sim, "n_timed_out", 0)
     return {
         "slo_attainment": float(n_ok / settled) if settled else math.nan,
         "n_pending": n_pending,

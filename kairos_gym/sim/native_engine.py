@@ -178,6 +178,7 @@ class NativeSimulator:
             "kv_capacity": self.kv_capacity, "max_context": m.model.max_context,
             "kv_bytes_per_token": int(m.kv_bytes_per_token),
             "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
+            **_overload_config(sc.overload),
         }
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
@@ -239,6 +240,26 @@ class NativeSimulator:
     @property
     def n_rejected(self) -> int:
         return self._core.n_rejected
+
+    @property
+    def n_rejected_overlong(self) -> int:
+        """Requests rejected at arrival because they could never fit (``cluster.overlong: reject``)."""
+        return self._core.n_rejected_overlong
+
+    @property
+    def n_rejected_admission(self) -> int:
+        """Requests rejected at arrival by admission control (``overload.admission_*``)."""
+        return self._core.n_rejected_admission
+
+    @property
+    def n_timed_out(self) -> int:
+        """Requests that timed out (``overload.timeout_s``) before their first token."""
+        return self._core.n_timed_out
+
+    @property
+    def n_arrived(self) -> int:
+        """Arrivals handled so far (admitted or rejected)."""
+        return self._core.n_arrived
 
     @property
     def n_preemptions(self) -> int:
@@ -510,6 +531,7 @@ class NativeSimulator:
         self.output = core.column("output")
         for k in COLUMNS:
             setattr(self, k, core.column(k))
+        self.timed_out = core.column("timed_out")  # native only (overload.timeout_s): time out s, NaN if not
 
     def decision_log(self) -> np.ndarray:
         """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect,
@@ -529,6 +551,13 @@ class NativeSimulator:
             "pending": core.pending_rid >= 0, "policy_label": self._policy_label,
             "check": (core.now, core.n_decisions, core.events_pushed, core.wait_area, core.tokens_out),
         },))
+
+
+def _overload_config(ov: Any) -> dict[str, Any]:
+    """The core's overload constants from ``ScenarioConfig.overload`` (-1: off)."""
+    return {"admit_max_waiting": -1 if ov.admission_max_waiting is None else int(ov.admission_max_waiting),
+            "admit_max_ttft_s": -1.0 if ov.admission_max_ttft_s is None else float(ov.admission_max_ttft_s),
+            "timeout_s": -1.0 if ov.timeout_s is None else float(ov.timeout_s)}
 
 
 def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:

@@ -82,6 +82,9 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.max_context = get<int64_t>(c, "max_context");
     cfg.kv_bytes_per_token = get<int64_t>(c, "kv_bytes_per_token");
     cfg.kv_bytes_per_token_per_gpu = get<double>(c, "kv_bytes_per_token_per_gpu");
+    cfg.admit_max_waiting = get<int64_t>(c, "admit_max_waiting");
+    cfg.admit_max_ttft_s = get<double>(c, "admit_max_ttft_s");
+    cfg.timeout_s = get<double>(c, "timeout_s");
     return cfg;
 }
 
@@ -107,6 +110,7 @@ nb::object request_column(const Simulator& s, const std::string& name) {
     if (name == "end_step") return nb::cast(view_of(r.end_step, keep));
     if (name == "gap_own") return nb::cast(view_of(r.gap_own, keep));
     if (name == "from_rec") return nb::cast(view_of(r.from_rec, keep));
+    if (name == "timed_out") return nb::cast(view_of(r.timed_out, keep));
     const WorkloadPtr& W = s.workload();
     std::shared_ptr<const void> wkeep = W;
     if (name == "arrival") return nb::cast(view_of(W->arrival, wkeep));
@@ -201,6 +205,10 @@ void bind_simulator(nb::module_& m) {
         .def_prop_ro("n_invalid", [](const Simulator& s) { return s.counters().n_invalid; })
         .def_prop_ro("n_finished", [](const Simulator& s) { return s.counters().n_finished; })
         .def_prop_ro("n_rejected", [](const Simulator& s) { return s.counters().n_rejected; })
+        .def_prop_ro("n_rejected_overlong", [](const Simulator& s) { return s.counters().n_rejected_overlong; })
+        .def_prop_ro("n_rejected_admission", [](const Simulator& s) { return s.counters().n_rejected_admission; })
+        .def_prop_ro("n_timed_out", [](const Simulator& s) { return s.counters().n_timed_out; })
+        .def_prop_ro("n_arrived", [](const Simulator& s) { return s.counters().n_arrived; })
         .def_prop_ro("n_preemptions", [](const Simulator& s) { return s.counters().n_preemptions; })
         .def_prop_ro("swap_bytes", [](const Simulator& s) { return s.counters().swap_bytes; })
         .def_prop_ro("grow_count", [](const Simulator& s) { return s.pricer().grow_count(); },

@@ -25,7 +25,7 @@ struct Requests {
           exec_s(n, 0.0), xfer_start(n, NaN), xfer_end(n, NaN), p_node(n, -1), d_node(n, -1), max_gap(n, 0.0),
           last_tok(n, NaN), ctx_base(n, 0), end_step(n, 0), gap_own(n, 0.0), from_rec(n, 0), kv_moved(n, 0),
           batch_prev(n, -1), batch_next(n, -1), has_chunks(n, 0), chunks(n), swapped(n, 0), swap_ctx(n, 0),
-          swap_rem(n, 0), swap_gap(n, 0.0) {}
+          swap_rem(n, 0), swap_gap(n, 0.0), timed_out(n, NaN) {}
 
     std::vector<int64_t> path;
     std::vector<double> first_token, finish, prefill_start, prefill_end;
@@ -49,6 +49,9 @@ struct Requests {
     std::vector<uint8_t> swapped;
     std::vector<int64_t> swap_ctx, swap_rem;  // cached tokens, tokens left to decode
     std::vector<double> swap_gap;             // worst gap so far (s)
+    // overload.cpp: when the request timed out (s; NaN: it did not). A timed-out request never gets a first
+    // token or a finish time; `path` keeps where it was routed.
+    std::vector<double> timed_out;
 };
 
 using RequestsPtr = std::shared_ptr<Requests>;

@@ -56,7 +56,11 @@ struct RunCounters {
     int64_t n_decisions = 0;
     int64_t n_invalid = 0;
     int64_t n_finished = 0;
-    int64_t n_rejected = 0;
+    int64_t n_rejected = 0;            // rejected at arrival, for any reason (the sum of the two below)
+    int64_t n_rejected_overlong = 0;   // could never fit (cluster.overlong: reject)
+    int64_t n_rejected_admission = 0;  // refused by admission control (overload.admission_*)
+    int64_t n_timed_out = 0;           // no first token within overload.timeout_s of arrival (overload.cpp)
+    int64_t n_arrived = 0;             // arrival events handled (admitted or rejected)
     int64_t n_preemptions = 0;
     int64_t swap_bytes = 0;
 

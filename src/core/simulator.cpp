@@ -212,6 +212,9 @@ bool Simulator::next_decision() {
             case EV_PREFILL_DONE:
                 on_prefill_done(pnodes_[static_cast<size_t>(e.a)]);
                 break;
+            case EV_TIMEOUT:
+                on_timeout(e.a);
+                break;
             case EV_SWAP_IN_DONE: {
                 DecodeNode& d = dnodes_[static_cast<size_t>(e.b)];
                 d.swapping_in -= 1;
@@ -220,6 +223,13 @@ bool Simulator::next_decision() {
                 break;
             }
             case EV_SETUP_DONE: {
+                if (is_timed_out(e.a)) {  // overload.cpp: the transfer never starts; the reservation goes
+                    DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[e.a])];
+                    d.incoming -= 1;
+                    release_reservation(e.a, d);
+                    retry_memory();
+                    break;
+                }
                 int64_t pi = R_->p_node[e.a];
                 links_[static_cast<size_t>(pi)].add(e.a, dbl(R_->kv_moved[e.a]), t);
                 schedule_link(pi);
@@ -248,14 +258,23 @@ bool Simulator::next_decision() {
 bool Simulator::on_arrival(int64_t rid) {
     int64_t nxt = rid + 1;
     if (nxt < n_) push(wl_->arrival[nxt], EV_ARRIVAL, nxt, 0);
+    c_.n_arrived += 1;
     int64_t p = wl_->prompt[rid], o = wl_->output[rid];
     if (p + o > cfg_.max_context || cfg_.kv.total(p + o) > cfg_.kv_capacity) {
         // explicit admission rule: a request that can never fit is rejected at arrival
         R_->path[rid] = PATH_REJECTED;
         c_.n_rejected += 1;
+        c_.n_rejected_overlong += 1;
+        return false;
+    }
+    if (admission_refuses(rid)) {  // overload.cpp: admission control (off by default)
+        R_->path[rid] = PATH_REJECTED;
+        c_.n_rejected += 1;
+        c_.n_rejected_admission += 1;
         return false;
     }
     c_.arrive();
+    if (cfg_.timeout_s > 0) push(now_ + cfg_.timeout_s, EV_TIMEOUT, rid, 0);
     pending_rid_ = rid;
     build_menu(rid);
     return true;
@@ -337,6 +356,7 @@ void Simulator::on_prefill_done(PrefillNode& node) {
     for (const StepItem& s : step) {
         R_->exec_s[s.rid] += dur;
         if (node.complete_chunk(s.rid, s.chunk) >= 0) prefill_complete(s.rid);
+        else if (is_timed_out(s.rid)) node.remove(s.rid);  // overload.cpp: timed out during the step
     }
     node.has_step = false;
     node.busy_until = -1.0;
@@ -347,6 +367,7 @@ void Simulator::on_prefill_done(PrefillNode& node) {
 
 void Simulator::prefill_complete(int64_t rid) {
     R_->prefill_end[rid] = now_;
+    if (is_timed_out(rid)) return;  // overload.cpp: timed out during its last prefill step: its KV is dropped
     if (wl_->output[rid] <= 1) {
         // the only token comes out of the prefill step: no decode phase, no KV transfer
         first_token(rid, now_);
@@ -367,6 +388,11 @@ void Simulator::on_transfer_done(int64_t rid) {
     R_->xfer_end[rid] = now_;
     DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[rid])];
     d.incoming -= 1;
+    if (is_timed_out(rid)) {  // overload.cpp: timed out in transfer: the KV arrives and is dropped
+        release_reservation(rid, d);
+        retry_memory();
+        return;
+    }
     d.pending.push_back(rid);
     wake_decode(d);
 }
@@ -452,6 +478,13 @@ void Simulator::advance_deflection(DecodeNode& d) {
     R_->chunks[rid].push_back(c);
     int64_t done = d.defl.done + c;
     if (done < prompt) {
+        if (is_timed_out(rid)) {  // overload.cpp: timed out during this chunk step: the deflection ends here
+            d.has_defl = false;
+            d.defl = Deflection{};
+            release_reservation(rid, d);
+            retry_memory();
+            return;
+        }
         d.defl.done = done;
         return;
     }
@@ -603,6 +636,7 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
 
 // ---------------------------------------------------------------- request milestones
 void Simulator::first_token(int64_t rid, double t) {
+    if (is_timed_out(rid)) throw std::logic_error("simulator: a first token of a timed-out request");
     if (std::isnan(R_->first_token[rid])) {
         R_->first_token[rid] = t;
         c_.first_token(now_, t);  // the area was integrated up to now; the request stopped waiting at t

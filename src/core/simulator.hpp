@@ -7,6 +7,7 @@
 // loop stops: next_decision() runs events until an arrival needs routing (then pending_rid() >= 0), and
 // apply_*() routes it.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -41,6 +42,7 @@ constexpr int8_t EV_SETUP_DONE = 2;
 constexpr int8_t EV_XFER_DONE = 3;
 constexpr int8_t EV_DECODE_BOUNDARY = 4;
 constexpr int8_t EV_SWAP_IN_DONE = 5;
+constexpr int8_t EV_TIMEOUT = 20;  // overload.cpp: a request's timeout (a: rid); far from the others' numbers
 
 // Most requests a run holds (request ids travel in the events' int32 field): 2^31 - 1.
 constexpr int64_t MAX_RUN_REQUESTS = 2147483647;
@@ -66,6 +68,10 @@ struct CoreConfig {
     int64_t max_context = 0;  // tokens
     int64_t kv_bytes_per_token = 0;  // bytes per token of the whole model (what a transfer moves)
     double kv_bytes_per_token_per_gpu = 0.0;
+    // overload control (overload.cpp; scenario section `overload`): off by default
+    int64_t admit_max_waiting = -1;  // reject an arrival when this many admitted requests wait (-1: no bound)
+    double admit_max_ttft_s = -1.0;  // reject when the best predicted prefill-path TTFT exceeds it (s; < 0: none)
+    double timeout_s = -1.0;         // a request without a first token this long after arrival times out (s)
 };
 
 // One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
@@ -176,6 +182,12 @@ private:
     int64_t steps_that_fit(const DecodeNode& d, int64_t n_max) const;
     void preempt_until_fits(DecodeNode& d);
     void try_swap_in(DecodeNode& d);
+    // overload control (overload.cpp)
+    bool admission_refuses(int64_t rid);  // true: reject this arrival (counted)
+    double predicted_prefill_ttft(int64_t rid);  // the best ttft_p of build_menu, without writing the menu
+    void on_timeout(int64_t rid);
+    bool is_timed_out(int64_t rid) const { return !std::isnan(R_->timed_out[rid]); }
+    void release_reservation(int64_t rid, DecodeNode& d);  // a timed-out request's KV reservation on d
     void first_token(int64_t rid, double t);
     void finish(int64_t rid, double t);
     template <class Node>
