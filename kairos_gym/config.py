@@ -311,7 +311,42 @@ class OverloadConfig(_Plain):
         return any(v is not None for v in (self.admission_max_waiting, self.admission_max_ttft_s, self.timeout_s))
 
 
-SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "overload")
+MIN_METRICS_WINDOW, MAX_METRICS_WINDOW = 1 << 6, 1 << 24
+"""Bounds of ``metrics.window`` (a power of two): 64 to 16,777,216 request slots (~230 bytes each)."""
+
+
+@dataclass(frozen=True)
+class MetricsConfig(_Plain):
+    """How a run keeps its metrics (issue 14; ``streaming`` is native-engine only).
+
+    Attributes:
+        mode: ``exact`` (default): every request's record is kept and the summary is computed from them
+            (memory grows ~1.4 KB per request). ``streaming``: a request's figures are folded into running sums
+            and sketches when it settles and its record dropped, so memory stays flat however long the run;
+            counts and means are exact, percentiles within ``relative_accuracy`` (docs/reliability.md). No
+            per-request table (``--requests-csv`` streams rows to disk instead), no pickling.
+        window: streaming: request slots held at once, a power of two from 64 to 16,777,216 (default 65,536).
+            A request arriving while the one ``window`` requests before it is still in flight is an error.
+        relative_accuracy: streaming: the percentiles' relative error bound alpha, in [0.0001, 0.1].
+    """
+
+    WHERE: ClassVar[str] = "metrics"
+    RULES: ClassVar[dict[str, Any]] = {
+        "mode": Choice(("exact", "streaming")),
+        "window": Number(integer=True, low=MIN_METRICS_WINDOW, high=MAX_METRICS_WINDOW),
+        "relative_accuracy": Number(low=0.0001, high=0.1),
+    }
+    mode: str = "exact"
+    window: int = 1 << 16
+    relative_accuracy: float = 0.01
+
+    def cross_check(self, where: str) -> None:
+        if self.window & (self.window - 1):
+            raise ConfigError(where, "window", self.window, "a power of two from 64 to 16,777,216")
+
+
+SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "overload",
+                 "metrics")
 
 
 @dataclass(frozen=True)
@@ -326,6 +361,7 @@ class ScenarioConfig:
     deflection: DeflectionConfig = field(default_factory=DeflectionConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     overload: OverloadConfig = field(default_factory=OverloadConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     def native_only(self) -> list[tuple[str, Any]]:
         """(field, value) of every setting only the native engine implements (issue 14), for the Python
@@ -334,6 +370,8 @@ class ScenarioConfig:
         if self.cluster.memory_policy == "swap" and self.cluster.swap_order != "lifo":
             out.append(("cluster.swap_order", self.cluster.swap_order))
         out += [(f"overload.{k}", v) for k, v in self.overload.to_dict().items() if v is not None]
+        if self.metrics.mode != "exact":
+            out.append(("metrics.mode", self.metrics.mode))
         return out
 
     @classmethod
@@ -356,6 +394,7 @@ class ScenarioConfig:
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
             workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
             overload=OverloadConfig.from_dict(d.get("overload"), f"{where}: overload"),
+            metrics=MetricsConfig.from_dict(d.get("metrics"), f"{where}: metrics"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -363,7 +402,7 @@ class ScenarioConfig:
         return {
             "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
             "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
-            "workload": self.workload.to_dict(), "overload": self.overload.to_dict(),
+            "workload": self.workload.to_dict(), "overload": self.overload.to_dict(), "metrics": self.metrics.to_dict(),
         }
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ScenarioConfig:

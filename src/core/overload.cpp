@@ -53,6 +53,7 @@ void Simulator::release_reservation(int64_t rid, DecodeNode& d) {
 
 void Simulator::on_timeout(int64_t rid) {
     Requests& R = *R_;
+    if (R.ring() && R.occupant[rid] != rid) return;  // streaming: retired, its slot taken by a later request
     if (!std::isnan(R.first_token[rid]) || is_timed_out(rid)) return;  // served in time (or already out)
     const int64_t p = wl_->prompt[rid], o = wl_->output[rid];
     // 1. is the step that makes its first token running? Then it is served, late; nothing changes.
@@ -89,6 +90,7 @@ void Simulator::on_timeout(int64_t rid) {
     c_.n_timed_out += 1;
     c_.waiting -= 1;  // the area is integrated up to now: it waited until now
     if (!remove_now) return;
+    retire(rid);  // removed now: its fields are final (only its KV reservation is left to return, below)
     if (R.path[rid] == PATH_DEFLECT) {
         dn->has_defl = false;
         dn->defl = Deflection{};

@@ -51,7 +51,7 @@ void Simulator::reset(WorkloadPtr wl) {
     if (wl->size() > MAX_RUN_REQUESTS) throw std::length_error("simulator: more than 2^31 - 1 requests");
     wl_ = std::move(wl);
     n_ = wl_->size();
-    R_ = std::make_shared<Requests>(n_);  // fresh arrays: views of the previous run stay valid
+    R_ = std::make_shared<Requests>(n_, cfg_.stream_slots);  // fresh arrays: views of the previous run stay valid
     events_ = EventQueue{};
     pnodes_.assign(static_cast<size_t>(cfg_.n_prefill), PrefillNode{});
     for (int64_t i = 0; i < cfg_.n_prefill; ++i) pnodes_[static_cast<size_t>(i)].idx = i;
@@ -65,6 +65,9 @@ void Simulator::reset(WorkloadPtr wl) {
     awaiting_memory_.clear();
     n_swap_state_ = 0;
     stats_ = RunStats{};
+    if (cfg_.stream_slots > 0) stats_.stream(cfg_.sketch_alpha);
+    stream_ = StreamSummary(cfg_.sketch_alpha);
+    rows_.clear();
     c_ = RunCounters{};
     now_ = 0.0;
     pending_rid_ = -1;
@@ -92,6 +95,8 @@ SimSnapshot Simulator::snapshot() const {
     s.n_swap_state = n_swap_state_;
     s.stats = stats_;
     s.c = c_;
+    s.stream = stream_;
+    s.rows = rows_;
     s.menu = menu_;
     s.now = now_;
     s.pending_rid = pending_rid_;
@@ -142,6 +147,8 @@ void Simulator::restore(const SimSnapshot& s) {
     n_swap_state_ = s.n_swap_state;
     stats_ = s.stats;
     c_ = s.c;
+    stream_ = s.stream;
+    rows_ = s.rows;
     now_ = s.now;
     pending_rid_ = s.pending_rid;
     log_ = s.log;
@@ -227,6 +234,7 @@ bool Simulator::next_decision() {
                     DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[e.a])];
                     d.incoming -= 1;
                     release_reservation(e.a, d);
+                    retire(e.a);
                     retry_memory();
                     break;
                 }
@@ -259,20 +267,24 @@ bool Simulator::on_arrival(int64_t rid) {
     int64_t nxt = rid + 1;
     if (nxt < n_) push(wl_->arrival[nxt], EV_ARRIVAL, nxt, 0);
     c_.n_arrived += 1;
+    occupy_slot(rid);  // streaming mode: the ring slot (streaming_metrics.cpp)
     int64_t p = wl_->prompt[rid], o = wl_->output[rid];
     if (p + o > cfg_.max_context || cfg_.kv.total(p + o) > cfg_.kv_capacity) {
         // explicit admission rule: a request that can never fit is rejected at arrival
         R_->path[rid] = PATH_REJECTED;
         c_.n_rejected += 1;
         c_.n_rejected_overlong += 1;
+        retire(rid);
         return false;
     }
     if (admission_refuses(rid)) {  // overload.cpp: admission control (off by default)
         R_->path[rid] = PATH_REJECTED;
         c_.n_rejected += 1;
         c_.n_rejected_admission += 1;
+        retire(rid);
         return false;
     }
+    if (R_->ring()) R_->live[rid] = 1;
     c_.arrive();
     if (cfg_.timeout_s > 0) push(now_ + cfg_.timeout_s, EV_TIMEOUT, rid, 0);
     pending_rid_ = rid;
@@ -296,7 +308,7 @@ void Simulator::apply_prefill(int64_t pn) {
     if (pn < -1 || pn >= cfg_.n_prefill) throw std::out_of_range("simulator: prefill node index");
     pending_rid_ = -1;
     c_.n_decisions += 1;
-    log_.push_back({rid, 0, pn, 0});
+    if (!R_->ring()) log_.push_back({rid, 0, pn, 0});  // streaming mode keeps no decision log (O(run))
     if (pn < 0) pn = shortest_queue();
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
 }
@@ -309,7 +321,7 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
         throw std::out_of_range("simulator: a chunk size off the menu");
     pending_rid_ = -1;
     c_.n_decisions += 1;
-    log_.push_back({rid, 1, d, chunk});
+    if (!R_->ring()) log_.push_back({rid, 1, d, chunk});
     if (node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
         start_deflection(rid, dnodes_[static_cast<size_t>(d)], chunk);
         return true;
@@ -356,7 +368,10 @@ void Simulator::on_prefill_done(PrefillNode& node) {
     for (const StepItem& s : step) {
         R_->exec_s[s.rid] += dur;
         if (node.complete_chunk(s.rid, s.chunk) >= 0) prefill_complete(s.rid);
-        else if (is_timed_out(s.rid)) node.remove(s.rid);  // overload.cpp: timed out during the step
+        else if (is_timed_out(s.rid)) {  // overload.cpp: timed out during the step
+            node.remove(s.rid);
+            retire(s.rid);
+        }
     }
     node.has_step = false;
     node.busy_until = -1.0;
@@ -367,7 +382,10 @@ void Simulator::on_prefill_done(PrefillNode& node) {
 
 void Simulator::prefill_complete(int64_t rid) {
     R_->prefill_end[rid] = now_;
-    if (is_timed_out(rid)) return;  // overload.cpp: timed out during its last prefill step: its KV is dropped
+    if (is_timed_out(rid)) {  // overload.cpp: timed out during its last prefill step: its KV is dropped
+        retire(rid);
+        return;
+    }
     if (wl_->output[rid] <= 1) {
         // the only token comes out of the prefill step: no decode phase, no KV transfer
         first_token(rid, now_);
@@ -390,6 +408,7 @@ void Simulator::on_transfer_done(int64_t rid) {
     d.incoming -= 1;
     if (is_timed_out(rid)) {  // overload.cpp: timed out in transfer: the KV arrives and is dropped
         release_reservation(rid, d);
+        retire(rid);
         retry_memory();
         return;
     }
@@ -482,6 +501,7 @@ void Simulator::advance_deflection(DecodeNode& d) {
             d.has_defl = false;
             d.defl = Deflection{};
             release_reservation(rid, d);
+            retire(rid);
             retry_memory();
             return;
         }
@@ -646,6 +666,7 @@ void Simulator::first_token(int64_t rid, double t) {
 void Simulator::finish(int64_t rid, double t) {
     R_->finish[rid] = t;
     c_.n_finished += 1;
+    retire(rid);
 }
 
 template <class Node>

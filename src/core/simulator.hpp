@@ -24,6 +24,7 @@
 #include "pricer.hpp"
 #include "requests.hpp"
 #include "run_stats.hpp"
+#include "streaming_metrics.hpp"
 #include "workload.hpp"
 
 namespace kairos {
@@ -72,6 +73,11 @@ struct CoreConfig {
     int64_t admit_max_waiting = -1;  // reject an arrival when this many admitted requests wait (-1: no bound)
     double admit_max_ttft_s = -1.0;  // reject when the best predicted prefill-path TTFT exceeds it (s; < 0: none)
     double timeout_s = -1.0;         // a request without a first token this long after arrival times out (s)
+    double ttft_slo_s = 1.0;         // s (the streaming summary's SLO attainment)
+    // streaming metrics (streaming_metrics.hpp; scenario section `metrics`): -1 exact mode, else the ring's
+    // request slots (a power of two) and the sketches' relative accuracy
+    int64_t stream_slots = -1;
+    double sketch_alpha = 0.01;
 };
 
 // One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
@@ -125,6 +131,15 @@ public:
     const std::vector<DecodeNode>& dnodes() const { return dnodes_; }
     const RunStats& stats() const { return stats_; }
     const RunCounters& counters() const { return c_; }
+    const StreamSummary& stream() const { return stream_; }
+    // streaming mode with stream_rows on: the requests retired since the last call (then forgotten)
+    std::vector<RetiredRow> take_rows() {
+        std::vector<RetiredRow> out;
+        out.swap(rows_);
+        return out;
+    }
+    size_t n_rows() const { return rows_.size(); }
+    bool stream_rows = false;
     const Pricer& pricer() const { return pricer_; }
     int64_t pending_rid() const { return pending_rid_; }
     double now() const { return now_; }
@@ -188,6 +203,10 @@ private:
     void on_timeout(int64_t rid);
     bool is_timed_out(int64_t rid) const { return !std::isnan(R_->timed_out[rid]); }
     void release_reservation(int64_t rid, DecodeNode& d);  // a timed-out request's KV reservation on d
+    // streaming metrics (streaming_metrics.cpp): fold a settled request into stream_ and free its ring slot;
+    // take the slot of an arriving request (std::length_error when its previous occupant is still in flight)
+    void retire(int64_t rid);
+    void occupy_slot(int64_t rid);
     void first_token(int64_t rid, double t);
     void finish(int64_t rid, double t);
     template <class Node>
@@ -208,6 +227,8 @@ private:
     int64_t n_swap_state_ = 0;  // requests with a swap state (Python: len(swap_state))
     RunStats stats_;
     RunCounters c_;
+    StreamSummary stream_;
+    std::vector<RetiredRow> rows_;
     DecisionMenu menu_;
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
@@ -229,6 +250,8 @@ struct SimSnapshot {
     int64_t n_swap_state = 0;
     RunStats stats;
     RunCounters c;
+    StreamSummary stream;
+    std::vector<RetiredRow> rows;
     DecisionMenu menu;
     double now = 0.0;
     int64_t pending_rid = -1;
