@@ -186,3 +186,33 @@ def test_without_overload_control_the_summary_is_unchanged():
     s = sim.run(NoDeflect())
     assert not {"n_arrived", "n_timed_out", "n_rejected_overlong", "n_rejected_admission"} & set(s)
     assert sim.n_timed_out == 0 and sim.n_arrived == sim.n
+
+
+def test_env_slo_reward_counts_timed_out_requests_as_missed():
+    """The env's SLO/goodput reward tracker settles a timed-out request as a miss (it never finishes)."""
+    import gymnasium as gym
+
+    import kairos_gym.env  # noqa: F401
+
+    sc, _ = overloaded({"timeout_s": 0.5}, rate=80)
+    env = gym.make("kairos_gym/Kairos-v0", scenario=sc, reward="slo")
+    _, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    while True:
+        valid = np.flatnonzero(info["action_mask"])
+        _, _, term, trunc, info = env.step(int(valid[rng.integers(valid.size)]))
+        if term or trunc:
+            break
+    tracker = env.unwrapped._slo
+    tracker.update(env.unwrapped.sim)
+    assert info["summary"]["n_timed_out"] > 0
+    assert tracker.state()[0] == []  # nothing left "running"
+
+
+def test_env_refuses_streaming_metrics():
+    import gymnasium as gym
+
+    import kairos_gym.env  # noqa: F401
+
+    with pytest.raises(ConfigError, match=r"metrics\.mode"):
+        gym.make("kairos_gym/Kairos-v0", scenario="small", metrics={"mode": "streaming"})
