@@ -66,7 +66,7 @@ void Simulator::reset(WorkloadPtr wl) {
     n_swap_state_ = 0;
     stats_ = RunStats{};
     if (cfg_.stream_slots > 0) stats_.stream(cfg_.sketch_alpha);
-    stream_ = StreamSummary(cfg_.sketch_alpha);
+    stream_ = cfg_.stream_slots > 0 ? StreamSummary(cfg_.sketch_alpha) : StreamSummary{};
     rows_.clear();
     c_ = RunCounters{};
     now_ = 0.0;

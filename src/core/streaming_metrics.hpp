@@ -52,7 +52,8 @@ struct CompSum {
 
 // What kairos_gym.sim.metrics.summarize reads per request, folded as requests retire (streaming_metrics.cpp).
 struct StreamSummary {
-    explicit StreamSummary(double alpha = 0.01)
+    StreamSummary() = default;  // exact mode: empty sketches (nothing allocated, nothing for snapshots to copy)
+    explicit StreamSummary(double alpha)
         : ttft(alpha), e2e(alpha), ttft_prefill(alpha), queue(alpha), exec(alpha), transfer(alpha) {}
     LogSketch ttft, e2e;                       // completed requests
     LogSketch ttft_prefill, queue, exec, transfer;  // completed prefill-path requests (the TTFT breakdown)
