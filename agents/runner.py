@@ -39,6 +39,7 @@ def run_policy(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed
 
 def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: int = 0, *, oracle: bool = False,
              record_timeline: bool = False, progress: Callable[[], Any] | None = None,
+             setup: Callable[[Simulator], Any] | None = None,
              **policy_kwargs: Any) -> tuple[dict[str, Any], Simulator]:
     """Simulate ``scenario`` (workload seed ``seed``) with ``policy`` deciding every request.
 
@@ -53,7 +54,8 @@ def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: 
     each decision in microseconds, ``time.perf_counter_ns``) and ``decision_cpu_us_p50/p99`` (the deciding
     thread's CPU time, free of OS descheduling; None for a hook-only policy object), and the simulator
     (for per-request records and plots: ``record_timeline`` keeps the node timeline). ``progress()`` is
-    called after every decision.
+    called after every decision; ``setup(sim)`` once the simulator is built, before the run (e.g. to stream
+    its per-request rows to a file: ``Simulator.stream_requests_csv``).
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError("run_policy", "seed", seed, "a whole number >= 0 (seeds are explicit, so a run "
@@ -64,6 +66,8 @@ def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: 
     elif policy_kwargs:
         raise TypeError("run_policy: policy parameters are only accepted with a policy name")
     sim = Simulator(sc, seed=seed, oracle=oracle, record_timeline=record_timeline)
+    if setup is not None:
+        setup(sim)
     if isinstance(policy, BasePolicy):
         policy.reset()
     attach = getattr(policy, "attach", None)

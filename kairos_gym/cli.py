@@ -33,6 +33,7 @@ from kairos_gym.flags import (
 if TYPE_CHECKING:
     from kairos_gym.config import ScenarioConfig
     from kairos_gym.progress import RunProgress
+    from kairos_gym.sim import Simulator
 
 SEEDS_HELP = (f"seeds as a comma list and/or ranges a-b, e.g. 0-4 or 0,3,7 (distinct, each below {SEED_LIMIT}, at "
               f"most {MAX_SEEDS}; every policy runs on the same seeds)")
@@ -139,7 +140,8 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default="no-deflect", help="registry name of the policy (docs/policies.md)")
     p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
     p.add_argument("--json", metavar="PATH", help="write the summary JSON ('-' for stdout)")
-    p.add_argument("--requests-csv", metavar="PATH", help="write the per-request record as CSV")
+    p.add_argument("--requests-csv", metavar="PATH", help="write the per-request record as CSV (with metrics.mode: "
+                   "streaming, row by row as requests settle, in that order)")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_simulate)
 
@@ -159,16 +161,29 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         bar = tqdm(desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr, mininterval=0.5)
+    streamed = None  # metrics.mode streaming: the CSV is written as requests settle, never held whole
+    if args.requests_csv and sc.metrics.mode == "streaming":
+        import csv
+
+        Path(args.requests_csv).parent.mkdir(parents=True, exist_ok=True)
+        streamed = open(args.requests_csv, "w", newline="", encoding="utf-8")  # closed below
+        writer = csv.writer(streamed)
+
+        def setup(sim: Simulator) -> None:
+            writer.writerow(sim.stream_requests_csv(writer.writerow))
     try:
-        summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None)
+        summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None,
+                                setup=setup if streamed is not None else None)
     finally:
         if bar is not None:
             bar.close()
+        if streamed is not None:
+            streamed.close()
     summary["policy"] = args.policy
     if args.json != "-":
         print(format_summary(summary))
     _write_json(args.json, summary)
-    if args.requests_csv:
+    if args.requests_csv and streamed is None:
         write_requests_csv(sim, args.requests_csv)
     return 0
 

@@ -151,6 +151,10 @@ class ClusterConfig(_Plain):
             ``kv_block_tokens`` and grows as tokens are generated; when the next step would not fit, the
             most recently admitted request is preempted by swapping its KV to host memory, and swapped
             back (at ``swap_bandwidth_bytes_per_s``, PCIe) before new work once memory frees.
+        swap_order: the ``swap`` policy's order (native engine only). ``fifo`` (default, vLLM FCFS): the
+            latest-arrived batch member is preempted first and the earliest-arrived swapped request comes back
+            first, so no request starves. ``lifo`` (the order before issue 14): the most recently admitted
+            member is preempted and the most recently swapped request comes back first (starves the oldest).
         kv_block_tokens: KV block size in tokens (``swap`` policy), 1 to :data:`MAX_KV_BLOCK_TOKENS` (65,536).
         swap_bandwidth_bytes_per_s: GPU <-> host bandwidth for swapping KV (default 20 GB/s, PCIe 4 x16).
         calibration: overrides of step-latency calibration parameters by name.
@@ -163,7 +167,7 @@ class ClusterConfig(_Plain):
         "max_deflections_per_node": Number(integer=True, low=0), "kv_reserve_frac": FRACTION,
         "decode_max_batch": Number(integer=True, low=1, high=MAX_DECODE_BATCH),
         "ttft_includes_transfer": FLAG, "overlong": Choice(("error", "reject")),
-        "memory_policy": Choice(("reserve", "swap")),
+        "memory_policy": Choice(("reserve", "swap")), "swap_order": Choice(("fifo", "lifo")),
         "kv_block_tokens": Number(integer=True, low=1, high=MAX_KV_BLOCK_TOKENS),
         "swap_bandwidth_bytes_per_s": POSITIVE,
     }
@@ -179,6 +183,7 @@ class ClusterConfig(_Plain):
     ttft_includes_transfer: bool = True
     overlong: str = "error"
     memory_policy: str = "reserve"
+    swap_order: str = "fifo"
     kv_block_tokens: int = 16
     swap_bandwidth_bytes_per_s: float = 20e9
     calibration: Mapping[str, float] = field(default_factory=dict)
@@ -315,7 +320,80 @@ class InformationConfig(_Plain):
         return self.track == "realistic"
 
 
-SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "information")
+
+
+MAX_WAITING_BOUND = 10_000_000
+"""Largest ``overload.admission_max_waiting`` (requests): the most requests a run holds (workload MAX_REQUESTS)."""
+
+
+@dataclass(frozen=True)
+class OverloadConfig(_Plain):
+    """Overload control (issue 14; native engine only; every field null = off, the default).
+
+    Attributes:
+        admission_max_waiting: reject an arrival when this many admitted requests already wait for their
+            first token (1 to :data:`MAX_WAITING_BOUND`).
+        admission_max_ttft_s: reject an arrival when its best predicted prefill-path TTFT (the smallest
+            ``ttft_prefill_s`` of its decision context: queue wait + prefill alone + transfer) exceeds this (s).
+        timeout_s: a request with no first token this long after its arrival times out (s): it is removed
+            and counted in ``n_timed_out`` (see docs/reliability.md for where it is removed from).
+
+    A rejected request never reaches a decision (the policy and the env do not see it); it is counted in
+    ``n_rejected`` (and ``n_rejected_admission``).
+    """
+
+    WHERE: ClassVar[str] = "overload"
+    RULES: ClassVar[dict[str, Any]] = {
+        "admission_max_waiting": Number(integer=True, low=1, high=MAX_WAITING_BOUND, optional=True),
+        "admission_max_ttft_s": Number(low=0.0, low_open=True, optional=True),
+        "timeout_s": Number(low=0.0, low_open=True, optional=True),
+    }
+    admission_max_waiting: int | None = None
+    admission_max_ttft_s: float | None = None
+    timeout_s: float | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Is any overload control on?"""
+        return any(v is not None for v in (self.admission_max_waiting, self.admission_max_ttft_s, self.timeout_s))
+
+
+MIN_METRICS_WINDOW, MAX_METRICS_WINDOW = 1 << 6, 1 << 24
+"""Bounds of ``metrics.window`` (a power of two): 64 to 16,777,216 request slots (~230 bytes each)."""
+
+
+@dataclass(frozen=True)
+class MetricsConfig(_Plain):
+    """How a run keeps its metrics (issue 14; ``streaming`` is native-engine only).
+
+    Attributes:
+        mode: ``exact`` (default): every request's record is kept and the summary is computed from them
+            (memory grows ~1.4 KB per request). ``streaming``: a request's figures are folded into running sums
+            and sketches when it settles and its record dropped, so memory stays flat however long the run;
+            counts and means are exact, percentiles within ``relative_accuracy`` (docs/reliability.md). No
+            per-request table (``--requests-csv`` streams rows to disk instead), no pickling.
+        window: streaming: request slots held at once, a power of two from 64 to 16,777,216 (default 65,536).
+            A request arriving while the one ``window`` requests before it is still in flight is an error.
+        relative_accuracy: streaming: the percentiles' relative error bound alpha, in [0.0001, 0.1].
+    """
+
+    WHERE: ClassVar[str] = "metrics"
+    RULES: ClassVar[dict[str, Any]] = {
+        "mode": Choice(("exact", "streaming")),
+        "window": Number(integer=True, low=MIN_METRICS_WINDOW, high=MAX_METRICS_WINDOW),
+        "relative_accuracy": Number(low=0.0001, high=0.1),
+    }
+    mode: str = "exact"
+    window: int = 1 << 16
+    relative_accuracy: float = 0.01
+
+    def cross_check(self, where: str) -> None:
+        if self.window & (self.window - 1):
+            raise ConfigError(where, "window", self.window, "a power of two from 64 to 16,777,216")
+
+
+SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "information",
+                 "overload", "metrics")
 
 
 @dataclass(frozen=True)
@@ -330,6 +408,8 @@ class ScenarioConfig:
     deflection: DeflectionConfig = field(default_factory=DeflectionConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     information: InformationConfig = field(default_factory=InformationConfig)
+    overload: OverloadConfig = field(default_factory=OverloadConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "scenario") -> ScenarioConfig:
@@ -351,6 +431,8 @@ class ScenarioConfig:
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
             workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
             information=InformationConfig.from_dict(d.get("information"), f"{where}: information"),
+            overload=OverloadConfig.from_dict(d.get("overload"), f"{where}: overload"),
+            metrics=MetricsConfig.from_dict(d.get("metrics"), f"{where}: metrics"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -359,6 +441,7 @@ class ScenarioConfig:
             "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
             "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
             "workload": self.workload.to_dict(), "information": self.information.to_dict(),
+            "overload": self.overload.to_dict(), "metrics": self.metrics.to_dict(),
         }
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ScenarioConfig:

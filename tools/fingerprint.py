@@ -17,7 +17,9 @@ come from this checkout (``tests/sim/conftest.py`` next to this file), so both s
 Each entry hashes, for one scenario x policy x seed, every per-request record of the simulator (arrival,
 first token, finish, prefill start/end, execution, transfer, nodes, worst gap, path, KV moved, chunks)
 and the run's summary (minus wall-clock keys); the tight-memory entries cover the ``swap`` policy, the
-``incl`` entries a scenario whose TTFT excludes the transfer. The env entries hash 4,000 steps of
+``incl`` entries a scenario whose TTFT excludes the transfer, the ``tight-swap-lifo`` entries the swap policy's
+``swap_order: lifo`` (their hashes are those of the ``tight-swap`` entries before swap-in became FIFO, issue 14).
+The env entries hash 4,000 steps of
 observations, rewards and end-of-episode summaries on ``Kairos-v0`` and ``KairosSmall-v0`` under a
 seeded random masked policy. Takes about 10 s.
 """
@@ -108,7 +110,13 @@ def sim_cases() -> list[tuple[str, Callable[[], tuple[Simulator, Any]]]]:
             cases.append((f"tight-{mp}/{name}",
                           lambda m=mp, n=name, ps=pseed: (tight_memory_sim(m), policy(n, ps))))
     cases.append(("tight-swap-slow", lambda: (tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8),
-                                              policy("d128", 0))))
+                                                 policy("d128", 0))))
+    # swap_order lifo: the order before issue 14 (these reproduce the tight-swap entries recorded before it)
+    for name, pseed in (("nodef", 0), ("d256", 0), ("rand", 3)):
+        cases.append((f"tight-swap-lifo/{name}", lambda n=name, ps=pseed: (
+            tight_memory_sim("swap", swap_order="lifo"), policy(n, ps))))
+    cases.append(("tight-swap-lifo-slow", lambda: (
+        tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8, swap_order="lifo"), policy("d128", 0))))
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"ttft_includes_transfer": True}})
     for name, pseed in (("nodef", 0), ("rand", 5)):
         cases.append((f"incl/{name}", lambda n=name, ps=pseed: (Simulator(sc, seed=2), policy(n, ps))))

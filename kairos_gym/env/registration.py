@@ -28,11 +28,22 @@ def scenario_env_id(name: str) -> str:
     return f"{NAMESPACE}/Kairos-{name}-v0"
 
 
+def env_compatible(name: str) -> bool:
+    """A shipped scenario the env can run: not ``metrics.mode: streaming`` (``soak-24h``: a Simulator benchmark;
+    the env's SLO rewards read per-request records). Only the file's ``metrics`` section is read."""
+    from kairos_gym.yaml_io import load_yaml_file
+
+    doc = load_yaml_file(SCENARIO_DIR / f"{name}.yaml")
+    metrics = doc.get("metrics") if isinstance(doc, dict) else None
+    return not (isinstance(metrics, dict) and metrics.get("mode", "exact") != "exact")
+
+
 def register_envs() -> list[str]:
     """Register every kairos-gym id not yet registered; returns all kairos-gym ids (sorted)."""
     wanted = dict(FIXED_IDS)
     for name in sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")):
-        wanted.setdefault(scenario_env_id(name), name)
+        if env_compatible(name):
+            wanted.setdefault(scenario_env_id(name), name)
     for env_id, scenario in wanted.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario},

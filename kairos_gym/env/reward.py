@@ -56,10 +56,14 @@ class SloTracker:
         met_tokens = 0
         missed = 0
         first, arrival, gap, output = sim.first_token, sim.arrival, sim.max_gap, sim.output
+        timed_out = getattr(sim, "timed_out", None)  # native engine: overload.timeout_s (NaN: not timed out)
         for r in self._inflight:
             f = fin[r]
-            if f != f:  # NaN: still running
-                keep.append(r)
+            if f != f:  # NaN: still running, or timed out (a miss that will never finish)
+                if timed_out is not None and timed_out[r] == timed_out[r]:
+                    missed += 1
+                else:
+                    keep.append(r)
                 continue
             if first[r] - arrival[r] <= self._ttft and gap[r] <= self._tbt:
                 met += 1

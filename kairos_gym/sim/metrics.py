@@ -127,6 +127,7 @@ def requests_table(sim: Simulator) -> dict[str, np.ndarray]:
         "max_tbt_s": np.asarray(sim.max_gap),
         "chunks": np.array([" ".join(map(str, c)) if c else "" for c in sim.chunks]),
         "kv_bytes_transferred": np.asarray(sim.kv_moved, dtype=np.int64),
+        **({"timed_out_s": np.asarray(sim.timed_out)} if sim.scenario.overload.enabled else {}),
     }
 
 
@@ -250,9 +251,122 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
     if sc.deflection.decision_points != "arrival":  # pull decisions (native engine): their counts
         out["n_pull_decisions"] = sim.n_pull_decisions
         out["n_pulled"] = sim.n_pulled
+    if sc.overload.enabled:  # overload control (native engine): the accounting of every arrival
+        out.update(_overload_counts(sim, n_done))
     if not sim.done:
         out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def retired_row_columns(scenario: Any) -> list[str]:
+    """The columns of a streamed ``--requests-csv`` (those of :func:`requests_table`)."""
+    cols = ["rid", "arrival_s", "prompt_tokens", "output_tokens", "path", "prefill_node", "decode_node",
+            "first_token_s", "finish_s", "ttft_s", "ttft_queue_s", "ttft_exec_s", "ttft_transfer_s",
+            "ttft_decode_wait_s", "e2e_s", "max_tbt_s", "chunks", "kv_bytes_transferred"]
+    return cols + (["timed_out_s"] if scenario.overload.enabled else [])
+
+
+_PATH_NAMES = {-1: "rejected", 0: "prefill", 1: "deflect"}
+
+
+def retired_row(r: tuple[Any, ...], scenario: Any) -> list[Any]:
+    """One row of a streamed ``--requests-csv`` from a core row (``_core.Simulator.take_rows``), with the values
+    :func:`requests_table` gives that request (the same float64 operations)."""
+    rid, arr, prompt, output, path, pn, dn, first, fin, pstart, exec_s, xs, xe, gap, kv, tout, chunks = r
+    f = np.float64
+    arr, first, fin, pstart, exec_s, xs, xe = f(arr), f(first), f(fin), f(pstart), f(exec_s), f(xs), f(xe)
+    queue = f(np.nan) if np.isnan(pstart) else pstart - arr
+    transfer = f(0.0) if np.isnan(xe) else xe - xs
+    ttft = first - arr
+    decode_wait = (ttft - np.nan_to_num(queue) - exec_s - transfer) if path == 0 else f(0.0)
+    if not scenario.cluster.ttft_includes_transfer:
+        transfer = decode_wait = f(0.0)
+    row = [rid, arr, prompt, output, _PATH_NAMES.get(path, "pending"), pn, dn, first, fin, ttft, queue, exec_s,
+           transfer, decode_wait, fin - arr, f(gap), " ".join(map(str, chunks)) if chunks else "", kv]
+    return row + ([f(tout)] if scenario.overload.enabled else [])
+
+
+APPROXIMATE_KEYS = ("ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99", "tbt_p50", "tbt_p95", "tbt_p99", "e2e_p50",
+                    "e2e_p95", "ttft_breakdown_p95", "prefill_exec_share_of_p95_ttft")
+"""Summary keys a streaming run reports from sketches (relative error <= metrics.relative_accuracy)."""
+
+
+def summarize_streaming(sim: Any, wall_time_s: float) -> dict[str, Any]:
+    """The summary of a ``metrics.mode: streaming`` run (native engine): the keys of :func:`summarize`, from the
+    core's folded accumulators (streaming_metrics.hpp) instead of per-request records. Counts, token sums and
+    rates are exact, means compensated sums (equal to the exact mode's up to float rounding), the
+    :data:`APPROXIMATE_KEYS` within relative error ``metrics.relative_accuracy`` (named in the summary's
+    ``approximate`` key). A partial run counts the requests settled so far."""
+    sc = sim.scenario
+    core = sim._core
+    st = core.stream_summary()
+    n_done = st["n_done"]
+    makespan = st["makespan"] if n_done else 0.0
+    span = makespan if makespan > 0 else 1.0
+    nan = math.nan
+    ttft = st["ttft"]["p"] if n_done else [nan] * 4
+    e2e = st["e2e"]["p"] if n_done else [nan] * 2
+    tbt = st["tbt"]["p"]
+    n_gaps = sim.tokens_out  # every recorded gap is one output token after a request's first
+    n_p = st["n_prefill_done"]
+    q95 = st["ttft_prefill"]["p"][0] if n_p else nan
+    exec_mean = st["exec_sum"] / n_p if n_p else nan
+    peak = sim.model.gpu.peak_flops * sim.model.tp
+    p_sm = [n.compute_s / span for n in sim.pnodes]
+    d_sm = [n.compute_s / span for n in sim.dnodes]
+    hist = st["chunk_hist"]
+    out: dict[str, Any] = {
+        "scenario": sc.name, "source": sim.workload.source, "policy": getattr(sim, "policy_name", "custom"),
+        "seed": sim.seed, "n_requests": sim.n, "n_completed": n_done, "n_rejected": sim.n_rejected,
+        "n_invalid_actions": sim.n_invalid,
+        "ttft_p50": ttft[0], "ttft_p90": ttft[1], "ttft_p95": ttft[2], "ttft_p99": ttft[3],
+        "ttft_mean": st["ttft_sum"] / n_done if n_done else nan,
+        "tbt_p50": tbt[0], "tbt_p95": tbt[1], "tbt_p99": tbt[2],
+        "tbt_violation_rate": sim.tbt_violations / n_gaps if n_gaps else 0.0,
+        "tbt_request_attainment": st["n_tbt_ok"] / n_done if n_done else nan,
+        "tpot_mean": st["tpot_sum"] / st["n_tpot"] if st["n_tpot"] else nan,
+        "e2e_p50": e2e[0], "e2e_p95": e2e[1],
+        "slo_ttft_s": sc.slo.ttft_s, "slo_tbt_s": sc.slo.tbt_s,
+        "slo_attainment": float(st["n_ok"] / sim.n) if sim.n else nan,
+        "goodput_rps": float(st["n_ok"] / span), "throughput_rps": float(n_done / span),
+        "output_tokens_per_s": float(st["output_tokens"] / span),
+        "deflection_rate": st["n_deflect"] / st["n_routed"] if st["n_routed"] else 0.0,
+        "chunk_histogram": {str(c): hist[c] for c in sorted(hist)},
+        "kv_bytes_transferred": st["kv_moved"],
+        "memory_policy": sc.cluster.memory_policy, "n_preemptions": sim.n_preemptions, "swap_bytes": sim.swap_bytes,
+        "prefill_utilization": float(np.mean(p_sm)), "decode_utilization": float(np.mean(d_sm)),
+        "prefill_sm_util_per_node": [round(x, 6) for x in p_sm], "decode_sm_util_per_node": [round(x, 6) for x in d_sm],
+        "prefill_busy_fraction": float(np.mean([n.busy_s / span for n in sim.pnodes])),
+        "decode_busy_fraction": float(np.mean([n.busy_s / span for n in sim.dnodes])),
+        "prefill_mfu": float(np.mean([n.flops * sim.model.tp / (peak * span) for n in sim.pnodes])),
+        "decode_mfu": float(np.mean([n.flops * sim.model.tp / (peak * span) for n in sim.dnodes])),
+        "ttft_breakdown_mean": {
+            "queue": st["queue_sum"] / st["queue"]["n"] if st["queue"]["n"] else nan,
+            "execution": exec_mean, "transfer": st["transfer_sum"] / n_p if n_p else nan,
+            "decode_wait": st["decode_wait_sum"] / n_p if n_p else nan},
+        "ttft_breakdown_p95": {k: (st[s]["p"][0] if st[s]["n"] else None)
+                               for k, s in (("queue", "queue"), ("execution", "exec"), ("transfer", "transfer"))},
+        "prefill_exec_share_of_p95_ttft": float(exec_mean / q95) if n_p and q95 > 0 else nan,
+        "tbt_gaps": n_gaps, "sim_time_s": makespan, "wall_time_s": wall_time_s,
+        "metrics_mode": "streaming",
+        "approximate": {"keys": list(APPROXIMATE_KEYS), "relative_accuracy": sc.metrics.relative_accuracy},
+    }
+    if sc.overload.enabled:
+        out.update(_overload_counts(sim, n_done))
+    if not sim.done:
+        n_pending = sim.n - sim.n_arrived
+        settled = n_done + sim.n_rejected + sim.n_timed_out
+        out.update({"slo_attainment": float(st["n_ok"] / settled) if settled else nan, "n_pending": n_pending,
+                    "n_in_flight": sim.n - n_pending - settled})
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def _overload_counts(sim: Simulator, n_done: int) -> dict[str, Any]:
+    """``n_arrived`` = ``n_completed`` + ``n_rejected`` + ``n_timed_out`` (+ ``n_in_flight`` in a partial run), and
+    ``n_rejected`` split into ``n_rejected_overlong`` and ``n_rejected_admission`` (the core counts each)."""
+    return {"n_arrived": sim.n_arrived, "n_timed_out": sim.n_timed_out,  # type: ignore[attr-defined]
+            "n_rejected_overlong": sim.n_rejected_overlong,  # type: ignore[attr-defined]
+            "n_rejected_admission": sim.n_rejected_admission}  # type: ignore[attr-defined]
 
 
 def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) -> dict[str, Any]:
@@ -262,7 +376,7 @@ def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) ->
     # (a pending pull decision is about a request already routed: it does not count)
     awaiting_decision = 1 if sim._pending_rid is not None and getattr(sim, "pending_kind", None) != "pull" else 0
     n_pending = int((path == PATH_PENDING).sum()) - awaiting_decision
-    settled = n_done + sim.n_rejected
+    settled = n_done + sim.n_rejected + getattr(sim, "n_timed_out", 0)
     return {
         "slo_attainment": float(n_ok / settled) if settled else math.nan,
         "n_pending": n_pending,

@@ -54,6 +54,9 @@ COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exe
 """Per-request columns of the core, exposed as attributes of the same names (read-only numpy views)."""
 
 
+ROW_FLUSH = 4096
+"""Streamed ``--requests-csv``: rows buffered in the core before they are written (bounded memory)."""
+
 TraceEvent = tuple[float, int, int, int, float]
 """One popped event of ``Simulator(trace=True)``: (t s, kind, a, b, wait_area after it in request-seconds)."""
 
@@ -165,6 +168,7 @@ class NativeSimulator:
         self._core.record_timeline = self.record_timeline
         self._menu = self._core.menu_buffers()
         self._trace = trace
+        self._row_writer: Callable[[list[Any]], Any] | None = None
         self.reset(seed, workload)
 
     # ------------------------------------------------------------------ set-up
@@ -177,7 +181,7 @@ class NativeSimulator:
             "prefill_token_budget": cl.prefill_token_budget, "ttft_includes_transfer": cl.ttft_includes_transfer,
             "tbt_s": sc.slo.tbt_s, "ls_budget_s": self._ls_budget, "menu": list(self.menu),
             "menu_desc": list(self.menu_desc), "max_deflections_per_node": cl.max_deflections_per_node,
-            "swap": self.swap_policy, "kv_block_tokens": cl.kv_block_tokens,
+            "swap": self.swap_policy, "swap_order": cl.swap_order, "kv_block_tokens": cl.kv_block_tokens,
             "swap_bandwidth": float(cl.swap_bandwidth_bytes_per_s),
             "transfer_bandwidth": float(self.transfer.bandwidth_bytes_per_s),
             "transfer_setup_s": float(self.transfer.setup_s), "transfer_enabled": bool(self.transfer.enabled),
@@ -187,6 +191,9 @@ class NativeSimulator:
             "info_realistic": sc.information.realistic, "info_staleness_s": float(sc.information.staleness_s),
             "info_model_error": float(sc.information.model_error),
             "pull": sc.deflection.decision_points == "arrival+pull",
+            **_overload_config(sc.overload), "ttft_slo_s": float(sc.slo.ttft_s),
+            "stream_slots": sc.metrics.window if sc.metrics.mode == "streaming" else -1,
+            "sketch_alpha": float(sc.metrics.relative_accuracy),
         }
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
@@ -274,6 +281,26 @@ class NativeSimulator:
     @property
     def n_rejected(self) -> int:
         return self._core.n_rejected
+
+    @property
+    def n_rejected_overlong(self) -> int:
+        """Requests rejected at arrival because they could never fit (``cluster.overlong: reject``)."""
+        return self._core.n_rejected_overlong
+
+    @property
+    def n_rejected_admission(self) -> int:
+        """Requests rejected at arrival by admission control (``overload.admission_*``)."""
+        return self._core.n_rejected_admission
+
+    @property
+    def n_timed_out(self) -> int:
+        """Requests that timed out (``overload.timeout_s``) before their first token."""
+        return self._core.n_timed_out
+
+    @property
+    def n_arrived(self) -> int:
+        """Arrivals handled so far (admitted or rejected)."""
+        return self._core.n_arrived
 
     @property
     def n_preemptions(self) -> int:
@@ -459,6 +486,9 @@ class NativeSimulator:
         """The run loop: one lazy context and one ``decide`` call per decision (a tight Python loop: the events
         between decisions run in C++)."""
         core = self._core
+        if self._row_writer is not None:  # a streamed --requests-csv: rows go to disk as requests retire
+            self._run_loop_streaming_rows(decide, progress)
+            return
         apply = self.apply
         if core.pending_rid >= 0:
             apply(decide(self.next_decision()))  # type: ignore[arg-type]
@@ -471,16 +501,70 @@ class NativeSimulator:
             if progress is not None:
                 progress()
 
+    def _run_loop_streaming_rows(self, decide: Callable[[DecisionContext], Decision],
+                                 progress: Callable[[], Any] | None) -> None:
+        """:meth:`_run_loop` writing the retired rows whenever :data:`ROW_FLUSH` have gathered (and at the end)."""
+        core = self._core
+        if core.pending_rid >= 0:
+            self.apply(decide(self.next_decision()))  # type: ignore[arg-type]
+            if progress is not None:
+                progress()
+        while core.next_decision():
+            self.apply(decide(self._lazy_context()))
+            if core.n_rows >= ROW_FLUSH:
+                self.flush_rows()
+            if progress is not None:
+                progress()
+        self.flush_rows()
+
     # ------------------------------------------------------------------ results
+    @property
+    def streaming(self) -> bool:
+        """``metrics.mode: streaming``: no per-request records, a folded summary (docs/reliability.md)."""
+        return self.scenario.metrics.mode == "streaming"
+
     def summary(self) -> dict[str, Any]:
-        """The run's summary (see :func:`kairos_gym.sim.metrics.summarize`)."""
+        """The run's summary (see :func:`kairos_gym.sim.metrics.summarize`; streaming mode:
+        :func:`kairos_gym.sim.metrics.summarize_streaming`)."""
+        if self.streaming:
+            from kairos_gym.sim.metrics import summarize_streaming
+
+            return summarize_streaming(self, wall_time_s=time.perf_counter() - self._wall_start)
         return summarize(self, wall_time_s=time.perf_counter() - self._wall_start)  # type: ignore[arg-type]
 
     def requests_table(self) -> dict[str, np.ndarray]:
-        """Per-request record as columns (see docs/metrics.md)."""
+        """Per-request record as columns (see docs/metrics.md). Not in streaming mode (no records are kept:
+        see :meth:`stream_requests_csv`)."""
         from kairos_gym.sim.metrics import requests_table
 
+        if self.streaming:
+            raise ConfigError("Simulator.requests_table", "metrics.mode", "streaming",
+                              "metrics.mode exact (streaming keeps no per-request records; stream them to a CSV "
+                              "file with Simulator.stream_requests_csv / --requests-csv)")
         return requests_table(self)  # type: ignore[arg-type]
+
+    def stream_requests_csv(self, write_row: Callable[[list[Any]], Any]) -> list[str]:
+        """Streaming mode: from now on hand every settled request's row (the :meth:`requests_table` columns, in
+        the order requests settle) to ``write_row`` during :meth:`run` (every :data:`ROW_FLUSH` rows and at the
+        end; :meth:`flush_rows` forces it). Returns the column names (write them first)."""
+        if not self.streaming:
+            raise ConfigError("Simulator.stream_requests_csv", "metrics.mode", self.scenario.metrics.mode,
+                              "metrics.mode streaming (in exact mode write requests_table() after the run)")
+        from kairos_gym.sim.metrics import retired_row_columns
+
+        self._row_writer = write_row
+        self._core.stream_rows = True
+        return retired_row_columns(self.scenario)
+
+    def flush_rows(self) -> None:
+        """Hand the rows retired so far to the ``stream_requests_csv`` writer."""
+        from kairos_gym.sim.metrics import retired_row
+
+        if self._row_writer is None:
+            return
+        sc = self.scenario
+        for r in self._core.take_rows():
+            self._row_writer(retired_row(r, sc))
 
     # ------------------------------------------------------------------ debug API (tests)
     def debug_join(self, d: int, rid: int, ctx: int, rem: int, gap: float) -> None:
@@ -579,6 +663,7 @@ class NativeSimulator:
         self.output = core.column("output")
         for k in COLUMNS:
             setattr(self, k, core.column(k))
+        self.timed_out = core.column("timed_out")  # native only (overload.timeout_s): time out s, NaN if not
 
     def decision_log(self) -> np.ndarray:
         """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect at
@@ -588,8 +673,13 @@ class NativeSimulator:
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickling (and ``copy``/``deepcopy``) by re-simulation: the constructor's arguments, the workload, the
         rng state and the decision log; unpickling replays the logged decisions in the core (no policy is
-        called), then checks the clock, counters and events against the pickled ones. O(run so far)."""
+        called), then checks the clock, counters and events against the pickled ones. O(run so far). Not in
+        streaming mode (it keeps no decision log)."""
         core = self._core
+        if self.streaming:
+            raise ConfigError("Simulator pickling", "metrics.mode", "streaming",
+                              "metrics.mode exact (a streaming run keeps no decision log to replay; use "
+                              "snapshot/restore)")
         return (_unpickle_native, ({
             "version": 1, "scenario": self.scenario, "oracle": self.oracle, "record_timeline": self.record_timeline,
             "kv_capacity": self._kv_capacity_arg, "trace": self._trace, "seed": self.seed,
@@ -598,6 +688,13 @@ class NativeSimulator:
             "pending": core.pending_rid >= 0, "policy_label": self._policy_label,
             "check": (core.now, core.n_decisions, core.events_pushed, core.wait_area, core.tokens_out),
         },))
+
+
+def _overload_config(ov: Any) -> dict[str, Any]:
+    """The core's overload constants from ``ScenarioConfig.overload`` (-1: off)."""
+    return {"admit_max_waiting": -1 if ov.admission_max_waiting is None else int(ov.admission_max_waiting),
+            "admit_max_ttft_s": -1.0 if ov.admission_max_ttft_s is None else float(ov.admission_max_ttft_s),
+            "timeout_s": -1.0 if ov.timeout_s is None else float(ov.timeout_s)}
 
 
 def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:

@@ -74,6 +74,7 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.max_deflections_per_node = get<int64_t>(c, "max_deflections_per_node");
     cfg.kv.swap = get<bool>(c, "swap");
     cfg.kv.block = get<int64_t>(c, "kv_block_tokens");
+    cfg.kv.fifo = get<std::string>(c, "swap_order") == "fifo";
     cfg.swap_bandwidth = get<double>(c, "swap_bandwidth");
     cfg.transfer_bandwidth = get<double>(c, "transfer_bandwidth");
     cfg.transfer_setup_s = get<double>(c, "transfer_setup_s");
@@ -86,6 +87,14 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.info.staleness_s = get<double>(c, "info_staleness_s");
     cfg.info.model_error = get<double>(c, "info_model_error");
     cfg.pull = c.contains("pull") && nb::cast<bool>(c["pull"]);  // decision_points arrival+pull (absent: arrival)
+    cfg.admit_max_waiting = get<int64_t>(c, "admit_max_waiting");
+    cfg.admit_max_ttft_s = get<double>(c, "admit_max_ttft_s");
+    cfg.timeout_s = get<double>(c, "timeout_s");
+    cfg.ttft_slo_s = get<double>(c, "ttft_slo_s");
+    cfg.stream_slots = get<int64_t>(c, "stream_slots");
+    cfg.sketch_alpha = get<double>(c, "sketch_alpha");
+    if (cfg.stream_slots != -1 && (cfg.stream_slots < 1 || (cfg.stream_slots & (cfg.stream_slots - 1))))
+        throw nb::value_error("simulator: stream_slots must be -1 or a power of two");
     return cfg;
 }
 
@@ -94,24 +103,25 @@ nb::object request_column(const Simulator& s, const std::string& name) {
     if (!R) throw nb::value_error("simulator: not reset");
     std::shared_ptr<const void> keep = R;
     const Requests& r = *R;
-    if (name == "path") return nb::cast(view_of(r.path, keep));
-    if (name == "first_token") return nb::cast(view_of(r.first_token, keep));
-    if (name == "finish") return nb::cast(view_of(r.finish, keep));
-    if (name == "prefill_start") return nb::cast(view_of(r.prefill_start, keep));
-    if (name == "prefill_end") return nb::cast(view_of(r.prefill_end, keep));
-    if (name == "exec_s") return nb::cast(view_of(r.exec_s, keep));
-    if (name == "xfer_start") return nb::cast(view_of(r.xfer_start, keep));
-    if (name == "xfer_end") return nb::cast(view_of(r.xfer_end, keep));
-    if (name == "p_node") return nb::cast(view_of(r.p_node, keep));
-    if (name == "d_node") return nb::cast(view_of(r.d_node, keep));
-    if (name == "max_gap") return nb::cast(view_of(r.max_gap, keep));
-    if (name == "kv_moved") return nb::cast(view_of(r.kv_moved, keep));
-    if (name == "last_tok") return nb::cast(view_of(r.last_tok, keep));
-    if (name == "ctx_base") return nb::cast(view_of(r.ctx_base, keep));
-    if (name == "end_step") return nb::cast(view_of(r.end_step, keep));
-    if (name == "gap_own") return nb::cast(view_of(r.gap_own, keep));
-    if (name == "from_rec") return nb::cast(view_of(r.from_rec, keep));
-    if (name == "pulled_from") return nb::cast(view_of(r.pulled_from, keep));
+    if (name == "path") return nb::cast(view_of(r.path.v, keep));
+    if (name == "first_token") return nb::cast(view_of(r.first_token.v, keep));
+    if (name == "finish") return nb::cast(view_of(r.finish.v, keep));
+    if (name == "prefill_start") return nb::cast(view_of(r.prefill_start.v, keep));
+    if (name == "prefill_end") return nb::cast(view_of(r.prefill_end.v, keep));
+    if (name == "exec_s") return nb::cast(view_of(r.exec_s.v, keep));
+    if (name == "xfer_start") return nb::cast(view_of(r.xfer_start.v, keep));
+    if (name == "xfer_end") return nb::cast(view_of(r.xfer_end.v, keep));
+    if (name == "p_node") return nb::cast(view_of(r.p_node.v, keep));
+    if (name == "d_node") return nb::cast(view_of(r.d_node.v, keep));
+    if (name == "max_gap") return nb::cast(view_of(r.max_gap.v, keep));
+    if (name == "kv_moved") return nb::cast(view_of(r.kv_moved.v, keep));
+    if (name == "last_tok") return nb::cast(view_of(r.last_tok.v, keep));
+    if (name == "ctx_base") return nb::cast(view_of(r.ctx_base.v, keep));
+    if (name == "end_step") return nb::cast(view_of(r.end_step.v, keep));
+    if (name == "gap_own") return nb::cast(view_of(r.gap_own.v, keep));
+    if (name == "from_rec") return nb::cast(view_of(r.from_rec.v, keep));
+    if (name == "pulled_from") return nb::cast(view_of(r.pulled_from.v, keep));
+    if (name == "timed_out") return nb::cast(view_of(r.timed_out.v, keep));
     const WorkloadPtr& W = s.workload();
     std::shared_ptr<const void> wkeep = W;
     if (name == "arrival") return nb::cast(view_of(W->arrival, wkeep));
@@ -162,12 +172,90 @@ void bind_debug(nb::class_<Simulator>& cls) {
 
 }  // namespace
 
+namespace {
+// ---- streaming metrics (streaming_metrics.hpp): the folded summary and the retired rows of a streaming run
+nb::dict sketch_dict(const LogSketch& s, const std::vector<double>& qs) {
+    nb::dict d;
+    d["n"] = s.total();
+    nb::list ps;
+    for (double q : qs) ps.append(s.percentile(q));
+    d["p"] = ps;
+    return d;
+}
+
+void bind_streaming(nb::class_<Simulator>& cls) {
+    cls.def("stream_summary",
+            [](const Simulator& s) {
+                const StreamSummary& S = s.stream();
+                nb::dict d;
+                std::vector<double> q4 = {50, 90, 95, 99}, q3 = {50, 95, 99}, q2 = {50, 95}, q1 = {95};
+                d["ttft"] = sketch_dict(S.ttft, q4);
+                d["e2e"] = sketch_dict(S.e2e, q2);
+                d["tbt"] = sketch_dict(s.stats().sketch(), q3);
+                d["ttft_prefill"] = sketch_dict(S.ttft_prefill, q1);
+                d["queue"] = sketch_dict(S.queue, q1);
+                d["exec"] = sketch_dict(S.exec, q1);
+                d["transfer"] = sketch_dict(S.transfer, q1);
+                d["ttft_sum"] = S.ttft_sum.value();
+                d["tpot_sum"] = S.tpot_sum.value();
+                d["queue_sum"] = S.queue_sum.value();
+                d["exec_sum"] = S.exec_sum.value();
+                d["transfer_sum"] = S.transfer_sum.value();
+                d["decode_wait_sum"] = S.decode_wait_sum.value();
+                d["n_done"] = S.n_done;
+                d["n_tpot"] = S.n_tpot;
+                d["n_prefill_done"] = S.n_prefill_done;
+                d["n_ok"] = S.n_ok;
+                d["n_tbt_ok"] = S.n_tbt_ok;
+                d["output_tokens"] = S.output_tokens;
+                d["n_routed"] = S.n_routed;
+                d["n_deflect"] = S.n_deflect;
+                d["kv_moved"] = S.kv_moved;
+                d["n_retired"] = S.n_retired;
+                d["makespan"] = S.makespan;
+                nb::dict h;
+                for (const auto& kv : S.chunk_hist) h[nb::cast(kv.first)] = kv.second;
+                d["chunk_hist"] = h;
+                d["sketch_buckets"] = S.ttft.n_buckets();
+                return d;
+            },
+            "Streaming mode: the run's folded summary (sums, counts, sketch percentiles; streaming_metrics.hpp).")
+        .def_rw("stream_rows", &Simulator::stream_rows,
+                "Streaming mode: buffer every retired request's row for take_rows (a streamed --requests-csv).")
+        .def_prop_ro("n_rows", &Simulator::n_rows)
+        .def("take_rows",
+             [](Simulator& s) {
+                 std::vector<RetiredRow> rows = s.take_rows();
+                 nb::list out;
+                 for (const RetiredRow& r : rows) {
+                     nb::list ch;
+                     for (int64_t c : r.chunks) ch.append(c);
+                     out.append(nb::make_tuple(r.rid, r.arrival, r.prompt, r.output, r.path, r.p_node, r.d_node,
+                                               r.first_token, r.finish, r.prefill_start, r.exec_s, r.xfer_start,
+                                               r.xfer_end, r.max_gap, r.kv_moved, r.timed_out, ch));
+                 }
+                 return out;
+             },
+             "The rows retired since the last call as tuples (rid, arrival, prompt, output, path, p_node, d_node, "
+             "first_token, finish, prefill_start, exec_s, xfer_start, xfer_end, max_gap, kv_moved, timed_out, "
+             "chunks); they are then forgotten.")
+        .def_prop_ro("request_slots", [](const Simulator& s) { return s.requests() ? s.requests()->slots() : 0; },
+                     "Per-request slots the core holds (n in exact mode, the ring's size in streaming mode).")
+        .def_prop_ro("gap_records", [](const Simulator& s) {
+            const RunStats& st = s.stats();
+            return static_cast<int64_t>(st.s_n.size() + st.gap_v.size());
+        }, "Token-gap records held (0 in streaming mode: the gaps go into a sketch).");
+}
+
+}  // namespace
+
 void bind_simulator(nb::module_& m) {
     nb::exception<NotImplementedSlice>(m, "NotImplementedSlice", PyExc_NotImplementedError);
 
     nb::class_<Simulator> cls(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).");
     bind_snapshot(m, cls);
     bind_debug(cls);
+    bind_streaming(cls);
     cls.def("__init__",
              [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
                  new (self) Simulator(config_from(config), pricer, oracle);
@@ -222,6 +310,10 @@ void bind_simulator(nb::module_& m) {
         .def_prop_ro("n_invalid", [](const Simulator& s) { return s.counters().n_invalid; })
         .def_prop_ro("n_finished", [](const Simulator& s) { return s.counters().n_finished; })
         .def_prop_ro("n_rejected", [](const Simulator& s) { return s.counters().n_rejected; })
+        .def_prop_ro("n_rejected_overlong", [](const Simulator& s) { return s.counters().n_rejected_overlong; })
+        .def_prop_ro("n_rejected_admission", [](const Simulator& s) { return s.counters().n_rejected_admission; })
+        .def_prop_ro("n_timed_out", [](const Simulator& s) { return s.counters().n_timed_out; })
+        .def_prop_ro("n_arrived", [](const Simulator& s) { return s.counters().n_arrived; })
         .def_prop_ro("n_preemptions", [](const Simulator& s) { return s.counters().n_preemptions; })
         .def_prop_ro("swap_bytes", [](const Simulator& s) { return s.counters().swap_bytes; })
         .def_prop_ro("grow_count", [](const Simulator& s) { return s.pricer().grow_count(); },
@@ -261,12 +353,12 @@ void bind_simulator(nb::module_& m) {
                  const Requests& r = *s.requests();
                  nb::list out;
                  for (size_t i = 0; i < r.chunks.size(); ++i) {
-                     if (!r.has_chunks[i]) {
+                     if (!r.has_chunks.v[i]) {
                          out.append(nb::none());
                          continue;
                      }
                      nb::list l;
-                     for (int64_t c : r.chunks[i]) l.append(c);
+                     for (int64_t c : r.chunks.v[i]) l.append(c);
                      out.append(l);
                  }
                  return out;

@@ -17,7 +17,7 @@ int Simulator::node_refuses(int64_t di, int64_t need) const {
     if (node.batch_size + static_cast<int64_t>(node.pending.size()) + node.incoming +
             static_cast<int64_t>(node.swapped.size()) + node.swapping_in >= cfg_.decode_max_batch)
         return REFUSE_BATCH_FULL;
-    if (node.kv_reserved + need > node.kv_capacity) return REFUSE_MEMORY;
+    if (node.kv_reserved + need > node.kv_capacity || !cfg_.kv.admits_new(node.swapped.size())) return REFUSE_MEMORY;
     return REFUSE_NONE;
 }
 

@@ -42,7 +42,7 @@ struct DecodeNode {
     std::vector<double> smax_val;    // ... and its worst step (s), decreasing: suffix maxima
     std::deque<int64_t> pending;     // KV arrived, waiting for a step boundary
     int64_t incoming = 0;            // transfers in flight to this node
-    std::deque<int64_t> swapped;     // swap policy: KV in host memory (LIFO)
+    std::deque<int64_t> swapped;     // swap policy: KV in host memory (fifo: by arrival; lifo: by swap-out)
     int64_t swapping_in = 0;
     bool has_defl = false;
     Deflection defl;

@@ -1,6 +1,9 @@
 // The simulator's KV-memory rules (engine.py 569-610, 760-822, 962-969): routing a prefilled request to the
 // decode node with the least reserved KV that fits it, the queue of requests waiting for memory, and the swap
-// policy's preemption (LIFO, as vLLM) and swap-in. Sizes in tokens, bytes in bytes, times in seconds.
+// policy's preemption and swap-in, in the order KvPolicy::fifo names (swap_order: fifo, the default, by arrival:
+// the latest-arrived member is preempted, the earliest-arrived swapped request comes back first; lifo: the
+// most recently admitted member is preempted, the most recently swapped comes back first). Sizes in tokens,
+// bytes in bytes, times in seconds.
 #include <algorithm>
 #include <cmath>
 
@@ -16,7 +19,7 @@ void Simulator::route_to_decode(int64_t rid) {
     int64_t need = kv_need(rid);
     DecodeNode* best = nullptr;
     for (DecodeNode& d : dnodes_)
-        if (d.kv_reserved + need <= d.kv_capacity)
+        if (d.kv_reserved + need <= d.kv_capacity && cfg_.kv.admits_new(d.swapped.size()))
             if (best == nullptr || d.kv_reserved < best->kv_reserved ||
                 (d.kv_reserved == best->kv_reserved && d.idx < best->idx))
                 best = &d;
@@ -48,7 +51,7 @@ void Simulator::retry_memory() {
         int64_t need = kv_need(rid);
         bool any = false;
         for (const DecodeNode& d : dnodes_)
-            if (d.kv_reserved + need <= d.kv_capacity) {
+            if (d.kv_reserved + need <= d.kv_capacity && cfg_.kv.admits_new(d.swapped.size())) {
                 any = true;
                 break;
             }
@@ -74,18 +77,23 @@ int64_t Simulator::steps_that_fit(const DecodeNode& d, int64_t n_max) const {
 }
 
 void Simulator::preempt_until_fits(DecodeNode& d) {
-    // swap out the most recently admitted requests until one more step fits
+    // swap out batch members (lifo: the most recently admitted; fifo: the latest arrived) until one more step fits
     Requests& R = *R_;
     const int64_t b = cfg_.kv.block;
     while (d.batch_size && steps_that_fit(d, 1) < 1) {
         int64_t r = d.batch_tail;
+        if (cfg_.kv.fifo)  // rids are arrival order: the largest rid arrived last
+            for (int64_t q = d.batch_head; q >= 0; q = R.batch_next[q]) r = std::max(r, q);
         int64_t c = R.ctx_base[r] + d.steps, rem = R.end_step[r] - d.steps;
         double g = d.worst_gap(R, r);
         d.leave(R, r);
         d.heap_remove(R.end_step[r], r);
         d.kv_reserved -= round_up_blocks(c, b);
-        if (!d.fresh.empty()) {
-            d.fresh.pop_back();  // a fresh slot keeps its pending first token / gap (last_tok unchanged)
+        // a fresh member (admitted at this stretch's start: under lifo the tail is fresh whenever any member is)
+        // keeps its pending first token / gap (last_tok unchanged)
+        auto fr = std::find(d.fresh.begin(), d.fresh.end(), r);
+        if (fr != d.fresh.end()) {
+            d.fresh.erase(fr);
         } else if (!std::isnan(R.first_token[r])) {
             R.last_tok[r] = now_;
         }
@@ -94,25 +102,30 @@ void Simulator::preempt_until_fits(DecodeNode& d) {
         R.swap_ctx[r] = c;
         R.swap_rem[r] = rem;
         R.swap_gap[r] = g;
-        d.swapped.push_back(r);
+        if (cfg_.kv.fifo)  // kept in arrival order: the front arrived first
+            d.swapped.insert(std::upper_bound(d.swapped.begin(), d.swapped.end(), r), r);
+        else
+            d.swapped.push_back(r);
         c_.n_preemptions += 1;
         c_.swap_bytes += c * static_cast<int64_t>(cfg_.kv_bytes_per_token_per_gpu);  // Python: c * int(x)
     }
 }
 
 void Simulator::try_swap_in(DecodeNode& d) {
-    // bring swapped requests back (most recently swapped first) while memory leaves room for the batch to grow
-    // by one block per request
+    // bring swapped requests back (fifo: the earliest arrived first; lifo: the most recently swapped first)
+    // while memory leaves room for the batch to grow by one block per request
     const int64_t b = cfg_.kv.block;
+    const bool fifo = cfg_.kv.fifo;
     while (!d.swapped.empty()) {
-        int64_t r = d.swapped.back();
+        int64_t r = fifo ? d.swapped.front() : d.swapped.back();
         int64_t c = R_->swap_ctx[r];
         int64_t need = round_up_blocks(c, b);
         // room for its next token and one more block for every other request that will decode here
         int64_t step_need = round_up_blocks(c + 1, b);
         int64_t headroom = b * (d.batch_size + static_cast<int64_t>(d.pending.size()) + d.swapping_in);
         if (d.kv_reserved + step_need + headroom > d.kv_capacity) return;
-        d.swapped.pop_back();
+        if (fifo) d.swapped.pop_front();
+        else d.swapped.pop_back();
         d.kv_reserved += need;
         d.swapping_in += 1;
         double nbytes = dbl(c) * cfg_.kv_bytes_per_token_per_gpu;

@@ -2,6 +2,7 @@
 // arithmetic). Sizes in tokens. Under "reserve" a request reserves prompt + output tokens up front; under
 // "swap" caches occupy whole blocks of `block` tokens and grow block by block.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace kairos {
@@ -16,6 +17,16 @@ inline int64_t round_up_blocks(int64_t a, int64_t b) {
 struct KvPolicy {
     bool swap = false;   // memory_policy == "swap"
     int64_t block = 16;  // kv_block_tokens
+    // swap_order (swap policy): true "fifo" (default; vLLM FCFS: the latest-arrived batch member is preempted
+    // first, the earliest-arrived swapped request comes back first), false "lifo" (the order before issue 14:
+    // the most recently admitted member is preempted, the most recently swapped comes back first)
+    bool fifo = true;
+
+    // does a decode node with `n_swapped` requests in host memory take new KV reservations (routing,
+    // deflection)? Under swap + fifo not while any request waits to swap back (vLLM FCFS admits no new
+    // prefill while its swapped queue is not empty): the newcomers would otherwise take the memory the
+    // swapped requests wait for, so the oldest could starve.
+    bool admits_new(size_t n_swapped) const { return !(swap && fifo && n_swapped); }
 
     // KV tokens that `tokens` cached tokens occupy (whole blocks under swap)
     int64_t total(int64_t tokens) const { return swap ? round_up_blocks(tokens, block) : tokens; }

@@ -70,4 +70,28 @@ int64_t PrefillNode::complete_chunk(int64_t rid, int64_t c) {
     return -1;
 }
 
+bool PrefillNode::remove(int64_t rid) {
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+        if (it->rid != rid) continue;
+        const int64_t rem = it->rem, dn = it->done;
+        q_pairs -= static_cast<double>(rem) * (static_cast<double>(dn) + static_cast<double>(rem + 1) / 2.0);
+        q_kv -= static_cast<double>(dn + rem);
+        queued_tokens -= rem;
+        queue.erase(it);
+        return true;
+    }
+    return false;
+}
+
+bool PrefillNode::in_step(int64_t rid, bool* final) const {
+    if (!has_step) return false;
+    for (const StepItem& s : step)
+        if (s.rid == rid) {
+            for (const PrefillItem& q : queue)
+                if (q.rid == rid) *final = s.chunk >= q.rem;
+            return true;
+        }
+    return false;
+}
+
 }  // namespace kairos

@@ -49,6 +49,10 @@ struct PrefillNode {
     // the step's chunk of request rid (c tokens) completed: returns the prompt's built tokens if the prompt is
     // now complete (and removed from the queue), else -1
     int64_t complete_chunk(int64_t rid, int64_t c);
+    // drop rid's prompt from the queue (a timeout; not while it is in the step in progress): false if not queued
+    bool remove(int64_t rid);
+    // is rid in the step in progress? Sets *final to whether the step completes its prompt
+    bool in_step(int64_t rid, bool* final) const;
 };
 
 }  // namespace kairos

@@ -82,7 +82,7 @@ void Simulator::apply_pull_stay(int64_t pn) {
     pending_kind_ = DECISION_ARRIVAL;
     pull_node_ = -1;
     c_.n_decisions += 1;
-    log_.push_back({rid, LOG_PULL_STAY, pn, 0});
+    if (!R_->ring()) log_.push_back({rid, LOG_PULL_STAY, pn, 0});
 }
 
 bool Simulator::apply_pull_deflect(int64_t d, int64_t chunk) {
@@ -92,7 +92,7 @@ bool Simulator::apply_pull_deflect(int64_t d, int64_t chunk) {
     pending_kind_ = DECISION_ARRIVAL;
     pull_node_ = -1;
     c_.n_decisions += 1;
-    log_.push_back({rid, LOG_PULL_DEFLECT, d, chunk});
+    if (!R_->ring()) log_.push_back({rid, LOG_PULL_DEFLECT, d, chunk});
     if (d != freed || node_refuses(d, kv_need(rid)) != REFUSE_NONE) {  // refused: it stays where it is
         c_.n_invalid += 1;
         if (cfg_.info.realistic) note_pull(d, rid, R_->p_node[rid], false);

@@ -12,6 +12,10 @@ namespace kairos {
 
 void RunStats::add_stretch(double t0, double dt, int64_t n, int64_t weight) {
     if (n < 0 || weight < 0) throw std::invalid_argument("RunStats.add_stretch: n and weight must be >= 0");
+    if (streaming_) {  // the values gaps() would give, each with its weight
+        for (int64_t j = 0; j < n; ++j) sketch_.add(t0 + dt * static_cast<double>(j), weight);
+        return;
+    }
     if (n > MAX_GAP_VALUES - n_gap_values())
         throw std::length_error("RunStats.add_stretch: more than MAX_GAP_VALUES (2^31) gaps");
     s_t0.push_back(t0);
@@ -23,6 +27,10 @@ void RunStats::add_stretch(double t0, double dt, int64_t n, int64_t weight) {
 
 void RunStats::add_gap(double value, int64_t weight) {
     if (weight < 0) throw std::invalid_argument("RunStats.add_gap: the weight must be >= 0");
+    if (streaming_) {
+        sketch_.add(value, weight);
+        return;
+    }
     if (n_gap_values() >= MAX_GAP_VALUES)
         throw std::length_error("RunStats.add_gap: more than MAX_GAP_VALUES (2^31) gaps");
     gap_v.push_back(value);

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "streaming_metrics.hpp"
+
 namespace kairos {
 
 // Upper bound on the number of values gaps() expands to (2^31: 32 GiB of values and weights), checked before
@@ -36,6 +38,14 @@ public:
     void gaps(std::vector<double>& values, std::vector<int64_t>& weights) const;
     // How many values gaps() gives (the sum of the stretches' n plus the number of single gaps).
     int64_t n_gap_values() const noexcept { return steps_ + static_cast<int64_t>(gap_v.size()); }
+    // Streaming mode (streaming_metrics.hpp): from now on every gap goes into a LogSketch of relative accuracy
+    // alpha instead of the records (which stay empty: memory does not grow with the run).
+    void stream(double alpha) {
+        streaming_ = true;
+        sketch_ = LogSketch(alpha);
+    }
+    bool streaming() const noexcept { return streaming_; }
+    const LogSketch& sketch() const noexcept { return sketch_; }
 
     std::vector<double> s_t0, s_dt;
     std::vector<int64_t> s_n, s_w;
@@ -44,6 +54,8 @@ public:
 
 private:
     int64_t steps_ = 0;  // sum of s_n
+    bool streaming_ = false;
+    LogSketch sketch_;
 };
 
 // The run counters of Simulator (engine.py) and the clock-driven waiting area.
@@ -56,7 +68,11 @@ struct RunCounters {
     int64_t n_decisions = 0;
     int64_t n_invalid = 0;
     int64_t n_finished = 0;
-    int64_t n_rejected = 0;
+    int64_t n_rejected = 0;            // rejected at arrival, for any reason (the sum of the two below)
+    int64_t n_rejected_overlong = 0;   // could never fit (cluster.overlong: reject)
+    int64_t n_rejected_admission = 0;  // refused by admission control (overload.admission_*)
+    int64_t n_timed_out = 0;           // no first token within overload.timeout_s of arrival (overload.cpp)
+    int64_t n_arrived = 0;             // arrival events handled (admitted or rejected)
     int64_t n_preemptions = 0;
     int64_t swap_bytes = 0;
     int64_t n_pull_decisions = 0;  // pull decisions raised (decision_points arrival+pull; counted in n_decisions)

@@ -51,7 +51,7 @@ void Simulator::reset(WorkloadPtr wl) {
     if (wl->size() > MAX_RUN_REQUESTS) throw std::length_error("simulator: more than 2^31 - 1 requests");
     wl_ = std::move(wl);
     n_ = wl_->size();
-    R_ = std::make_shared<Requests>(n_);  // fresh arrays: views of the previous run stay valid
+    R_ = std::make_shared<Requests>(n_, cfg_.stream_slots);  // fresh arrays: views of the previous run stay valid
     events_ = EventQueue{};
     pnodes_.assign(static_cast<size_t>(cfg_.n_prefill), PrefillNode{});
     for (int64_t i = 0; i < cfg_.n_prefill; ++i) pnodes_[static_cast<size_t>(i)].idx = i;
@@ -65,6 +65,9 @@ void Simulator::reset(WorkloadPtr wl) {
     awaiting_memory_.clear();
     n_swap_state_ = 0;
     stats_ = RunStats{};
+    if (cfg_.stream_slots > 0) stats_.stream(cfg_.sketch_alpha);
+    stream_ = cfg_.stream_slots > 0 ? StreamSummary(cfg_.sketch_alpha) : StreamSummary{};
+    rows_.clear();
     c_ = RunCounters{};
     now_ = 0.0;
     pending_rid_ = -1;
@@ -95,6 +98,8 @@ SimSnapshot Simulator::snapshot() const {
     s.n_swap_state = n_swap_state_;
     s.stats = stats_;
     s.c = c_;
+    s.stream = stream_;
+    s.rows = rows_;
     s.menu = menu_;
     s.now = now_;
     s.pending_rid = pending_rid_;
@@ -150,6 +155,8 @@ void Simulator::restore(const SimSnapshot& s) {
     n_swap_state_ = s.n_swap_state;
     stats_ = s.stats;
     c_ = s.c;
+    stream_ = s.stream;
+    rows_ = s.rows;
     now_ = s.now;
     pending_rid_ = s.pending_rid;
     pending_kind_ = s.pending_kind;
@@ -228,6 +235,9 @@ bool Simulator::next_decision() {
             case EV_PREFILL_DONE:
                 on_prefill_done(pnodes_[static_cast<size_t>(e.a)]);
                 break;
+            case EV_TIMEOUT:
+                on_timeout(e.a);
+                break;
             case EV_SWAP_IN_DONE: {
                 DecodeNode& d = dnodes_[static_cast<size_t>(e.b)];
                 d.swapping_in -= 1;
@@ -236,6 +246,14 @@ bool Simulator::next_decision() {
                 break;
             }
             case EV_SETUP_DONE: {
+                if (is_timed_out(e.a)) {  // overload.cpp: the transfer never starts; the reservation goes
+                    DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[e.a])];
+                    d.incoming -= 1;
+                    release_reservation(e.a, d);
+                    retire(e.a);
+                    retry_memory();
+                    break;
+                }
                 int64_t pi = R_->p_node[e.a];
                 links_[static_cast<size_t>(pi)].add(e.a, dbl(R_->kv_moved[e.a]), t);
                 schedule_link(pi);
@@ -264,14 +282,27 @@ bool Simulator::next_decision() {
 bool Simulator::on_arrival(int64_t rid) {
     int64_t nxt = rid + 1;
     if (nxt < n_) push(wl_->arrival[nxt], EV_ARRIVAL, nxt, 0);
+    c_.n_arrived += 1;
+    occupy_slot(rid);  // streaming mode: the ring slot (streaming_metrics.cpp)
     int64_t p = wl_->prompt[rid], o = wl_->output[rid];
     if (p + o > cfg_.max_context || cfg_.kv.total(p + o) > cfg_.kv_capacity) {
         // explicit admission rule: a request that can never fit is rejected at arrival
         R_->path[rid] = PATH_REJECTED;
         c_.n_rejected += 1;
+        c_.n_rejected_overlong += 1;
+        retire(rid);
         return false;
     }
+    if (admission_refuses(rid)) {  // overload.cpp: admission control (off by default)
+        R_->path[rid] = PATH_REJECTED;
+        c_.n_rejected += 1;
+        c_.n_rejected_admission += 1;
+        retire(rid);
+        return false;
+    }
+    if (R_->ring()) R_->live[rid] = 1;
     c_.arrive();
+    if (cfg_.timeout_s > 0) push(now_ + cfg_.timeout_s, EV_TIMEOUT, rid, 0);
     pending_rid_ = rid;
     build_menu(rid);
     return true;
@@ -294,7 +325,7 @@ void Simulator::apply_prefill(int64_t pn) {
     if (pending_kind_ == DECISION_PULL) return apply_pull_stay(pn);
     pending_rid_ = -1;
     c_.n_decisions += 1;
-    log_.push_back({rid, 0, pn, 0});
+    if (!R_->ring()) log_.push_back({rid, 0, pn, 0});  // streaming mode keeps no decision log (O(run))
     if (pn < 0) pn = shortest_queue();
     if (cfg_.info.realistic) note_prefill(pn, rid);  // the dispatcher's copy (information.cpp)
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
@@ -309,7 +340,7 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
     if (pending_kind_ == DECISION_PULL) return apply_pull_deflect(d, chunk);
     pending_rid_ = -1;
     c_.n_decisions += 1;
-    log_.push_back({rid, 1, d, chunk});
+    if (!R_->ring()) log_.push_back({rid, 1, d, chunk});
     const bool ok = node_refuses(d, kv_need(rid)) == REFUSE_NONE;
     if (cfg_.info.realistic) note_deflect(d, rid, ok);  // before the physics: the copy is of the state before
     if (ok) {
@@ -358,6 +389,10 @@ void Simulator::on_prefill_done(PrefillNode& node) {
     for (const StepItem& s : step) {
         R_->exec_s[s.rid] += dur;
         if (node.complete_chunk(s.rid, s.chunk) >= 0) prefill_complete(s.rid);
+        else if (is_timed_out(s.rid)) {  // overload.cpp: timed out during the step
+            node.remove(s.rid);
+            retire(s.rid);
+        }
     }
     node.has_step = false;
     node.busy_until = -1.0;
@@ -368,6 +403,10 @@ void Simulator::on_prefill_done(PrefillNode& node) {
 
 void Simulator::prefill_complete(int64_t rid) {
     R_->prefill_end[rid] = now_;
+    if (is_timed_out(rid)) {  // overload.cpp: timed out during its last prefill step: its KV is dropped
+        retire(rid);
+        return;
+    }
     if (wl_->output[rid] <= 1) {
         // the only token comes out of the prefill step: no decode phase, no KV transfer
         first_token(rid, now_);
@@ -388,6 +427,12 @@ void Simulator::on_transfer_done(int64_t rid) {
     R_->xfer_end[rid] = now_;
     DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[rid])];
     d.incoming -= 1;
+    if (is_timed_out(rid)) {  // overload.cpp: timed out in transfer: the KV arrives and is dropped
+        release_reservation(rid, d);
+        retire(rid);
+        retry_memory();
+        return;
+    }
     d.pending.push_back(rid);
     wake_decode(d);
 }
@@ -473,6 +518,14 @@ void Simulator::advance_deflection(DecodeNode& d) {
     R_->chunks[rid].push_back(c);
     int64_t done = d.defl.done + c;
     if (done < prompt) {
+        if (is_timed_out(rid)) {  // overload.cpp: timed out during this chunk step: the deflection ends here
+            d.has_defl = false;
+            d.defl = Deflection{};
+            release_reservation(rid, d);
+            retire(rid);
+            retry_memory();
+            return;
+        }
         d.defl.done = done;
         return;
     }
@@ -624,6 +677,7 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
 
 // ---------------------------------------------------------------- request milestones
 void Simulator::first_token(int64_t rid, double t) {
+    if (is_timed_out(rid)) throw std::logic_error("simulator: a first token of a timed-out request");
     if (std::isnan(R_->first_token[rid])) {
         R_->first_token[rid] = t;
         c_.first_token(now_, t);  // the area was integrated up to now; the request stopped waiting at t
@@ -633,6 +687,7 @@ void Simulator::first_token(int64_t rid, double t) {
 void Simulator::finish(int64_t rid, double t) {
     R_->finish[rid] = t;
     c_.n_finished += 1;
+    retire(rid);
 }
 
 template <class Node>

@@ -7,6 +7,7 @@
 // loop stops: next_decision() runs events until an arrival needs routing (then pending_rid() >= 0), and
 // apply_*() routes it.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "pull.hpp"
 #include "requests.hpp"
 #include "run_stats.hpp"
+#include "streaming_metrics.hpp"
 #include "workload.hpp"
 
 namespace kairos {
@@ -43,6 +45,7 @@ constexpr int8_t EV_SETUP_DONE = 2;
 constexpr int8_t EV_XFER_DONE = 3;
 constexpr int8_t EV_DECODE_BOUNDARY = 4;
 constexpr int8_t EV_SWAP_IN_DONE = 5;
+constexpr int8_t EV_TIMEOUT = 20;  // overload.cpp: a request's timeout (a: rid); far from the others' numbers
 
 // Most requests a run holds (request ids travel in the events' int32 field): 2^31 - 1.
 constexpr int64_t MAX_RUN_REQUESTS = 2147483647;
@@ -70,6 +73,15 @@ struct CoreConfig {
     double kv_bytes_per_token_per_gpu = 0.0;
     InfoConfig info;  // the information track (information.hpp): what the menu serves
     bool pull = false;  // deflection.decision_points: arrival+pull (pull.hpp); false: arrival only
+    // overload control (overload.cpp; scenario section `overload`): off by default
+    int64_t admit_max_waiting = -1;  // reject an arrival when this many admitted requests wait (-1: no bound)
+    double admit_max_ttft_s = -1.0;  // reject when the best predicted prefill-path TTFT exceeds it (s; < 0: none)
+    double timeout_s = -1.0;         // a request without a first token this long after arrival times out (s)
+    double ttft_slo_s = 1.0;         // s (the streaming summary's SLO attainment)
+    // streaming metrics (streaming_metrics.hpp; scenario section `metrics`): -1 exact mode, else the ring's
+    // request slots (a power of two) and the sketches' relative accuracy
+    int64_t stream_slots = -1;
+    double sketch_alpha = 0.01;
 };
 
 // One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
@@ -128,6 +140,15 @@ public:
     const std::vector<DecodeNode>& dnodes() const { return dnodes_; }
     const RunStats& stats() const { return stats_; }
     const RunCounters& counters() const { return c_; }
+    const StreamSummary& stream() const { return stream_; }
+    // streaming mode with stream_rows on: the requests retired since the last call (then forgotten)
+    std::vector<RetiredRow> take_rows() {
+        std::vector<RetiredRow> out;
+        out.swap(rows_);
+        return out;
+    }
+    size_t n_rows() const { return rows_.size(); }
+    bool stream_rows = false;
     const Pricer& pricer() const { return pricer_; }
     int64_t pending_rid() const { return pending_rid_; }
     // the pending decision's kind (DECISION_ARRIVAL / DECISION_PULL) and, at a pull, the freed decode node (else -1)
@@ -202,6 +223,16 @@ private:
     int64_t steps_that_fit(const DecodeNode& d, int64_t n_max) const;
     void preempt_until_fits(DecodeNode& d);
     void try_swap_in(DecodeNode& d);
+    // overload control (overload.cpp)
+    bool admission_refuses(int64_t rid);  // true: reject this arrival (counted)
+    double predicted_prefill_ttft(int64_t rid);  // the best ttft_p of build_menu, without writing the menu
+    void on_timeout(int64_t rid);
+    bool is_timed_out(int64_t rid) const { return !std::isnan(R_->timed_out[rid]); }
+    void release_reservation(int64_t rid, DecodeNode& d);  // a timed-out request's KV reservation on d
+    // streaming metrics (streaming_metrics.cpp): fold a settled request into stream_ and free its ring slot;
+    // take the slot of an arriving request (std::length_error when its previous occupant is still in flight)
+    void retire(int64_t rid);
+    void occupy_slot(int64_t rid);
     void first_token(int64_t rid, double t);
     void finish(int64_t rid, double t);
     template <class Node>
@@ -222,6 +253,8 @@ private:
     int64_t n_swap_state_ = 0;  // requests with a swap state (Python: len(swap_state))
     RunStats stats_;
     RunCounters c_;
+    StreamSummary stream_;
+    std::vector<RetiredRow> rows_;
     DecisionMenu menu_;
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
@@ -246,6 +279,8 @@ struct SimSnapshot {
     int64_t n_swap_state = 0;
     RunStats stats;
     RunCounters c;
+    StreamSummary stream;
+    std::vector<RetiredRow> rows;
     DecisionMenu menu;
     double now = 0.0;
     int64_t pending_rid = -1;

@@ -1,4 +1,4 @@
-"""KV memory policies: `reserve` never preempts; `swap` preempts (LIFO) and swaps back, conserving
+"""KV memory policies: `reserve` never preempts; `swap` preempts (swap_order fifo by default) and swaps back, conserving
 requests, tokens and memory."""
 
 from __future__ import annotations
