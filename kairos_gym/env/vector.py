@@ -29,6 +29,7 @@ The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -102,6 +103,9 @@ class KairosVectorEnv(VectorEnv):
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()
+        self.autoreset_seed: Callable[[int], int] | None = None
+        """Where autoresets take their seed: None (default: env i draws it from its ``np_random``, as in
+        ``SyncVectorEnv``) or a callable ``i -> seed`` (kairos_gym.train.envs: held-out training seeds)."""
         self._dec = np.zeros(n, dtype=np.int64)  # decisions and invalid actions of the episodes (batched path)
         self._inv = np.zeros(n, dtype=np.int64)
 
@@ -137,6 +141,11 @@ class KairosVectorEnv(VectorEnv):
         infos["action_mask"] = self._masks.copy()
         return self._obs.copy(), infos
 
+    def _autoreset_env(self, i: int) -> tuple[Any, dict[str, Any]]:
+        """Reset env ``i`` at an episode's end (seed from :attr:`autoreset_seed`, else its own draw)."""
+        src = self.autoreset_seed
+        return self.envs[i].reset(seed=None if src is None else src(i))
+
     def _check_actions(self, actions: Any) -> np.ndarray:
         """``actions`` as an int64 array of N valid action indices; anything else raises before any env moves."""
         a = np.asarray(actions)
@@ -162,7 +171,7 @@ class KairosVectorEnv(VectorEnv):
         fast = self._fast
         for i, env in enumerate(self.envs):
             if auto[i]:  # NEXT_STEP: this step resets the env and ignores its action
-                obs[i], info = env.reset()
+                obs[i], info = self._autoreset_env(i)
                 masks[i] = info["action_mask"]
                 rewards[i] = 0.0
                 term[i] = trunc[i] = False
@@ -174,7 +183,7 @@ class KairosVectorEnv(VectorEnv):
                     if same_step:
                         infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
                         self._add_object(infos, "final_info", info, i)
-                        obs[i], reset_info = env.reset()
+                        obs[i], reset_info = self._autoreset_env(i)
                         masks[i] = reset_info["action_mask"]
                     elif summaries:
                         self._add_object(infos, "summary", info["summary"], i)
@@ -188,7 +197,7 @@ class KairosVectorEnv(VectorEnv):
                 if same_step:
                     infos = self._add_info(infos, {"final_obs": o}, i)
                     self._add_object(infos, "final_info", info, i)
-                    o, reset_info = env.reset()
+                    o, reset_info = self._autoreset_env(i)
                     masks[i] = reset_info["action_mask"]
                     obs[i] = o
                     continue
@@ -240,13 +249,13 @@ class KairosVectorEnv(VectorEnv):
             if same_step:
                 infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
                 self._add_object(infos, "final_info", info, i)
-                obs[i], reset_info = env.reset()
+                obs[i], reset_info = self._autoreset_env(i)
                 masks[i] = reset_info["action_mask"]
                 dec[i] = inv[i] = 0
             elif summaries:
                 self._add_object(infos, "summary", info["summary"], i)
         for i in np.flatnonzero(auto).tolist():  # NEXT_STEP: reset, action ignored
-            obs[i], info = self.envs[i].reset()
+            obs[i], info = self._autoreset_env(i)
             masks[i] = info["action_mask"]
             dec[i] = inv[i] = 0
             rewards[i] = 0.0
@@ -300,7 +309,13 @@ def make_vector_env(env_id: str, num_envs: int, **kwargs: Any) -> KairosVectorEn
     ``gym.make_vec(id, vectorization_mode="vector_entry_point")`` cannot return it: Gymnasium 1.x refuses that
     mode for a spec with ``additional_wrappers``, and every kairos-gym id carries KairosWrapper.
     """
+    return KairosVectorEnv(num_envs, **{**spec_kwargs(env_id, "make_vector_env"), **kwargs})
+
+
+def spec_kwargs(env_id: str, where: str) -> dict[str, Any]:
+    """The KairosEnv keyword arguments of a registered kairos-gym id (ConfigError naming ``where`` for any
+    other id)."""
     spec = gym.spec(env_id)
     if not isinstance(spec.entry_point, str) or not spec.entry_point.startswith("kairos_gym.env.core:"):
-        raise ConfigError("make_vector_env", "env_id", env_id, "a kairos-gym id (kairos_gym.env.registration)")
-    return KairosVectorEnv(num_envs, **{**spec.kwargs, **kwargs})
+        raise ConfigError(where, "env_id", env_id, "a kairos-gym id (kairos_gym.env.registration)")
+    return dict(spec.kwargs)
