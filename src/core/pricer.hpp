@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cost_tables.hpp"
+#include "flat_memo.hpp"
 
 namespace kairos {
 
@@ -98,6 +99,10 @@ class Pricer {
     // Per menu size, the decode-independent terms of a prompt (memoised per prompt for the own menu). Every
     // size with a full chunk in the prompt must be a size of the own menu (its prefix sums).
     std::vector<MenuTerm> menu_terms(int64_t prompt, const std::vector<int64_t>& menu);
+    // The same terms without a copy: the memo's entry for the own menu, else computed into `scratch`. The
+    // reference is valid until the next menu_terms / menu_terms_ref call (Simulator::build_menu's hot path).
+    const std::vector<MenuTerm>& menu_terms_ref(int64_t prompt, const std::vector<int64_t>& menu,
+                                                std::vector<MenuTerm>& scratch);
     // One decode node's menu row from a prompt's terms: firsts[i] the first step's seconds, totals[i]
     // wait_s + the schedule's seconds (both resized to terms.size()).
     void menu_rows(int64_t n_decode, double dec_pairs, const std::vector<MenuTerm>& terms, double wait_s,
@@ -142,8 +147,8 @@ class Pricer {
         std::vector<double> sums;   // sums[i] = sum of attn(chunk, j * chunk) for j < i, in order; sums[0] = 0
     };
     std::vector<CumSums> cum_;  // per slot
-    std::unordered_map<uint64_t, double> attn_memo_;
-    std::unordered_map<uint64_t, double> alone_memo_;
+    FlatMemo attn_memo_;   // flat_memo.hpp
+    FlatMemo alone_memo_;
     std::unordered_map<int64_t, std::vector<MenuTerm>> terms_memo_;
 };
 

@@ -197,6 +197,11 @@ private:
     RunStats stats_;
     RunCounters c_;
     DecisionMenu menu_;
+    struct MenuScratch {  // build_menu's working rows, reused across decisions (no state: never snapshot)
+        std::vector<MenuTerm> terms;
+        std::vector<double> firsts, totals;
+        std::vector<int64_t> sizes;
+    } menu_scratch_;
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
     std::vector<LoggedDecision> log_;
