@@ -304,11 +304,8 @@ class KairosVectorEnv(VectorEnv):
 
 
 def make_vector_env(env_id: str, num_envs: int, **kwargs: Any) -> KairosVectorEnv:
-    """A :class:`KairosVectorEnv` of a registered kairos-gym id (its spec's kwargs, then ``kwargs``).
-
-    ``gym.make_vec(id, vectorization_mode="vector_entry_point")`` cannot return it: Gymnasium 1.x refuses that
-    mode for a spec with ``additional_wrappers``, and every kairos-gym id carries KairosWrapper.
-    """
+    """A :class:`KairosVectorEnv` of a registered kairos-gym id (its spec's kwargs, then ``kwargs``); the same as
+    ``gym.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point", **kwargs)`` (registration.py)."""
     return KairosVectorEnv(num_envs, **{**spec_kwargs(env_id, "make_vector_env"), **kwargs})
 
 
