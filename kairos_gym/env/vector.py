@@ -103,6 +103,7 @@ class KairosVectorEnv(VectorEnv):
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()
+            self._all_active = np.ones(n, dtype=np.uint8)
         self.autoreset_seed: Callable[[int], int] | None = None
         """Where autoresets take their seed: None (default: env i draws it from its ``np_random``, as in
         ``SyncVectorEnv``) or a callable ``i -> seed`` (kairos_gym.train.envs: held-out training seeds)."""
@@ -219,25 +220,40 @@ class KairosVectorEnv(VectorEnv):
         summaries = self.summaries
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
-        active = np.logical_not(auto)
-        idx = np.flatnonzero(active)
-        self._vs.step(acts, active.view(np.uint8))
         vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
         env0 = self.envs[0]
-        rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
-        obs[idx] = vobs[idx]
-        masks[idx] = vmask[idx]
         dec, inv = self._dec, self._inv
-        dec[idx] += 1
-        inv[idx] += valid[idx] == 0
-        np.logical_and(vterm, active, out=term)
         md = env0.max_decisions
-        if md is None:
-            trunc[:] = False
+        any_auto = bool(auto.any())
+        if not any_auto:  # every env steps (the common case): whole-array operations, no index arrays
+            self._vs.step(acts, self._all_active)
+            rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
+            np.copyto(obs, vobs)
+            np.copyto(masks, vmask)
+            dec += 1
+            inv += valid == 0
+            np.not_equal(vterm, 0, out=term)
+            if md is None:
+                trunc[:] = False
+            else:
+                np.logical_and(~term, dec >= md, out=trunc)
         else:
-            np.logical_and(~term & active, dec >= md, out=trunc)
+            active = np.logical_not(auto)
+            idx = np.flatnonzero(active)
+            self._vs.step(acts, active.view(np.uint8))
+            rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
+            obs[idx] = vobs[idx]
+            masks[idx] = vmask[idx]
+            dec[idx] += 1
+            inv[idx] += valid[idx] == 0
+            np.logical_and(vterm, active, out=term)
+            if md is None:
+                trunc[:] = False
+            else:
+                np.logical_and(~term & active, dec >= md, out=trunc)
         infos: dict[str, Any] = {}
-        for i in np.flatnonzero(term | trunc).tolist():  # the counters reach the env at its episode's end
+        ended = term | trunc
+        for i in (np.flatnonzero(ended).tolist() if ended.any() else ()):  # counters reach the env at its end
             env = self.envs[i]
             te = bool(term[i])
             env._decisions = int(dec[i])
@@ -254,7 +270,7 @@ class KairosVectorEnv(VectorEnv):
                 dec[i] = inv[i] = 0
             elif summaries:
                 self._add_object(infos, "summary", info["summary"], i)
-        for i in np.flatnonzero(auto).tolist():  # NEXT_STEP: reset, action ignored
+        for i in (np.flatnonzero(auto).tolist() if any_auto else ()):  # NEXT_STEP: reset, action ignored
             obs[i], info = self._autoreset_env(i)
             masks[i] = info["action_mask"]
             dec[i] = inv[i] = 0

@@ -13,6 +13,10 @@ namespace {
 // Python's float(a * b * c) for ints: the exact product, rounded once to the nearest double. |a*b*c| < 2^64
 // here (a <= 2^24 decode requests, b, c <= 2^24 chunks), within 128 bits.
 inline double exact_product(int64_t a, int64_t b, int64_t c) {
+    // int64 when the product fits (the common case: one rounding int64 -> double, the same value and rounding as
+    // the 128-bit path, whose conversion is a libgcc call), else exact 128-bit
+    int64_t ab, abc;
+    if (!__builtin_mul_overflow(a, b, &ab) && !__builtin_mul_overflow(ab, c, &abc)) return static_cast<double>(abc);
     return static_cast<double>(static_cast<__int128>(a) * b * c);
 }
 
