@@ -196,17 +196,28 @@ double Pricer::model_time(double n_tokens, double n_seqs, double dec_pairs, doub
     return t;
 }
 
+bool Pricer::share_memos_from(const Pricer& o) {
+    const AttentionConstants& a = ac_;
+    const AttentionConstants& b = o.ac_;
+    // the attention memo's values are a function of (chunk, prefix) and these constants only
+    if (!(a.apf_c == b.apf_c && a.kv_m == b.kv_m && a.p == b.p && a.inv_p == b.inv_p)) return false;
+    attn_memo_ = o.attn_memo_;
+    // the menu terms are a function of the prompt, the own menu and the attention memo's function
+    if (t_->menu == o.t_->menu) terms_memo_ = o.terms_memo_;
+    return true;
+}
+
 double Pricer::attn(int64_t chunk, int64_t prefix) {
     check_count("attn", "chunk", chunk, 0);
     check_count("attn", "prefix", prefix, 0);
     const uint64_t key = pack(chunk, prefix);
-    if (const double* hit = attn_memo_.find(key)) return *hit;
+    if (const double* hit = attn_memo_->find(key)) return *hit;
     // self.model._pf_attention_time(chunk * (prefix + (chunk + 1) / 2.0), float(prefix + chunk))
     const double pf = static_cast<double>(chunk) *
                       (static_cast<double>(prefix) + static_cast<double>(chunk + 1) / 2.0);
     const double v = attn_time(pf, static_cast<double>(prefix + chunk));
-    if (attn_memo_.size() >= kMemoLimit) attn_memo_.clear();
-    attn_memo_.emplace(key, v);
+    if (attn_memo_->size() >= kMemoLimit) attn_memo_->clear();
+    attn_memo_->emplace(key, v);
     return v;
 }
 
@@ -306,8 +317,8 @@ const std::vector<MenuTerm>& Pricer::menu_terms_ref(int64_t prompt, const std::v
     for (int64_t c : menu) check_count("menu_terms", "menu size", c, 1);
     const bool own_menu = menu == t_->menu;
     if (own_menu) {
-        auto it = terms_memo_.find(prompt);
-        if (it != terms_memo_.end()) return it->second;
+        auto it = terms_memo_->find(prompt);
+        if (it != terms_memo_->end()) return it->second;
     }
     std::vector<MenuTerm>& out = scratch;
     out.clear();
@@ -333,8 +344,8 @@ const std::vector<MenuTerm>& Pricer::menu_terms_ref(int64_t prompt, const std::v
         }
     }
     if (own_menu) {
-        if (terms_memo_.size() >= kMemoLimit) terms_memo_.clear();
-        return terms_memo_.emplace(prompt, out).first->second;
+        if (terms_memo_->size() >= kMemoLimit) terms_memo_->clear();
+        return terms_memo_->emplace(prompt, out).first->second;
     }
     return out;
 }

@@ -9,7 +9,8 @@
 // Units: seconds, tokens, FLOPs. "Decode pairs" = sum over the decode batch of (context + 1) tokens.
 //
 // Not thread-safe: the memos (attention, prefill-alone, menu terms, prefix sums) change on reads. Memos never
-// change a value; they are cleared past kMemoLimit entries, as in Python.
+// change a value; they are cleared past kMemoLimit entries, as in Python. The attention and menu-term memos are
+// shared by copies of a pricer (share_memos_from: by pricers with the same constants).
 #pragma once
 
 #include <cstdint>
@@ -118,7 +119,12 @@ class Pricer {
     const std::vector<int64_t>& menu() const { return t_->menu; }
     const std::shared_ptr<const CostTables>& tables() const { return t_; }
     int64_t grow_count() const { return grow_count_; }  // times the tables were replaced by larger ones
-    size_t cache_size() const { return attn_memo_.size(); }  // attention entries memoised
+    size_t cache_size() const { return attn_memo_->size(); }  // attention entries memoised
+    // Use `o`'s attention memo (and its menu-term memo when the own menus are equal) from now on, if the two
+    // price attention with the same constants (else nothing changes; returns whether it shared). A memo holds
+    // what the pricer would compute, so sharing one changes no result, only how often a value is computed:
+    // VecStepper shares its envs' memos, which see the same prompt lengths N times faster. Not thread-safe.
+    bool share_memos_from(const Pricer& o);
 
    private:
     void ensure(int64_t token_index, int64_t seq_index, const char* where) {
@@ -147,9 +153,11 @@ class Pricer {
         std::vector<double> sums;   // sums[i] = sum of attn(chunk, j * chunk) for j < i, in order; sums[0] = 0
     };
     std::vector<CumSums> cum_;  // per slot
-    FlatMemo attn_memo_;   // flat_memo.hpp
+    // attention and menu-term memos, shared by copies of this pricer and by share_memos_from (values never change)
+    std::shared_ptr<FlatMemo> attn_memo_ = std::make_shared<FlatMemo>();  // flat_memo.hpp
     FlatMemo alone_memo_;
-    std::unordered_map<int64_t, std::vector<MenuTerm>> terms_memo_;
+    std::shared_ptr<std::unordered_map<int64_t, std::vector<MenuTerm>>> terms_memo_ =
+        std::make_shared<std::unordered_map<int64_t, std::vector<MenuTerm>>>();
 };
 
 }  // namespace kairos

@@ -120,6 +120,8 @@ public:
     const RunStats& stats() const { return stats_; }
     const RunCounters& counters() const { return c_; }
     const Pricer& pricer() const { return pricer_; }
+    // Pricer::share_memos_from (VecStepper: N simulators of one scenario share their pricing memos)
+    bool share_pricer_memos(const Simulator& o) { return pricer_.share_memos_from(o.pricer_); }
     int64_t pending_rid() const { return pending_rid_; }
     double now() const { return now_; }
     int64_t n() const { return n_; }

@@ -215,3 +215,28 @@ def test_refused_actions_are_counted_like_a_single_env(mode):
                     assert vec.envs[i]._decisions == info["decisions"]
                     done[i] = True
     assert n_invalid > 10
+
+
+def test_shared_pricing_memos_leave_every_env_bit_identical_on_a_long_bursty_run():
+    """VecStepper shares its envs' pricing memos (attention, menu terms): each env still matches a single env
+    seeded alike, decision by decision, over enough bursty-scenario decisions that the memos are reused across
+    envs (a memo returning another env's wrong value would show in the observations)."""
+    n, kw = 3, {"scenario": "bursty", "workload": {"max_requests": 400}}
+    vec = KairosVectorEnv(n, **kw)
+    assert vec._vs is not None
+    singles = [KairosEnv(**kw) for _ in range(n)]
+    vobs, _ = vec.reset(seed=7)
+    for i, env in enumerate(singles):
+        assert vobs[i].tobytes() == env.reset(seed=7 + i)[0].tobytes()
+    rng = np.random.default_rng(3)
+    masks = np.stack([e.action_masks() for e in singles])
+    for t in range(360):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        vobs, vrew, vte, vtr, vinfo = vec.step(acts)
+        for i, env in enumerate(singles):
+            o, r, te, tr, info = env.step(int(acts[i]))
+            assert vobs[i].tobytes() == o.tobytes() and vrew[i] == r and (vte[i], vtr[i]) == (te, tr), (t, i)
+            masks[i] = info["action_mask"]
+        assert vinfo["action_mask"].tobytes() == masks.tobytes()
+        if vte.any():
+            break
