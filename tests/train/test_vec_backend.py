@@ -94,3 +94,20 @@ def test_vec_backend_is_validated_in_the_config_and_on_the_command_line():
 def test_native_backend_refuses_a_non_kairos_id():
     with pytest.raises(ConfigError, match="a kairos-gym id"):
         make_vec_env("CartPole-v1", {}, 1, 0, None, 0.99, "native")
+
+
+def test_subproc_backend_runs_the_same_envs_in_workers():
+    """subproc: the dummy backend's envs in SubprocVecEnv workers; the same observations, and the same rewards
+    once cast to float32 (SB3's SubprocVecEnv returns them as float64, DummyVecEnv and native as float32)."""
+    sub = make_vec_env(ID, KW, 2, 5, None, 0.99, "subproc")
+    try:
+        nat = make_vec_env(ID, KW, 2, 5, None, 0.99, "native")
+        assert sub.reset().tobytes() == nat.reset().tobytes()
+        for t in range(60):
+            masks = np.stack(sub.env_method("action_masks"))
+            acts = np.array([np.flatnonzero(m)[-1] for m in masks])
+            (o1, r1, d1, _), (o2, r2, d2, _) = sub.step(acts), nat.step(acts)
+            assert o1.tobytes() == o2.tobytes() and r1.astype(np.float32).tobytes() == r2.tobytes(), t
+            assert (d1 == d2).all()
+    finally:
+        sub.close()
