@@ -240,3 +240,16 @@ def test_shared_pricing_memos_leave_every_env_bit_identical_on_a_long_bursty_run
         assert vinfo["action_mask"].tobytes() == masks.tobytes()
         if vte.any():
             break
+
+
+def test_run_vector_steps_is_a_fixed_amount_of_work():
+    """bench --vector N --decisions D (what callgrind measures): exactly D vector steps, the same episodes twice."""
+    from kairos_gym.env.bench import run_vector_steps
+
+    a = run_vector_steps("kairos_gym/KairosSmall-v0", 3, 250)
+    b = run_vector_steps("kairos_gym/KairosSmall-v0", 3, 250)
+    assert a["steps"] == 250 and a["env_steps"] == 750 and a["episodes"] == b["episodes"] > 0
+    with pytest.raises(ConfigError, match="num_envs"):
+        run_vector_steps("kairos_gym/KairosSmall-v0", 0, 10)
+    with pytest.raises(ConfigError, match="decisions"):
+        run_vector_steps("kairos_gym/KairosSmall-v0", 2, -1)
