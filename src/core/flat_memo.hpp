@@ -5,7 +5,9 @@
 // at 3/4 load. It replaces std::unordered_map, whose per-entry heap node, modulo-prime bucket index and pointer
 // chase were the largest single cost of pricing a decision menu (callgrind, docs/benchmarks.md). A memo never
 // changes a value: what it returns is what the caller would compute, so the container cannot change results.
-// No erase: the Pricer clears a memo when it reaches its limit, as the Python ChunkPricer does.
+// No erase: the Pricer clears a memo when it reaches its limit, as the Python ChunkPricer does. Size bound: under
+// the Pricer's limit (Pricer::kMemoLimit = 200,000 entries) the array never exceeds 2^19 slots of 16 bytes (8 MiB);
+// clear() keeps the array for the next fill.
 #pragma once
 
 #include <cstddef>
