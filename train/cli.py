@@ -21,7 +21,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
     p.add_argument("--timesteps", type=int, help="override n_timesteps (total, also when resuming)")
     p.add_argument("--seed", type=int, help="override the config's seed")
-    p.add_argument("--n-envs", type=int, help="override n_envs (keep <= 2 on a 2-core machine)")
+    p.add_argument("--n-envs", type=int, help="override n_envs (1-64)")
+    p.add_argument("--vec-backend", choices=("native", "dummy", "subproc"),
+                   help="override vec_backend (native: one native call steps all envs)")
     p.add_argument("--eval-freq", type=int, help="override eval.freq (timesteps; 0: no periodic evaluation)")
     p.add_argument("--out", help="run folder (default runs/ppo/<config name>/seed<seed>)")
     p.add_argument("--resume", metavar="PATH", help="continue from SB3's training state: a checkpoint zip, a folder "
@@ -60,7 +62,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         require_trust(args.resume, False, "train", "--resume", "--trust-checkpoint")
     cfg = load_config(args.config, args.env_id)
     cfg = with_overrides(cfg, algo=args.algo, timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs,
-                         eval_freq=args.eval_freq)
+                         eval_freq=args.eval_freq, vec_backend=args.vec_backend)
     out = Path(args.out) if args.out else Path("runs") / "ppo" / Path(args.config).stem / f"seed{cfg.seed}"
     command = "kairos-gym train " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["train"] else sys.argv[1:])
     meta = train(cfg, out, resume=args.resume, trust_checkpoint=args.trust_checkpoint, progress=not args.no_progress,

@@ -8,7 +8,8 @@ are kairos-gym keys). Read only with :func:`load_config` / ``kairos-gym train``.
 ```yaml
 kairos_gym/Kairos-v0:
   algo: maskable_ppo              # maskable_ppo (default) or ppo (the ablation: no action masks)
-  n_envs: 2                       # DummyVecEnv (one process)
+  n_envs: 2                       # envs of the vector env (one process unless vec_backend: subproc)
+  vec_backend: native             # native (default: KairosVecEnv, one native call per step) | dummy | subproc
   n_timesteps: !!float 4e5
   policy: MlpPolicy               # the only policy the safe checkpoint format stores
   normalize: {norm_obs: true, norm_reward: true}   # VecNormalize: true / false / a mapping (or its string)
@@ -40,7 +41,8 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.yaml_io import load_yaml_file
 
 ALGOS = ("maskable_ppo", "ppo")
-RUN_KEYS = ("algo", "n_envs", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs", "policy_kwargs")
+RUN_KEYS = ("algo", "n_envs", "vec_backend", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs",
+            "policy_kwargs")
 KAIROS_KEYS = ("seed", "eval", "checkpoint_freq", "device")
 EVAL_KEYS = ("freq", "seeds", "env_id", "env_kwargs", "reference")
 NOT_HYPER = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "device", "_init_setup_model",
@@ -69,6 +71,7 @@ class TrainConfig:
     env_id: str
     algo: str = "maskable_ppo"
     n_envs: int = 2
+    vec_backend: str = "native"  # kairos_gym.train.envs.VEC_BACKENDS
     n_timesteps: int = 400_000
     policy: str = "MlpPolicy"
     normalize: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_NORMALIZE))
@@ -85,7 +88,8 @@ class TrainConfig:
     def to_yaml_dict(self) -> dict[str, Any]:
         """The resolved config in the same layout (what a run writes next to its model)."""
         body: dict[str, Any] = {
-            "algo": self.algo, "n_envs": self.n_envs, "n_timesteps": self.n_timesteps, "policy": self.policy,
+            "algo": self.algo, "n_envs": self.n_envs, "vec_backend": self.vec_backend, "n_timesteps": self.n_timesteps,
+            "policy": self.policy,
             "normalize": self.normalize if self.normalize is not None else False,
             "env_kwargs": self.env_kwargs, "policy_kwargs": self.raw.get("policy_kwargs", self.policy_kwargs),
         }
@@ -363,7 +367,11 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     seeds = ev["seeds"]
     seeds = parse_seeds(seeds, "eval.seeds", where) if isinstance(seeds, str) else check_seed_list(
         seeds, "eval.seeds", where)
-    from kairos_gym.train.envs import TRAIN_SEED_MIN
+    from kairos_gym.train.envs import TRAIN_SEED_MIN, VEC_BACKENDS
+
+    vec_backend = body.get("vec_backend", VEC_BACKENDS[0])
+    if vec_backend not in VEC_BACKENDS:
+        raise ConfigError(where, "vec_backend", vec_backend, "one of " + ", ".join(VEC_BACKENDS))
 
     if any(s >= TRAIN_SEED_MIN for s in seeds):
         raise ConfigError(where, "eval.seeds", seeds, f"seeds below {TRAIN_SEED_MIN} (training workloads use seeds "
@@ -372,6 +380,7 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         env_id=env_id,
         algo=algo,
         n_envs=n_envs,
+        vec_backend=vec_backend,
         n_timesteps=_pos_int(where, "n_timesteps", body.get("n_timesteps", 400_000)),
         policy=policy,
         normalize=parse_normalize(where, body.get("normalize", True), body.get("normalize_kwargs")),

@@ -85,7 +85,8 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
         model0 = algo_cls.load(zip_path, device=cfg.device)
         done = int(model0.num_timesteps)
         # reseed the envs past the steps done, so resumed episodes are new workloads
-        venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed + 7919 * (done + 1), None, gamma)
+        venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed + 7919 * (done + 1), None, gamma,
+                            cfg.vec_backend)
         stats = stats_path_for(zip_path)
         if cfg.normalize is not None:
             if stats is None:
@@ -97,7 +98,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
         del model0
     else:
         set_random_seed(cfg.seed)
-        venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed, cfg.normalize, gamma)
+        venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed, cfg.normalize, gamma, cfg.vec_backend)
         model = build_model(cfg, venv)
         done = 0
     model.set_logger(configure(str(out / "tb"), ["tensorboard", "csv"]))
@@ -187,7 +188,8 @@ def export_checkpoint(run: str | Path, dest: str | Path, which: str = "auto") ->
 
 
 def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int | None = None,
-                   seed: int | None = None, n_envs: int | None = None, eval_freq: int | None = None) -> TrainConfig:
+                   seed: int | None = None, n_envs: int | None = None, eval_freq: int | None = None,
+                   vec_backend: str | None = None) -> TrainConfig:
     """The config with command-line overrides applied (``algo`` re-validates the hyperparameters)."""
     if algo is not None and algo != cfg.algo:
         from kairos_gym.train.config import hyperparam_names
@@ -207,4 +209,10 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
         cfg = replace(cfg, n_envs=n_envs)
     if eval_freq is not None:
         cfg = replace(cfg, eval=replace(cfg.eval, freq=eval_freq))
+    if vec_backend is not None:
+        from kairos_gym.train.envs import VEC_BACKENDS
+
+        if vec_backend not in VEC_BACKENDS:
+            raise ConfigError("train", "--vec-backend", vec_backend, "one of " + ", ".join(VEC_BACKENDS))
+        cfg = replace(cfg, vec_backend=vec_backend)
     return cfg

@@ -190,10 +190,7 @@ def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int) -> tuple
     start = pc()
     deadline = start + seconds
     while True:
-        counts = masks.sum(axis=1)
-        pick = (rng.random(num_envs) * counts).astype(np.int64)
-        actions = (masks.cumsum(axis=1) > pick[:, None]).argmax(axis=1)
-        _, _, terminated, truncated, info = vec.step(actions)
+        _, _, terminated, truncated, info = vec.step(_vector_pick(masks, rng, num_envs))
         masks = info["action_mask"]
         episodes += int(np.count_nonzero(terminated | truncated))
         n += num_envs
@@ -202,6 +199,40 @@ def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int) -> tuple
     rate = n / (pc() - start)
     vec.close()
     return rate, episodes
+
+
+def run_vector_steps(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, steps: int = 300,
+                     seed: int = 0) -> dict[str, Any]:
+    """Exactly ``steps`` steps of a :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``num_envs`` envs under
+    :func:`_vector_rate`'s policy (a fixed amount of work: what callgrind measures, e.g.
+    ``valgrind --tool=callgrind --toggle-collect='*VecStepper::step*' python -m kairos_gym.env.bench --vector 64
+    --decisions 300``)."""
+    from kairos_gym.env.vector import MAX_NUM_ENVS, make_vector_env
+
+    check_decisions(steps, "run_vector_steps")
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or not 1 <= num_envs <= MAX_NUM_ENVS:
+        raise ConfigError("run_vector_steps", "num_envs", num_envs, f"a whole number in [1, {MAX_NUM_ENVS}]")
+    vec = make_vector_env(env_id, num_envs, summaries=False)
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    _, info = vec.reset(seed=seed)
+    masks = info["action_mask"]
+    episodes = 0
+    for _ in range(steps):
+        _, _, terminated, truncated, info = vec.step(_vector_pick(masks, rng, num_envs))
+        masks = info["action_mask"]
+        episodes += int(np.count_nonzero(terminated | truncated))
+    elapsed = time.perf_counter() - start
+    vec.close()
+    return {"env_id": env_id, "num_envs": num_envs, "steps": steps, "env_steps": steps * num_envs,
+            "episodes": episodes, "seconds": elapsed}
+
+
+def _vector_pick(masks: np.ndarray, rng: np.random.Generator, num_envs: int) -> np.ndarray:
+    """Per row, the ``floor(u * n_valid)``-th valid action of ``masks`` (u uniform in [0, 1))."""
+    counts = masks.sum(axis=1)
+    pick = (rng.random(num_envs) * counts).astype(np.int64)
+    return (masks.cumsum(axis=1) > pick[:, None]).argmax(axis=1)
 
 
 def bench_vector_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, seconds: float = 3.0,
@@ -257,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
     p.add_argument("--env", action="append", help="env id (repeatable; default Kairos-v0 and KairosSmall-v0)")
     p.add_argument("--decisions", type=int, default=None,
                    help=f"instead of timing: run exactly this many decisions, 0..{MAX_DECISIONS} (for instruction "
-                   "counts)")
+                   "counts; with --vector N: this many vector steps of N envs)")
     p.add_argument("--vs-cartpole", action="store_true",
                    help="time each id against CartPole-v1 in this process")
     p.add_argument("--vector", type=int, default=None, metavar="N",
@@ -277,7 +308,9 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual us
         if not 1 <= args.vector <= MAX_NUM_ENVS:
             p.error(f"--vector: {args.vector} is not a whole number in [1, {MAX_NUM_ENVS}]")
     for env_id in ids:
-        if args.vector is not None:
+        if args.vector is not None and args.decisions is not None:
+            print(json.dumps(run_vector_steps(env_id, args.vector, args.decisions)))
+        elif args.vector is not None:
             print(json.dumps(bench_vector_vs_cartpole(env_id, args.vector, args.seconds, args.repeats)))
         elif args.vs_cartpole:
             print(json.dumps(bench_vs_cartpole(env_id, args.seconds, args.repeats)))

@@ -7,7 +7,16 @@ added later). A missing scenario file only fails ``gym.make`` of its id, with a 
 
 Every id's spec carries :class:`~kairos_gym.env.wrapper.KairosWrapper` as an additional wrapper, so
 ``gym.make`` returns an env with ``action_masks()`` whose truncating steps (``max_episode_steps``) have
-``info["summary"]``.
+``info["summary"]``, and :class:`~kairos_gym.env.vector.KairosVectorEnv` as its vector entry point, so
+``gym.make_vec(id, num_envs=N)`` (mode ``None`` or ``"vector_entry_point"``) returns a KairosVectorEnv of N envs
+(``vectorization_mode="sync"`` / ``"async"`` still give Gymnasium's vector envs of ``gym.make`` envs).
+
+Gymnasium 1.x refuses the vector-entry-point mode for a spec whose ``additional_wrappers`` has a length, because
+its wrappers could not be applied to a vector env. KairosVectorEnv does KairosWrapper's work itself (action
+masks, summaries at episode ends), so the specs hold their wrapper in a :class:`_EnvOnlyWrappers` tuple: it
+slices, iterates and compares like the one-wrapper tuple ``gym.make`` applies, and its ``len()`` is 0 (the only
+test ``gym.make_vec`` runs on it). ``gym.make(id)`` is unchanged (tests/env/test_env_wrapper_truncation.py,
+tests/env/test_env_make_vec.py).
 """
 
 from __future__ import annotations
@@ -19,7 +28,18 @@ from kairos_gym.configs import SCENARIO_DIR
 
 NAMESPACE = "kairos_gym"
 ENTRY_POINT = "kairos_gym.env.core:KairosEnv"
+VECTOR_ENTRY_POINT = "kairos_gym.env.vector:KairosVectorEnv"
 WRAPPER = WrapperSpec("KairosWrapper", "kairos_gym.env.wrapper:KairosWrapper", {})
+
+
+class _EnvOnlyWrappers(tuple):
+    """``additional_wrappers`` of a kairos-gym spec: wrappers of the single env only (see the module docstring).
+
+    ``len()`` is 0 so that ``gym.make_vec``'s vector-entry-point mode accepts the spec; ``gym.make`` applies the
+    wrappers through slicing (``additional_wrappers[n:]``), which returns a plain tuple of them."""
+
+    def __len__(self) -> int:
+        return 0
 FIXED_IDS = {f"{NAMESPACE}/Kairos-v0": "bursty", f"{NAMESPACE}/KairosSmall-v0": "small"}
 
 
@@ -47,7 +67,7 @@ def register_envs() -> list[str]:
     for env_id, scenario in wanted.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario},
-                         additional_wrappers=(WRAPPER,))
+                         additional_wrappers=_EnvOnlyWrappers((WRAPPER,)), vector_entry_point=VECTOR_ENTRY_POINT)
     return env_ids()
 
 

@@ -6,7 +6,8 @@ SB3's conventions, as ``DummyVecEnv`` + ``Monitor`` give them: ``reset()`` retur
 one ``dones`` flag per env and a list of N info dicts, empty except where an episode ended:
 ``terminal_observation`` (the last observation; the returned one is the next episode's first),
 ``TimeLimit.truncated`` (truncated and not terminated), a Monitor-style ``episode`` ``{"r", "l", "t"}``
-(return, length in decisions, wall seconds since the VecEnv was built) and, with ``summaries=True``,
+(return rounded to 6 decimals, length in decisions, wall seconds since the VecEnv was built, as SB3's
+``Monitor`` writes them) and, with ``summaries=True``,
 ``summary``. ``env_method("action_masks")`` returns the N int8 mask rows, which is what sb3-contrib's
 ``get_action_masks`` stacks for MaskablePPO.
 """
@@ -63,7 +64,7 @@ class KairosVecEnv(VecEnv):
             info = out[i]
             info["terminal_observation"] = infos["final_obs"][i]
             info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-            info["episode"] = {"r": float(self._ep_return[i]), "l": int(self._ep_len[i]),
+            info["episode"] = {"r": round(float(self._ep_return[i]), 6), "l": int(self._ep_len[i]),
                                "t": round(time.time() - self._t0, 6)}
             summary = infos["final_info"][i].get("summary")
             if self.vec.summaries and summary is not None:

@@ -29,6 +29,7 @@ The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -102,6 +103,10 @@ class KairosVectorEnv(VectorEnv):
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()
+            self._all_active = np.ones(n, dtype=np.uint8)
+        self.autoreset_seed: Callable[[int], int] | None = None
+        """Where autoresets take their seed: None (default: env i draws it from its ``np_random``, as in
+        ``SyncVectorEnv``) or a callable ``i -> seed`` (kairos_gym.train.envs: held-out training seeds)."""
         self._dec = np.zeros(n, dtype=np.int64)  # decisions and invalid actions of the episodes (batched path)
         self._inv = np.zeros(n, dtype=np.int64)
 
@@ -137,6 +142,11 @@ class KairosVectorEnv(VectorEnv):
         infos["action_mask"] = self._masks.copy()
         return self._obs.copy(), infos
 
+    def _autoreset_env(self, i: int) -> tuple[Any, dict[str, Any]]:
+        """Reset env ``i`` at an episode's end (seed from :attr:`autoreset_seed`, else its own draw)."""
+        src = self.autoreset_seed
+        return self.envs[i].reset(seed=None if src is None else src(i))
+
     def _check_actions(self, actions: Any) -> np.ndarray:
         """``actions`` as an int64 array of N valid action indices; anything else raises before any env moves."""
         a = np.asarray(actions)
@@ -162,7 +172,7 @@ class KairosVectorEnv(VectorEnv):
         fast = self._fast
         for i, env in enumerate(self.envs):
             if auto[i]:  # NEXT_STEP: this step resets the env and ignores its action
-                obs[i], info = env.reset()
+                obs[i], info = self._autoreset_env(i)
                 masks[i] = info["action_mask"]
                 rewards[i] = 0.0
                 term[i] = trunc[i] = False
@@ -174,7 +184,7 @@ class KairosVectorEnv(VectorEnv):
                     if same_step:
                         infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
                         self._add_object(infos, "final_info", info, i)
-                        obs[i], reset_info = env.reset()
+                        obs[i], reset_info = self._autoreset_env(i)
                         masks[i] = reset_info["action_mask"]
                     elif summaries:
                         self._add_object(infos, "summary", info["summary"], i)
@@ -188,7 +198,7 @@ class KairosVectorEnv(VectorEnv):
                 if same_step:
                     infos = self._add_info(infos, {"final_obs": o}, i)
                     self._add_object(infos, "final_info", info, i)
-                    o, reset_info = env.reset()
+                    o, reset_info = self._autoreset_env(i)
                     masks[i] = reset_info["action_mask"]
                     obs[i] = o
                     continue
@@ -210,25 +220,40 @@ class KairosVectorEnv(VectorEnv):
         summaries = self.summaries
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
-        active = np.logical_not(auto)
-        idx = np.flatnonzero(active)
-        self._vs.step(acts, active.view(np.uint8))
         vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
         env0 = self.envs[0]
-        rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
-        obs[idx] = vobs[idx]
-        masks[idx] = vmask[idx]
         dec, inv = self._dec, self._inv
-        dec[idx] += 1
-        inv[idx] += valid[idx] == 0
-        np.logical_and(vterm, active, out=term)
         md = env0.max_decisions
-        if md is None:
-            trunc[:] = False
+        any_auto = bool(auto.any())
+        if not any_auto:  # every env steps (the common case): whole-array operations, no index arrays
+            self._vs.step(acts, self._all_active)
+            rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
+            np.copyto(obs, vobs)
+            np.copyto(masks, vmask)
+            dec += 1
+            inv += valid == 0
+            np.not_equal(vterm, 0, out=term)
+            if md is None:
+                trunc[:] = False
+            else:
+                np.logical_and(~term, dec >= md, out=trunc)
         else:
-            np.logical_and(~term & active, dec >= md, out=trunc)
+            active = np.logical_not(auto)
+            idx = np.flatnonzero(active)
+            self._vs.step(acts, active.view(np.uint8))
+            rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
+            obs[idx] = vobs[idx]
+            masks[idx] = vmask[idx]
+            dec[idx] += 1
+            inv[idx] += valid[idx] == 0
+            np.logical_and(vterm, active, out=term)
+            if md is None:
+                trunc[:] = False
+            else:
+                np.logical_and(~term & active, dec >= md, out=trunc)
         infos: dict[str, Any] = {}
-        for i in np.flatnonzero(term | trunc).tolist():  # the counters reach the env at its episode's end
+        ended = term | trunc
+        for i in (np.flatnonzero(ended).tolist() if ended.any() else ()):  # counters reach the env at its end
             env = self.envs[i]
             te = bool(term[i])
             env._decisions = int(dec[i])
@@ -240,13 +265,13 @@ class KairosVectorEnv(VectorEnv):
             if same_step:
                 infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
                 self._add_object(infos, "final_info", info, i)
-                obs[i], reset_info = env.reset()
+                obs[i], reset_info = self._autoreset_env(i)
                 masks[i] = reset_info["action_mask"]
                 dec[i] = inv[i] = 0
             elif summaries:
                 self._add_object(infos, "summary", info["summary"], i)
-        for i in np.flatnonzero(auto).tolist():  # NEXT_STEP: reset, action ignored
-            obs[i], info = self.envs[i].reset()
+        for i in (np.flatnonzero(auto).tolist() if any_auto else ()):  # NEXT_STEP: reset, action ignored
+            obs[i], info = self._autoreset_env(i)
             masks[i] = info["action_mask"]
             dec[i] = inv[i] = 0
             rewards[i] = 0.0
@@ -295,12 +320,15 @@ class KairosVectorEnv(VectorEnv):
 
 
 def make_vector_env(env_id: str, num_envs: int, **kwargs: Any) -> KairosVectorEnv:
-    """A :class:`KairosVectorEnv` of a registered kairos-gym id (its spec's kwargs, then ``kwargs``).
+    """A :class:`KairosVectorEnv` of a registered kairos-gym id (its spec's kwargs, then ``kwargs``); the same as
+    ``gym.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point", **kwargs)`` (registration.py)."""
+    return KairosVectorEnv(num_envs, **{**spec_kwargs(env_id, "make_vector_env"), **kwargs})
 
-    ``gym.make_vec(id, vectorization_mode="vector_entry_point")`` cannot return it: Gymnasium 1.x refuses that
-    mode for a spec with ``additional_wrappers``, and every kairos-gym id carries KairosWrapper.
-    """
+
+def spec_kwargs(env_id: str, where: str) -> dict[str, Any]:
+    """The KairosEnv keyword arguments of a registered kairos-gym id (ConfigError naming ``where`` for any
+    other id)."""
     spec = gym.spec(env_id)
     if not isinstance(spec.entry_point, str) or not spec.entry_point.startswith("kairos_gym.env.core:"):
-        raise ConfigError("make_vector_env", "env_id", env_id, "a kairos-gym id (kairos_gym.env.registration)")
-    return KairosVectorEnv(num_envs, **{**spec.kwargs, **kwargs})
+        raise ConfigError(where, "env_id", env_id, "a kairos-gym id (kairos_gym.env.registration)")
+    return dict(spec.kwargs)

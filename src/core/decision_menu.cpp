@@ -69,10 +69,11 @@ void Simulator::build_menu(int64_t rid) {
     }
     const double tbt = cfg_.tbt_s;
     const double budget = cfg_.ls_budget_s;
-    std::vector<MenuTerm> terms = pricer_.menu_terms(prompt, cfg_.menu);
+    const std::vector<MenuTerm>& terms = pricer_.menu_terms_ref(prompt, cfg_.menu, menu_scratch_.terms);
     const int64_t need = kv_need(rid);
-    std::vector<double> firsts, totals;
-    std::vector<int64_t> sizes;
+    std::vector<double>& firsts = menu_scratch_.firsts;  // reused: no allocation per decision
+    std::vector<double>& totals = menu_scratch_.totals;
+    std::vector<int64_t>& sizes = menu_scratch_.sizes;
     for (int64_t di = 0; di < m.D; ++di) {
         const DecodeNode& d = dnodes_[static_cast<size_t>(di)];
         // progress of node d now, mid-stretch included: batch size, sum of contexts, seconds to the next

@@ -32,6 +32,8 @@ public:
     // write the pending decision's observation and mask (zeros and [1, 0, ...] when none is pending)
     void observe();
     int64_t n_actions() const { return static_cast<int64_t>(node_.size()); }
+    // the simulator shares `o`'s pricing memos (Simulator::share_pricer_memos; results unchanged)
+    bool share_pricer_memos(const EnvStepper& o) { return sim_.share_pricer_memos(o.sim_); }
     std::vector<float> obs;
     std::vector<int8_t> mask;
 

@@ -13,6 +13,10 @@ namespace {
 // Python's float(a * b * c) for ints: the exact product, rounded once to the nearest double. |a*b*c| < 2^64
 // here (a <= 2^24 decode requests, b, c <= 2^24 chunks), within 128 bits.
 inline double exact_product(int64_t a, int64_t b, int64_t c) {
+    // int64 when the product fits (the common case: one rounding int64 -> double, the same value and rounding as
+    // the 128-bit path, whose conversion is a libgcc call), else exact 128-bit
+    int64_t ab, abc;
+    if (!__builtin_mul_overflow(a, b, &ab) && !__builtin_mul_overflow(ab, c, &abc)) return static_cast<double>(abc);
     return static_cast<double>(static_cast<__int128>(a) * b * c);
 }
 
@@ -24,16 +28,22 @@ std::string range_text(int64_t lo, int64_t hi, const char* unit) {
     return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + unit + ")";
 }
 
-void check_count(const char* where, const char* field, int64_t v, int64_t lo, const char* unit = "tokens") {
-    if (v < lo || v > kMaxTableIndex) {
-        throw PricerInputError(where, field, static_cast<double>(v), true, range_text(lo, kMaxTableIndex, unit));
-    }
+// The checks run on every pricing call: the test is inlined, the throw is out of line (cold).
+[[noreturn]] __attribute__((noinline, cold)) void count_error(const char* where, const char* field, int64_t v,
+                                                             int64_t lo, const char* unit) {
+    throw PricerInputError(where, field, static_cast<double>(v), true, range_text(lo, kMaxTableIndex, unit));
 }
 
-void check_pairs(const char* where, const char* field, double v) {
-    if (!(v >= 0.0 && v <= kMaxPairs)) {  // NaN fails too
-        throw PricerInputError(where, field, v, false, "a finite number in [0, 2^50] (decode pairs)");
-    }
+[[noreturn]] __attribute__((noinline, cold)) void pairs_error(const char* where, const char* field, double v) {
+    throw PricerInputError(where, field, v, false, "a finite number in [0, 2^50] (decode pairs)");
+}
+
+inline void check_count(const char* where, const char* field, int64_t v, int64_t lo, const char* unit = "tokens") {
+    if (__builtin_expect(v < lo || v > kMaxTableIndex, 0)) count_error(where, field, v, lo, unit);
+}
+
+inline void check_pairs(const char* where, const char* field, double v) {
+    if (__builtin_expect(!(v >= 0.0 && v <= kMaxPairs), 0)) pairs_error(where, field, v);  // NaN fails too
 }
 
 }  // namespace
@@ -186,18 +196,28 @@ double Pricer::model_time(double n_tokens, double n_seqs, double dec_pairs, doub
     return t;
 }
 
+bool Pricer::share_memos_from(const Pricer& o) {
+    const AttentionConstants& a = ac_;
+    const AttentionConstants& b = o.ac_;
+    // the attention memo's values are a function of (chunk, prefix) and these constants only
+    if (!(a.apf_c == b.apf_c && a.kv_m == b.kv_m && a.p == b.p && a.inv_p == b.inv_p)) return false;
+    attn_memo_ = o.attn_memo_;
+    // the menu terms are a function of the prompt, the own menu and the attention memo's function
+    if (t_->menu == o.t_->menu) terms_memo_ = o.terms_memo_;
+    return true;
+}
+
 double Pricer::attn(int64_t chunk, int64_t prefix) {
     check_count("attn", "chunk", chunk, 0);
     check_count("attn", "prefix", prefix, 0);
     const uint64_t key = pack(chunk, prefix);
-    auto it = attn_memo_.find(key);
-    if (it != attn_memo_.end()) return it->second;
+    if (const double* hit = attn_memo_->find(key)) return *hit;
     // self.model._pf_attention_time(chunk * (prefix + (chunk + 1) / 2.0), float(prefix + chunk))
     const double pf = static_cast<double>(chunk) *
                       (static_cast<double>(prefix) + static_cast<double>(chunk + 1) / 2.0);
     const double v = attn_time(pf, static_cast<double>(prefix + chunk));
-    if (attn_memo_.size() >= kMemoLimit) attn_memo_.clear();
-    attn_memo_.emplace(key, v);
+    if (attn_memo_->size() >= kMemoLimit) attn_memo_->clear();
+    attn_memo_->emplace(key, v);
     return v;
 }
 
@@ -273,8 +293,7 @@ double Pricer::prefill_alone(int64_t prompt, int64_t budget) {
     check_count("prefill_alone", "prompt", prompt, 0);
     check_count("prefill_alone", "budget", budget, 1);
     const uint64_t key = pack(prompt, budget);
-    auto it = alone_memo_.find(key);
-    if (it != alone_memo_.end()) return it->second;
+    if (const double* hit = alone_memo_.find(key)) return *hit;
     double t = 0.0;
     int64_t done = 0;
     while (done < prompt) {
@@ -288,14 +307,21 @@ double Pricer::prefill_alone(int64_t prompt, int64_t budget) {
 }
 
 std::vector<MenuTerm> Pricer::menu_terms(int64_t prompt, const std::vector<int64_t>& menu) {
+    std::vector<MenuTerm> scratch;
+    return menu_terms_ref(prompt, menu, scratch);
+}
+
+const std::vector<MenuTerm>& Pricer::menu_terms_ref(int64_t prompt, const std::vector<int64_t>& menu,
+                                                    std::vector<MenuTerm>& scratch) {
     check_count("menu_terms", "prompt", prompt, 0);
     for (int64_t c : menu) check_count("menu_terms", "menu size", c, 1);
     const bool own_menu = menu == t_->menu;
     if (own_menu) {
-        auto it = terms_memo_.find(prompt);
-        if (it != terms_memo_.end()) return it->second;
+        auto it = terms_memo_->find(prompt);
+        if (it != terms_memo_->end()) return it->second;
     }
-    std::vector<MenuTerm> out;
+    std::vector<MenuTerm>& out = scratch;
+    out.clear();
     out.reserve(menu.size());
     for (int64_t c : menu) {
         const int64_t n_full = prompt / c;
@@ -318,8 +344,8 @@ std::vector<MenuTerm> Pricer::menu_terms(int64_t prompt, const std::vector<int64
         }
     }
     if (own_menu) {
-        if (terms_memo_.size() >= kMemoLimit) terms_memo_.clear();
-        terms_memo_.emplace(prompt, out);
+        if (terms_memo_->size() >= kMemoLimit) terms_memo_->clear();
+        return terms_memo_->emplace(prompt, out).first->second;
     }
     return out;
 }

@@ -9,7 +9,8 @@
 // Units: seconds, tokens, FLOPs. "Decode pairs" = sum over the decode batch of (context + 1) tokens.
 //
 // Not thread-safe: the memos (attention, prefill-alone, menu terms, prefix sums) change on reads. Memos never
-// change a value; they are cleared past kMemoLimit entries, as in Python.
+// change a value; they are cleared past kMemoLimit entries, as in Python. The attention and menu-term memos are
+// shared by copies of a pricer (share_memos_from: by pricers with the same constants).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "cost_tables.hpp"
+#include "flat_memo.hpp"
 
 namespace kairos {
 
@@ -98,6 +100,10 @@ class Pricer {
     // Per menu size, the decode-independent terms of a prompt (memoised per prompt for the own menu). Every
     // size with a full chunk in the prompt must be a size of the own menu (its prefix sums).
     std::vector<MenuTerm> menu_terms(int64_t prompt, const std::vector<int64_t>& menu);
+    // The same terms without a copy: the memo's entry for the own menu, else computed into `scratch`. The
+    // reference is valid until the next menu_terms / menu_terms_ref call (Simulator::build_menu's hot path).
+    const std::vector<MenuTerm>& menu_terms_ref(int64_t prompt, const std::vector<int64_t>& menu,
+                                                std::vector<MenuTerm>& scratch);
     // One decode node's menu row from a prompt's terms: firsts[i] the first step's seconds, totals[i]
     // wait_s + the schedule's seconds (both resized to terms.size()).
     void menu_rows(int64_t n_decode, double dec_pairs, const std::vector<MenuTerm>& terms, double wait_s,
@@ -113,7 +119,12 @@ class Pricer {
     const std::vector<int64_t>& menu() const { return t_->menu; }
     const std::shared_ptr<const CostTables>& tables() const { return t_; }
     int64_t grow_count() const { return grow_count_; }  // times the tables were replaced by larger ones
-    size_t cache_size() const { return attn_memo_.size(); }  // attention entries memoised
+    size_t cache_size() const { return attn_memo_->size(); }  // attention entries memoised
+    // Use `o`'s attention memo (and its menu-term memo when the own menus are equal) from now on, if the two
+    // price attention with the same constants (else nothing changes; returns whether it shared). A memo holds
+    // what the pricer would compute, so sharing one changes no result, only how often a value is computed:
+    // VecStepper shares its envs' memos, which see the same prompt lengths N times faster. Not thread-safe.
+    bool share_memos_from(const Pricer& o);
 
    private:
     void ensure(int64_t token_index, int64_t seq_index, const char* where) {
@@ -142,9 +153,11 @@ class Pricer {
         std::vector<double> sums;   // sums[i] = sum of attn(chunk, j * chunk) for j < i, in order; sums[0] = 0
     };
     std::vector<CumSums> cum_;  // per slot
-    std::unordered_map<uint64_t, double> attn_memo_;
-    std::unordered_map<uint64_t, double> alone_memo_;
-    std::unordered_map<int64_t, std::vector<MenuTerm>> terms_memo_;
+    // attention and menu-term memos, shared by copies of this pricer and by share_memos_from (values never change)
+    std::shared_ptr<FlatMemo> attn_memo_ = std::make_shared<FlatMemo>();  // flat_memo.hpp
+    FlatMemo alone_memo_;
+    std::shared_ptr<std::unordered_map<int64_t, std::vector<MenuTerm>>> terms_memo_ =
+        std::make_shared<std::unordered_map<int64_t, std::vector<MenuTerm>>>();
 };
 
 }  // namespace kairos

@@ -150,6 +150,8 @@ public:
     size_t n_rows() const { return rows_.size(); }
     bool stream_rows = false;
     const Pricer& pricer() const { return pricer_; }
+    // Pricer::share_memos_from (VecStepper: N simulators of one scenario share their pricing memos)
+    bool share_pricer_memos(const Simulator& o) { return pricer_.share_memos_from(o.pricer_); }
     int64_t pending_rid() const { return pending_rid_; }
     // the pending decision's kind (DECISION_ARRIVAL / DECISION_PULL) and, at a pull, the freed decode node (else -1)
     int64_t pending_kind() const { return pending_kind_; }
@@ -256,6 +258,11 @@ private:
     StreamSummary stream_;
     std::vector<RetiredRow> rows_;
     DecisionMenu menu_;
+    struct MenuScratch {  // build_menu's working rows, reused across decisions (no state: never snapshot)
+        std::vector<MenuTerm> terms;
+        std::vector<double> firsts, totals;
+        std::vector<int64_t> sizes;
+    } menu_scratch_;
     double now_ = 0.0;
     int64_t pending_rid_ = -1;
     int64_t pending_kind_ = DECISION_ARRIVAL;

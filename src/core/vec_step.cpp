@@ -13,6 +13,8 @@ VecStepper::VecStepper(std::vector<EnvStepper*> envs) : envs_(std::move(envs)) {
         if (e == nullptr || e->obs.size() != F || e->mask.size() != A)
             throw std::invalid_argument("VecStepper: env steppers differ in observation or mask size");
     }
+    // envs of one scenario price the same prompt lengths: one memo for all of them (values never change)
+    for (size_t i = 1; i < envs_.size(); ++i) envs_[i]->share_pricer_memos(*envs_[0]);
     size_t N = envs_.size();
     obs.assign(N * F, 0.0f);
     mask.assign(N * A, 0);

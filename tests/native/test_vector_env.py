@@ -138,7 +138,7 @@ def test_sb3_vec_env_same_step_matches_single_envs_and_reports_episodes():
                 episodes += 1
                 assert infos[i]["terminal_observation"].tobytes() == o.tobytes()
                 assert infos[i]["TimeLimit.truncated"] == (tr and not te)
-                assert infos[i]["episode"]["l"] == 7 and infos[i]["episode"]["r"] == pytest.approx(ret[i])
+                assert infos[i]["episode"]["l"] == 7 and infos[i]["episode"]["r"] == round(ret[i], 6)  # as Monitor
                 ret[i] = 0.0
                 o, _ = env.reset()
             else:
@@ -214,3 +214,41 @@ def test_refused_actions_are_counted_like_a_single_env(mode):
                     assert vec.envs[i]._decisions == info["decisions"]
                     done[i] = True
     assert n_invalid > 10
+
+
+def test_shared_pricing_memos_leave_every_env_bit_identical_on_a_long_bursty_run():
+    """VecStepper shares its envs' pricing memos (attention, menu terms): each env still matches a single env
+    seeded alike, decision by decision, over enough bursty-scenario decisions that the memos are reused across
+    envs (a memo returning another env's wrong value would show in the observations)."""
+    n, kw = 3, {"scenario": "bursty", "workload": {"max_requests": 400}}
+    vec = KairosVectorEnv(n, **kw)
+    assert vec._vs is not None
+    singles = [KairosEnv(**kw) for _ in range(n)]
+    vobs, _ = vec.reset(seed=7)
+    for i, env in enumerate(singles):
+        assert vobs[i].tobytes() == env.reset(seed=7 + i)[0].tobytes()
+    rng = np.random.default_rng(3)
+    masks = np.stack([e.action_masks() for e in singles])
+    for t in range(360):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        vobs, vrew, vte, vtr, vinfo = vec.step(acts)
+        for i, env in enumerate(singles):
+            o, r, te, tr, info = env.step(int(acts[i]))
+            assert vobs[i].tobytes() == o.tobytes() and vrew[i] == r and (vte[i], vtr[i]) == (te, tr), (t, i)
+            masks[i] = info["action_mask"]
+        assert vinfo["action_mask"].tobytes() == masks.tobytes()
+        if vte.any():
+            break
+
+
+def test_run_vector_steps_is_a_fixed_amount_of_work():
+    """bench --vector N --decisions D (what callgrind measures): exactly D vector steps, the same episodes twice."""
+    from kairos_gym.env.bench import run_vector_steps
+
+    a = run_vector_steps("kairos_gym/KairosSmall-v0", 3, 250)
+    b = run_vector_steps("kairos_gym/KairosSmall-v0", 3, 250)
+    assert a["steps"] == 250 and a["env_steps"] == 750 and a["episodes"] == b["episodes"] > 0
+    with pytest.raises(ConfigError, match="num_envs"):
+        run_vector_steps("kairos_gym/KairosSmall-v0", 0, 10)
+    with pytest.raises(ConfigError, match="decisions"):
+        run_vector_steps("kairos_gym/KairosSmall-v0", 2, -1)
