@@ -437,8 +437,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     with _progress(args, "demo: Oracle") as bar:
         oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], [first_seed], progress=bar)
     print()
-    print(f"Oracle (lookahead over the true simulator) on the first {cap} requests of the seed-{first_seed} "
-          f"workload above (max_requests: {cap}, a true prefix):")
+    print(f"Oracle (clairvoyant rollouts to the end of the prefix) on the first {cap} requests of the "
+          f"seed-{first_seed} workload above (max_requests: {cap}, a true prefix):")
     print(format_table(oracle))
     _write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
     print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")

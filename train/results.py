@@ -21,7 +21,7 @@ PPO_SYNTHETIC = ["bursty", "bursty:workload.arrival.rate=16", "bursty:workload.a
                  "decode-heavy"]
 PPO_TRACES = ["azure-code", "azure-conv", "azure-conv:workload.arrival.rate_scale=6", "mooncake",
               "mooncake:workload.arrival.rate_scale=0.3"]
-ORACLE_PARAMS = {"horizon_decisions": 100}
+ORACLE_PARAMS: dict[str, object] = {}
 
 
 SWEEP_SQ = (2048.0, 8192.0, 32768.0)

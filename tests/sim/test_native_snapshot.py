@@ -1,6 +1,5 @@
 """Snapshot/restore and pickling of the native engine (issue 11, step 6): a restored or unpickled native
-simulator goes on bit for bit as the original would, the Oracle (snapshot lookahead) decides as on the Python
-engine, and snapshots of another engine or scenario are refused."""
+simulator goes on bit for bit as the original would, and snapshots of another engine or scenario are refused."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import pickle
 
 import numpy as np
 import pytest
-from kairos_gym.agents import Oracle, run_policy
 from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
@@ -92,33 +90,6 @@ def test_snapshots_of_the_other_engine_or_scenario_are_refused():
     with pytest.raises(ConfigError, match=r"KV capacity \d+ tokens.*allowed: .*KV capacity 50000"):
         tight.restore(nat.snapshot())
     assert tight._events == before and tight.n_decisions == 0  # refused before anything changed
-
-
-def test_oracle_decides_the_same_on_both_engines():
-    res = {}
-    for engine in ("python", "native"):
-        o = Oracle(SC, horizon_decisions=6)
-        sim = Simulator(SC, seed=1, engine=engine)
-        o.attach(sim)
-        decisions = []
-        ctx = sim.next_decision()
-        while ctx is not None:
-            d = o.decide(ctx)
-            decisions.append((d, repr(o.last_scores)))
-            sim.apply(d)
-            ctx = sim.next_decision()
-        assert o.n_rollouts > 50
-        res[engine] = (decisions, _result(sim))
-    assert res["native"] == res["python"]
-
-
-def test_run_policy_with_the_oracle_under_kairos_engine_native(monkeypatch):
-    out = {}
-    for engine in ("python", "native"):
-        monkeypatch.setenv("KAIROS_ENGINE", engine)
-        s = run_policy(Oracle(SC, horizon_decisions=4), SC, seed=3)
-        out[engine] = repr(sorted((k, v) for k, v in s.items() if k != "wall_time_s" and "_us_" not in k))
-    assert out["native"] == out["python"]
 
 
 @pytest.mark.parametrize(("sc", "kv"), CASES)
