@@ -6,11 +6,14 @@ instance is a disjoint window of the trace (``arrival.start_s/end_s``, run with 
 the policies' own randomness). Each task also has **train** instances, disjoint from the test ones, on which
 the ``best-static`` entry picks its rule; everything in the tables is scored on the test instances.
 
-Per instance the score is the SLO attainment. Per task it is normalised, ``(x - no-deflect) / (Kairos-exact -
-no-deflect)`` with the two anchors' means over the task's test instances: 0 is no-deflect, 1 is the upper
-reference, Kairos-exact (a fresh view and an exact latency model; **not** an Oracle bound: a policy can score
-above 1). A task where the reference beats no-deflect by less than :data:`MIN_HEADROOM` has no room to
-normalise in: it is reported raw and left out of the aggregates. Across the tasks with headroom:
+Per instance the score is the SLO attainment. Per task it is normalised, ``(x - no-deflect) / (Oracle -
+no-deflect)`` with the two anchors' means over the task's test instances: 0 is no-deflect, 1 is the clairvoyant
+rollout Oracle (agents/oracle.py: never below any of its base policies on an instance, so a policy above 1 beat
+the Oracle's bases and the Oracle itself; its scores come from train/oracle_scores.json when cached,
+:mod:`kairos_gym.train.oracle_scores`). A task where the Oracle beats no-deflect by less than
+:data:`MIN_HEADROOM` has no room to normalise in: it is reported raw and left out of the aggregates. Per task
+the **headroom** is the Oracle minus the best shipped heuristic (:func:`headroom`), paired on the instances
+with a 95% Student-t interval. Across the tasks with headroom:
 IQM, median, mean and optimality gap of the normalised scores, and the probability of improvement over Kairos
 (paired on the instances), each with a 95% stratified-bootstrap percentile interval
 (:mod:`kairos_gym.train.aggregate`); per task, means with 95% Student-t intervals over the instances
@@ -35,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.agents.loader import ExternalPolicy, probe, run_checked
+from kairos_gym.train import oracle_scores
 from kairos_gym.train.aggregate import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
@@ -55,18 +59,22 @@ from kairos_gym.stats import mean_ci, nan_to_none
 
 BASELINE = "no-deflect"
 """The 0 of the normalised score."""
-REFERENCE = "kairos-exact"
-"""The 1 of the normalised score (until a clairvoyant Oracle bound exists)."""
-REFERENCE_LABEL = "Kairos-exact (fresh view, exact latency model; an upper reference, not an Oracle bound)"
+REFERENCE = "oracle"
+"""The 1 of the normalised score: the clairvoyant rollout Oracle."""
+REFERENCE_LABEL = ("the clairvoyant rollout Oracle (agents/oracle.py: it knows the workload's future and rolls every "
+                   "action out to the end of the instance under no-deflect, kairos-exact, always-deflect-ls, sq-ls, "
+                   "sl-ls and the task's best-static rule; never below any of them on an instance)")
+NOT_HEURISTICS = (REFERENCE, "ppo")
+"""Built-in entries that are not shipped heuristics (the headroom compares the Oracle with the best of the rest)."""
 COMPARISON = "kairos"
 """The policy every other is compared with, paired on the instances (probability of improvement, differences)."""
 REQUIRED = (BASELINE, COMPARISON, REFERENCE)
 BEST_STATIC = "best-static"
 """The entry that tunes a static rule (:data:`STATIC_GRID`) per task on the train instances."""
 DEFAULT_POLICIES = ("no-deflect,always-deflect,always-deflect-ls,sq,sq-ls,sl,sl-ls,best-static,kairos,kairos-exact,"
-                    "ppo")
-REFUSED = {"oracle": "the Oracle rolls every option forward: about 7 min per 3,000-request run here "
-                     "(docs/policies.md), hours for the suite; it is not a deployable scheduler either"}
+                    "ppo,oracle")
+REFUSED: dict[str, str] = {}
+"""Registry names the leaderboard refuses, with why."""
 METRIC = "slo_attainment"
 """The per-instance score (fraction of requests within both SLOs, docs/metrics.md)."""
 MIN_HEADROOM = 0.01
@@ -355,11 +363,11 @@ def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress) -> dict[str,
 # ---------------------------------------------------------------------------------------------- the run
 def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
-              reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
+              reps: int = BOOTSTRAP_REPS, oracle_cache: Path | str = oracle_scores.CACHE) -> dict[str, Any]:
     """Run every entry on every test instance of ``suite``; returns the JSON-ready result (see
     :func:`leaderboard_md`). Every entry is checked (built for every task; external policies also run on a
     short prefix, :func:`kairos_gym.agents.loader.probe`) before the first run. ``suite``: :data:`SUITE` when
-    None."""
+    None. The Oracle's figures come from ``oracle_cache`` where it holds a valid entry (else it runs)."""
     t0 = time.perf_counter()
     suite = SUITE if suite is None else tuple(suite)
     policies = list(policies)
@@ -390,7 +398,17 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         chosen = best[task.name]["chosen"]
         return run_one(sc, chosen["policy"], seed, params=chosen["params"], tick=tick)[0]
 
-    entries = [Entry(BEST_STATIC, "tuned", run_best) if p == BEST_STATIC else _builtin(p) for p in policies]
+    cache = oracle_scores.load(oracle_cache) if REFERENCE in policies else {}
+    sources: dict[str, int] = {"cache": 0, "run": 0}
+
+    def run_oracle(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
+        bases = oracle_scores.task_bases(best[task.name]["chosen"] if task.name in best else None)
+        summary, source = oracle_scores.oracle_summary(cache, sc, seed, bases, progress=tick)
+        sources[source] += 1
+        return summary
+
+    entries = [Entry(BEST_STATIC, "tuned", run_best) if p == BEST_STATIC
+               else Entry(REFERENCE, "bound", run_oracle) if p == REFERENCE else _builtin(p) for p in policies]
     entries += [_external(e) for e in externals]
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
     for e in entries:
@@ -411,8 +429,10 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         "entries": [{"label": e.label, "kind": e.kind} for e in entries],
         "figures": figures,
         "best_static": best,
+        "oracle_sources": sources,
     }
-    res.update(score(figures, [t.name for t in suite], reps=reps))
+    heuristics = [e.label for e in entries if e.kind in ("built-in", "tuned") and e.label not in NOT_HEURISTICS]
+    res.update(score(figures, [t.name for t in suite], reps=reps, heuristics=heuristics))
     res["elapsed_s"] = time.perf_counter() - t0
     return res
 
@@ -423,9 +443,31 @@ def _ci(values: Sequence[float]) -> dict[str, float | None]:
     return {"mean": nan_to_none(m), "ci95": nan_to_none(h), "n": len([v for v in values if not math.isnan(v)])}
 
 
+def headroom(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], task: str,
+             heuristics: Sequence[str]) -> dict[str, Any]:
+    """The Oracle minus the best shipped heuristic on ``task``: the heuristic with the highest mean SLO attainment
+    over the test instances (first in entry order on ties), the per-instance differences' mean with its 95%
+    Student-t half-width, wins/ties/losses of the Oracle, and ``where``: "headroom" when the interval lies
+    above 0, "none" when the mean difference is below :data:`MIN_HEADROOM` (one SLO-attainment point), else
+    "unclear"."""
+    means = {h: float(np.mean(figures[h][task][METRIC])) for h in heuristics}
+    best_h = max(heuristics, key=lambda h: (means[h], -list(heuristics).index(h)))
+    x, y = figures[REFERENCE][task][METRIC], figures[best_h][task][METRIC]
+    d = [a - b for a, b in zip(x, y, strict=True)]
+    c = _ci(d)
+    half = c["ci95"] if c["ci95"] is not None else math.inf
+    where = ("headroom" if c["mean"] is not None and c["mean"] - half > 0 else
+             "none" if c["mean"] is not None and c["mean"] < MIN_HEADROOM else "unclear")
+    return {"best": best_h, "best_mean": means[best_h], "oracle_mean": float(np.mean(x)), **c,
+            "wins": sum(a > b for a, b in zip(x, y, strict=True)),
+            "ties": sum(a == b for a, b in zip(x, y, strict=True)),
+            "losses": sum(a < b for a, b in zip(x, y, strict=True)), "where": where}
+
+
 def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks: Sequence[str],
-          reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
-    """Normalised scores, per-task intervals, paired comparisons with :data:`COMPARISON` and the bootstrap
+          reps: int = BOOTSTRAP_REPS, heuristics: Sequence[str] | None = None) -> dict[str, Any]:
+    """Normalised scores, per-task intervals, paired comparisons with :data:`COMPARISON`, the Oracle's headroom
+    over the best of ``heuristics`` (None: every label but :data:`NOT_HEURISTICS`) and the bootstrap
     aggregates, from ``figures[label][task][key]`` (one value per test instance, the same instances for every
     label)."""
     labels = list(figures)
@@ -456,6 +498,8 @@ def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks:
             paired[label][t] = {**_ci(d), "wins": sum(a > b for a, b in zip(x, y, strict=True)),
                                 "ties": sum(a == b for a, b in zip(x, y, strict=True)),
                                 "losses": sum(a < b for a, b in zip(x, y, strict=True))}
+    heur = [h for h in (labels if heuristics is None else heuristics) if h not in NOT_HEURISTICS and h in figures]
+    head = {t: headroom(figures, t, heur) for t in tasks} if heur and REFERENCE in figures else {}
     aggregates: dict[str, Any] = {}
     if scored:
         for label in labels:
@@ -471,6 +515,7 @@ def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks:
     return {"metric": METRIC, "baseline": BASELINE, "reference": REFERENCE, "reference_label": REFERENCE_LABEL,
             "comparison": COMPARISON, "min_headroom": MIN_HEADROOM, "anchors": anchors, "scored_tasks": scored,
             "saturated_tasks": saturated, "normalized": normalized, "per_task": per_task, "paired": paired,
+            "headroom": head,
             "aggregates": aggregates, "bootstrap": {"reps": reps, "seed": BOOTSTRAP_SEED, "method": "percentile",
                                                     "confidence": 0.95}}
 
@@ -546,6 +591,36 @@ def _family_tables(res: Mapping[str, Any], order: Sequence[str]) -> list[str]:
     return lines
 
 
+def _headroom_table(res: Mapping[str, Any]) -> list[str]:
+    """The Oracle minus the best shipped heuristic per task (:func:`headroom`)."""
+    head = res.get("headroom") or {}
+    if not head:
+        return []
+    src = res.get("oracle_sources") or {}
+    lines = [
+        "## Headroom: the Oracle minus the best shipped heuristic",
+        "",
+        "Per task, the shipped heuristic with the best mean SLO attainment over the test instances (every built-in "
+        f"entry but {', '.join(NOT_HEURISTICS)}; best-static included), and the Oracle's SLO attainment minus its on "
+        "the same instance: mean ± half-width of the 95% Student-t interval, then the Oracle's wins / ties / "
+        f"losses. headroom: the interval lies above 0; none: the mean difference is below {MIN_HEADROOM:g}; "
+        "unclear: neither."
+        + (f" Oracle figures: {src.get('cache', 0)} instances from the cache (train/oracle_scores.json, checked "
+           f"against fresh no-deflect and always-deflect-ls runs), {src.get('run', 0)} run now." if src else ""),
+        "",
+        "| task | best heuristic | its SLO attainment | Oracle | Oracle - best | W/T/L | headroom |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
+    for s in res["suite"]:
+        h = head.get(s["task"])
+        if h is None:
+            continue
+        lines.append(f"| {s['task']} | {h['best']} | {h['best_mean']:.3f} | {h['oracle_mean']:.3f} | "
+                     f"{_pm(h, '+.3f')} | {h['wins']}/{h['ties']}/{h['losses']} | {h['where']} |")
+    lines.append("")
+    return lines
+
+
 def leaderboard_md(res: Mapping[str, Any]) -> str:
     """The markdown text of LEADERBOARD.md."""
     tasks = [s["task"] for s in res["suite"]]
@@ -565,8 +640,9 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         "output lengths). Every policy runs on the same fixed instances of every task. Score per instance: SLO "
         "attainment (fraction of requests whose TTFT and every token gap are within the scenario's SLOs, "
         "docs/metrics.md). Normalised score per task: (x - no-deflect) / (reference - no-deflect), the anchors "
-        f"being means over the task's instances; reference: {res['reference_label']}, so scores above 1 are "
-        f"possible. Tasks where the reference beats no-deflect by less than {res['min_headroom']:g} have no "
+        f"being means over the task's instances; reference: {res['reference_label']}. The Oracle is an upper bound "
+        "on its base policies, not the optimum: a score above 1 would mean a policy beat it. Tasks where the "
+        f"reference beats no-deflect by less than {res['min_headroom']:g} have no "
         "headroom: they are shown raw and left out of the aggregates.",
         "",
         "## Suite",
@@ -625,6 +701,7 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         for lb in order:
             lines.append(f"| {lb} | " + " | ".join(_pm(res["per_task"][lb][t]["normalized"]) for t in scored) + " |")
         lines.append("")
+    lines += _headroom_table(res)
     lines += [
         "## Raw figures per task",
         "",
