@@ -14,7 +14,7 @@ latencies (the simulator itself). At each decision it tries every candidate acti
   always-deflect-ls, sq-ls and sl-ls (their default thresholds), decided inside the native core
   (src/core/base_policies.cpp, bit-identical to the Python policies: tests/native/test_base_policies.py).
   ``bases`` takes registry names or ``(name, params)`` pairs of these rules (also the fixed-chunk
-  always-deflect, sq, sl).
+  always-deflect, sq, sl); a rule named twice (the same native spec) is rolled out once.
 - objective: the benchmark's score, SLO attainment (requests finished within both the TTFT and the TBT SLO,
   counted exactly as :func:`kairos_gym.sim.metrics.summarize` counts them), ties broken by the number of
   requests meeting the TTFT SLO plus those meeting the TBT SLO, then by candidate order (prefill path first,
@@ -128,7 +128,11 @@ class Oracle(BasePolicy):
             raise ConfigError("policy oracle", "fixed_chunks", fixed_chunks, "true or false")
         self.fixed_chunks = fixed_chunks
         self.bases = base_policies(sc, bases)
-        self.specs = [native_spec(make_policy(n, sc, 0, **p)) for n, p in self.bases]
+        self.specs: list[dict[str, Any]] = []
+        for n, p in self.bases:  # a rule given twice under two spellings (sl-ls, [sl-ls, {length_threshold: 2048}])
+            spec = native_spec(make_policy(n, sc, 0, **p))  # rolls out once: its rollouts would be identical
+            if spec not in self.specs:
+                self.specs.append(spec)
         self.sim: Any = None
         self._oracle: Any = None
 

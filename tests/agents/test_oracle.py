@@ -124,6 +124,9 @@ def test_fewer_bases_and_no_fixed_chunks_still_bound_those_bases() -> None:
     assert _n_ok(got) >= _n_ok(run_policy("sq-ls", sc, 5, queue_threshold=2048))
     assert _n_ok(got) >= _n_ok(run_policy("no-deflect", sc, 5))
     assert got["policy_params"]["bases"] == ["no-deflect", ["sq-ls", {"queue_threshold": 2048}]]
+    same = Oracle(sc, bases=["sl-ls", ("sl-ls", {"length_threshold": 2048})])  # one rule, two spellings
+    assert len(same.specs) == 1 and run_policy(same, sc, 5)["slo_attainment"] == run_policy(
+        Oracle(sc, bases=["sl-ls"]), sc, 5)["slo_attainment"]
 
 
 def test_needs_attach_and_its_own_pending_decision() -> None:
