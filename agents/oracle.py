@@ -116,6 +116,8 @@ class Oracle(BasePolicy):
     """Clairvoyant rollout Oracle over the native core (see the module docstring)."""
 
     name = "oracle"
+    native_only = True
+    """:func:`kairos_gym.agents.runner.simulate` gives it a native simulator whatever ``KAIROS_ENGINE`` says."""
 
     def __init__(self, scenario: Any = "bursty", seed: int | None = 0, bases: Any = DEFAULT_BASES,
                  fixed_chunks: bool = True) -> None:

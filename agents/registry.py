@@ -23,8 +23,8 @@ from kairos_gym.errors import ConfigError
 class KairosExact(Kairos):
     """Kairos with a fresh view of the cluster and an exact latency model: ``staleness_s = 0`` and
     ``model_error = 0`` (no parameter for them), i.e. the exact fresh rule of docs/policies.md; it draws no
-    random numbers. The leaderboard's upper reference until a clairvoyant Oracle bound exists (it is not one:
-    it sees no future arrivals or output lengths)."""
+    random numbers. Not an upper bound (it sees no future arrivals or output lengths); one of the rollout
+    Oracle's base policies (:mod:`kairos_gym.agents.oracle`), which is the leaderboard's reference."""
 
     name = "kairos-exact"
 

@@ -47,7 +47,8 @@ def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: 
     :class:`~kairos_gym.errors.ConfigError` naming the return value (see :meth:`Simulator.apply`).
     ``policy`` is a policy object (anything with ``decide(ctx)``) or a registry name (then built with
     ``make_policy(name, scenario, seed, **policy_kwargs)``). A BasePolicy is ``reset()`` first (its own
-    seed: reproducible), and attached to the simulator when it has ``attach`` (the Oracle).
+    seed: reproducible), and attached to the simulator when it has ``attach`` (the Oracle). A policy with
+    ``native_only = True`` (the Oracle) always gets a native-engine simulator.
     ``oracle=True`` lets policies see output lengths in the context. Returns the simulator's summary
     plus ``policy`` (name), ``policy_params``, ``decision_us_p50`` and ``decision_us_p99`` (wall time of
     each decision in microseconds, ``time.perf_counter_ns``) and ``decision_cpu_us_p50/p99`` (the deciding
@@ -63,7 +64,8 @@ def simulate(policy: BasePolicy | Policy | str, scenario: Any = "bursty", seed: 
         policy = make_policy(policy, sc, seed, **policy_kwargs)
     elif policy_kwargs:
         raise TypeError("run_policy: policy parameters are only accepted with a policy name")
-    sim = Simulator(sc, seed=seed, oracle=oracle, record_timeline=record_timeline)
+    engine = {"engine": "native"} if getattr(policy, "native_only", False) else {}  # the Oracle: whatever KAIROS_ENGINE
+    sim = Simulator(sc, seed=seed, oracle=oracle, record_timeline=record_timeline, **engine)
     if isinstance(policy, BasePolicy):
         policy.reset()
     attach = getattr(policy, "attach", None)
