@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -84,7 +85,9 @@ def save(entries: Mapping[str, Any], path: Path | str = CACHE) -> None:
     order = sorted(entries, key=lambda k: (entries[k].get("task", ""), entries[k].get("instance", ""), k))
     text = json.dumps({"version": CACHE_VERSION, "entries": {k: entries[k] for k in order}}, indent=1,
                       sort_keys=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # atomic: an interrupted regeneration never leaves a truncated cache
 
 
 def run_oracle(sc: ScenarioConfig, seed: int, bases: Bases, fixed_chunks: bool = True,
