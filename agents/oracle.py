@@ -15,6 +15,9 @@ latencies (the simulator itself). At each decision it tries every candidate acti
   (src/core/base_policies.cpp, bit-identical to the Python policies: tests/native/test_base_policies.py).
   ``bases`` takes registry names or ``(name, params)`` pairs of these rules (also the fixed-chunk
   always-deflect, sq, sl); a rule named twice (the same native spec) is rolled out once.
+- each base policy's own action at the decision is added when it is not a candidate already (after the same
+  dedupe: e.g. a fixed-chunk base with ``fixed_chunks=False``), so the improvement property below holds for
+  any options.
 - objective: the benchmark's score, SLO attainment (requests finished within both the TTFT and the TBT SLO,
   counted exactly as :func:`kairos_gym.sim.metrics.summarize` counts them), ties broken by the number of
   requests meeting the TTFT SLO plus those meeting the TBT SLO, then by candidate order (prefill path first,
@@ -112,6 +115,13 @@ def base_policies(scenario: ScenarioConfig, bases: Any) -> list[tuple[str, dict[
     return out
 
 
+def _decision(kind: int, node: int, chunk: int) -> Decision:
+    """A core action (kind 0 prefill / 1 deflect, node or -1, chunk or 0) as a Decision."""
+    if kind == 0:
+        return Decision.prefill_path(None if node < 0 else node)
+    return Decision.deflect(node, chunk)
+
+
 class Oracle(BasePolicy):
     """Clairvoyant rollout Oracle over the native core (see the module docstring)."""
 
@@ -168,8 +178,7 @@ class Oracle(BasePolicy):
         core = self.sim._core
         if core.pending_rid < 0 or core.pending_rid != ctx.request.rid:
             raise RuntimeError("Oracle.decide(ctx): ctx is not the attached simulator's pending decision")
-        kind, node, chunk = self._oracle.decide(core)
-        return Decision.prefill_path() if kind == 0 else Decision.deflect(node, chunk)
+        return _decision(*self._oracle.decide(core))
 
     def last_scores(self) -> list[tuple[Decision, list[tuple[int, int]]]]:
         """The last searched decision: per candidate, its (n_ok, n_partial) under each base (in base order)."""
@@ -178,8 +187,7 @@ class Oracle(BasePolicy):
         cands = self._oracle.last_candidates()
         scores = self._oracle.last_scores()
         nb = self._oracle.n_bases
-        return [(Decision.prefill_path() if k == 0 else Decision.deflect(n, c), scores[i * nb:(i + 1) * nb])
-                for i, (k, n, c) in enumerate(cands)]
+        return [(_decision(k, n, c), scores[i * nb:(i + 1) * nb]) for i, (k, n, c) in enumerate(cands)]
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "bases": [n if not p else [n, p] for n, p in self.bases],

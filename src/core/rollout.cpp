@@ -7,7 +7,9 @@
 // fixed sizes >= the prompt (each runs the whole prompt as one chunk: only the smallest is kept), and every fixed
 // size when the prompt is <= the smallest menu size (LargestSafe then also runs it as one chunk: only LargestSafe
 // is kept). Refused deflections (can_deflect false) are not candidates: the simulator would fall back to the
-// prefill path, a duplicate.
+// prefill path, a duplicate. RolloutOracle::decide then adds each base policy's own action at this state when
+// it is not a candidate already (canonical_action: the same dedupe), so the improvement property holds whatever
+// the options (e.g. a fixed-chunk base with fixed_chunks false).
 #include "rollout.hpp"
 
 #include <algorithm>
@@ -51,6 +53,26 @@ std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks) {
     return out;
 }
 
+Action canonical_action(const Simulator& sim, const Action& a) {
+    const DecisionMenu& m = sim.menu();
+    const Action jsq{0, -1, 0};
+    if (a.kind == 0) {
+        if (a.node < 0) return jsq;
+        int64_t p = 0;  // the simulator's shortest queue: the lowest index with the fewest queued tokens
+        for (int64_t i = 1; i < m.P; ++i)
+            if (m.prefill_i[static_cast<size_t>(2 * i)] < m.prefill_i[static_cast<size_t>(2 * p)]) p = i;
+        return a.node == p ? jsq : a;
+    }
+    if (a.node < 0 || a.node >= m.D || m.decode_b[static_cast<size_t>(2 * a.node + 1)] == 0) return jsq;  // refused
+    if (a.chunk == 0) return a;
+    std::vector<int64_t> sizes(sim.config().menu);
+    std::sort(sizes.begin(), sizes.end());
+    if (m.prompt <= sizes.front()) return Action{1, a.node, 0};
+    for (int64_t c : sizes)
+        if (c >= m.prompt) return a.chunk >= m.prompt ? Action{1, a.node, c} : a;
+    return a;
+}
+
 RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s,
                              double tbt_slo_s, bool fixed_chunks)
     : scratch_(like.config(), like.pricer(), false),
@@ -78,6 +100,10 @@ Objective RolloutOracle::rollout(const Simulator& sim, const Action& first, size
 Action RolloutOracle::decide(const Simulator& sim) {
     if (sim.pending_rid() < 0) throw std::logic_error("rollout oracle: no pending decision");
     std::vector<Action> cands = candidate_actions(sim, fixed_chunks_);
+    for (BaseDecider& b : bases_) {  // every base's own action is a candidate (the improvement property)
+        Action own = canonical_action(sim, b.decide(sim.menu()));
+        if (std::find(cands.begin(), cands.end(), own) == cands.end()) cands.push_back(own);
+    }
     stats_.n_decisions += 1;
     if (cands.size() == 1) return cands[0];
     stats_.n_searched += 1;

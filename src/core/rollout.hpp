@@ -34,6 +34,11 @@ Objective objective(const Simulator& sim, double ttft_slo_s, double tbt_slo_s);
 // `fixed_chunks` false: LargestSafe only.
 std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks);
 
+// The candidate identical by construction to `a` at sim's pending decision: a refused deflection -> the prefill
+// path; the prefill path to the shortest queue -> node -1; a fixed chunk >= the prompt -> the smallest menu size
+// >= the prompt; any fixed chunk when the prompt is <= the smallest size -> LargestSafe.
+Action canonical_action(const Simulator& sim, const Action& a);
+
 struct OracleStats {
     int64_t n_decisions = 0;  // decisions taken
     int64_t n_searched = 0;   // decisions with more than one candidate (rolled out)

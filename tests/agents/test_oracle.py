@@ -15,6 +15,7 @@ from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.native import core
 from kairos_gym.sim import Simulator
+from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, Decision
 from tests.agents.ctx_helpers import make_ctx
 
 SMALL = {"name": "o", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 60}}
@@ -127,6 +128,32 @@ def test_fewer_bases_and_no_fixed_chunks_still_bound_those_bases() -> None:
     same = Oracle(sc, bases=["sl-ls", ("sl-ls", {"length_threshold": 2048})])  # one rule, two spellings
     assert len(same.specs) == 1 and run_policy(same, sc, 5)["slo_attainment"] == run_policy(
         Oracle(sc, bases=["sl-ls"]), sc, 5)["slo_attainment"]
+
+
+def test_each_base_policy_action_is_a_candidate_whatever_the_options() -> None:
+    """With fixed_chunks false a fixed-chunk base's own deflection (512 tokens) is still tried: the improvement
+    property needs every base's action among the candidates."""
+    sc = _sc("bursty", {"workload": {"num_requests": 80}})
+    o = Oracle(sc, bases=["always-deflect"], fixed_chunks=False)
+    sim = Simulator(sc, seed=2, engine="native")
+    o.attach(sim)
+    base = make_policy("always-deflect", sc, 0)
+    seen = 0
+    ctx = sim.next_decision()
+    while ctx is not None:
+        d = o.decide(ctx)
+        own = base.decide(ctx)
+        if own.path == DEFLECT:  # a node can take a deflection: this decision was searched
+            cands = [c for c, _ in o.last_scores()]
+            if ctx.request.prompt_tokens > 512:
+                assert own in cands and Decision.deflect(own.decode_node, LARGEST_SAFE) in cands
+                seen += 1
+        sim.apply(d)
+        ctx = sim.next_decision()
+    assert seen > 5
+    for seed in (0, 1, 2):
+        got = run_policy(Oracle(sc, bases=["always-deflect"], fixed_chunks=False), sc, seed)
+        assert _n_ok(got) >= _n_ok(run_policy("always-deflect", sc, seed))
 
 
 def test_needs_attach_and_its_own_pending_decision() -> None:
