@@ -1,141 +1,198 @@
-"""Oracle: per-request lookahead with true latencies and the true future, through simulator snapshots.
+"""The clairvoyant rollout Oracle: an upper bound on the exact track (issue 12 item 4).
 
-At each decision the Oracle tries every valid option on the real simulator:
+The Oracle knows the future (the simulator's workload: every arrival time and output length) and the true
+latencies (the simulator itself). At each decision it tries every candidate action and rolls each out to the
+**end of the instance** under each of its **base policies**, then takes the action whose best rollout is best:
 
-- the prefill path (join-shortest-queue), and
-- a deflection with ``chunk = LARGEST_SAFE`` to each decode node that can take one (``can_deflect``);
-  with ``prune_infeasible`` (default) only nodes whose true LargestSafe schedule is feasible
-  (``ctx.largest_safe_feasible``): an infeasible deflection runs 128-token chunks over budget, i.e. it
-  violates TBT by construction.
+- candidates (``_core.candidate_actions``, src/core/rollout.cpp): the prefill path (join-shortest-queue), and for
+  each decode node that can take a deflection a deflection with LargestSafe chunks and with each fixed menu size
+  (``fixed_chunks=True``, default). Deduplicated when identical by construction: fixed sizes >= the prompt (one
+  chunk of the whole prompt: only the smallest is kept), every fixed size when the prompt is <= the smallest
+  menu size (LargestSafe runs it as one chunk too: only LargestSafe is kept). A decision with one candidate (no
+  decode node can take a deflection) is taken without rollouts.
+- base policies (:data:`DEFAULT_BASES`): no-deflect, kairos-exact (Kairos with staleness 0 and model error 0),
+  always-deflect-ls, sq-ls and sl-ls (their default thresholds), decided inside the native core
+  (src/core/base_policies.cpp, bit-identical to the Python policies: tests/native/test_base_policies.py).
+  ``bases`` takes registry names or ``(name, params)`` pairs of these rules (also the fixed-chunk
+  always-deflect, sq, sl); a rule named twice (the same native spec) is rolled out once.
+- each base policy's own action at the decision is added when it is not a candidate already (after the same
+  dedupe: e.g. a fixed-chunk base with ``fixed_chunks=False``), so the improvement property below holds for
+  any options.
+- objective: the benchmark's score, SLO attainment (requests finished within both the TTFT and the TBT SLO,
+  counted exactly as :func:`kairos_gym.sim.metrics.summarize` counts them), ties broken by the number of
+  requests meeting the TTFT SLO plus those meeting the TBT SLO, then by candidate order (prefill path first,
+  decode nodes by index, LargestSafe before fixed sizes in increasing order), then by base order.
 
-For each option it takes a snapshot, applies the option, and rolls the simulation forward with a
-continuation policy (default: :class:`Kairos` with its exact model and no staleness) until the first
-decision whose arrival is at or after ``now + horizon_s`` (default 20 s), after ``horizon_decisions``
-decisions if set, or to the end of the workload. Arrival times are fixed by the workload, so every
-option's rollout stops at the same simulated time. The score is
+Every rollout of one decision starts from the same state (a C++ copy of the simulator restored into a scratch
+simulator; the workload is fixed and nothing in the exact track is random: common random numbers). The whole
+decision is one native call (``_core.RolloutOracle.decide``).
 
-``score = delta(sim.wait_area) + tbt_penalty_s * delta(sim.tbt_violations)``
+**Rollout improvement property**: the Oracle's final SLO attainment is >= each base policy's on every instance.
+Induction: every base policy is Markov in the simulator state and its own action is among the candidates (or
+an action identical to it by construction), and rollouts are exact, so the best rollout value never decreases
+from one decision to the next; at the first decision it is >= every base's run, at the last it is the Oracle's
+own result. Tested in tests/agents/test_oracle.py on many small instances.
 
-where ``wait_area`` is the integral of the number of requests still waiting for their first token
-(request-seconds: the sum of the TTFT accrued in the window) and ``tbt_violations`` counts token gaps
-above the TBT SLO (default penalty 10 request-seconds per gap: violations are all but forbidden). The
-lowest score wins, ties to the prefill path; the simulator is then restored and the decision returned.
+Cost: a decision with ``k`` candidates runs ``k x len(bases)`` rollouts of the rest of the instance, so a run of
+``n`` requests costs O(n^2 k b / 2) simulated requests (measured in docs/policies.md). Size instances so that
+fits (a few hundred requests), or bound on a prefix of the instance.
 
-Cost: one snapshot plus one restore and one rollout per option (a deep copy of the simulator state,
-tens of ms on a few thousand requests, and ~horizon_s x arrival rate decisions of the continuation per
-rollout): of the order of a second per decision at 20 req/s with the default horizon. When only the
-prefill path is valid no rollout is made. The Oracle must be attached to the simulator it decides for
-(``attach(sim)``; :func:`kairos_gym.agents.runner.run_policy` does it).
+The Oracle needs the native engine (``attach(sim)`` with a native simulator; ``run_policy`` attaches it).
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect
 from kairos_gym.agents.kairos import Kairos
 
+from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim import Simulator
-from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext, Policy
-from kairos_gym.workload.rules import Number
+from kairos_gym.native import core as _native_core
+from kairos_gym.sim.hook import Decision, DecisionContext
+
+DEFAULT_BASES: tuple[str, ...] = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls")
+"""The Oracle's base policies (registry names, default parameters), in tie-break order."""
+BASE_NAMES = ("no-deflect", "kairos-exact", "always-deflect", "always-deflect-ls", "sq", "sq-ls", "sl", "sl-ls")
+"""The registry policies that have a native twin (:func:`native_spec`)."""
+MAX_BASES = 16
+"""Most base policies of one Oracle."""
+
+
+def native_spec(policy: BasePolicy) -> dict[str, Any]:
+    """The native base-policy spec (``_core.BasePolicy``) of a Python policy object, from its own constants (so
+    the native decision is bit-identical). ConfigError for a policy without a native twin: anything but
+    no-deflect, always-deflect(-ls), sq(-ls), sl(-ls) and Kairos on the exact information track with the
+    scenario's chunk menu."""
+    c = _native_core()
+    where = f"policy {policy.name}"
+    if isinstance(policy, Kairos):
+        if policy.realistic:
+            raise ConfigError(where, "information.track", policy.scenario.information.track,
+                              "exact (only Kairos on the exact track has a native twin)")
+        if tuple(policy.chunk_menu) != tuple(sorted(policy.scenario.deflection.chunk_menu)):
+            raise ConfigError(where, "chunk_menu", list(policy.chunk_menu),
+                              f"the scenario's menu {list(policy.scenario.deflection.chunk_menu)}")
+        return {"kind": c.BASE_KAIROS_EXACT, "alpha": float(policy.alpha), "beta": float(policy.beta),
+                "ttft_slo_s": float(policy.scenario.slo.ttft_s), "prefill_budget": int(policy.prefill_budget),
+                "xfer_setup_s": float(policy._xfer_setup), "xfer_per_token_s": float(policy._xfer_per_token),
+                "menu_desc": [int(x) for x in policy.menu_desc]}
+    if isinstance(policy, NoDeflect):
+        return {"kind": c.BASE_NO_DEFLECT}
+    if isinstance(policy, AlwaysDeflect):
+        return {"kind": c.BASE_ALWAYS_DEFLECT, "chunk": int(policy.chunk)}
+    if isinstance(policy, SQ):
+        return {"kind": c.BASE_SQ, "chunk": int(policy.chunk), "threshold": float(policy.queue_threshold),
+                "unit_requests": policy.unit == "requests"}
+    if isinstance(policy, SL):
+        return {"kind": c.BASE_SL, "chunk": int(policy.chunk), "threshold": float(policy.length_threshold)}
+    raise ConfigError(where, "policy", policy.name, "a policy with a native twin: " + ", ".join(BASE_NAMES))
+
+
+def base_policies(scenario: ScenarioConfig, bases: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``bases`` (names or ``(name, params)`` pairs) checked: ``[(name, params), ...]``."""
+    allowed = ("a non-empty list of base policies: names from " + ", ".join(BASE_NAMES)
+               + f" or [name, {{params}}] pairs, each once, at most {MAX_BASES}")
+    if isinstance(bases, (str, bytes, Mapping)) or not isinstance(bases, Sequence) or not bases \
+            or len(bases) > MAX_BASES:
+        raise ConfigError("policy oracle", "bases", bases, allowed)
+    out: list[tuple[str, dict[str, Any]]] = []
+    for b in bases:
+        if isinstance(b, str):
+            name, params = b, {}
+        elif isinstance(b, Sequence) and len(b) == 2 and isinstance(b[0], str) and isinstance(b[1], Mapping):
+            name, params = b[0], dict(b[1])
+        else:
+            raise ConfigError("policy oracle", "bases", b, allowed)
+        if name not in BASE_NAMES:
+            raise ConfigError("policy oracle", "bases", name, allowed)
+        if (name, params) in out:
+            raise ConfigError("policy oracle", "bases", bases, allowed)
+        out.append((name, params))
+    return out
+
+
+def _decision(kind: int, node: int, chunk: int) -> Decision:
+    """A core action (kind 0 prefill / 1 deflect, node or -1, chunk or 0) as a Decision."""
+    if kind == 0:
+        return Decision.prefill_path(None if node < 0 else node)
+    return Decision.deflect(node, chunk)
 
 
 class Oracle(BasePolicy):
-    """Lookahead over the true simulator (see the module docstring)."""
+    """Clairvoyant rollout Oracle over the native core (see the module docstring)."""
 
     name = "oracle"
 
-    def __init__(
-        self,
-        scenario: Any = "bursty",
-        seed: int | None = 0,
-        horizon_s: float = 20.0,
-        horizon_decisions: int | None = None,
-        tbt_penalty_s: float = 10.0,
-        prune_infeasible: bool = True,
-        continuation: Policy | None = None,
-    ) -> None:
+    def __init__(self, scenario: Any = "bursty", seed: int | None = 0, bases: Any = DEFAULT_BASES,
+                 fixed_chunks: bool = True) -> None:
         super().__init__(seed)
-        where = f"policy {self.name}"
-        self.horizon_s = Number(low=0.0, low_open=True).check(where, "horizon_s", horizon_s)
-        self.horizon_decisions = Number(integer=True, low=0, optional=True).check(
-            where, "horizon_decisions", horizon_decisions)
-        self.tbt_penalty_s = Number(low=0.0).check(where, "tbt_penalty_s", tbt_penalty_s)
-        if not isinstance(prune_infeasible, bool):
-            raise ConfigError(where, "prune_infeasible", prune_infeasible, "true or false")
-        self.prune_infeasible = prune_infeasible
-        if continuation is None:
-            cont = Kairos(scenario, seed=seed)
-            cont.record_times = False
-            continuation = cont
-        elif not callable(getattr(continuation, "decide", None)):
-            raise ConfigError(where, "continuation", continuation, "a policy with decide(ctx) -> Decision")
-        self.continuation = continuation
-        self.sim: Simulator | None = None
-        self.n_rollouts = 0
-        self.last_scores: list[tuple[Decision, float]] = []
+        from kairos_gym.agents.registry import make_policy
 
-    def attach(self, sim: Simulator) -> None:
-        """Decide for this simulator (it is snapshotted, rolled forward and restored at every decision)."""
+        sc = load_scenario(scenario)
+        self.scenario = sc
+        # what the native rollouts implement: arrival decisions on the exact track, per-request records
+        for field, value, allowed in (("information.track", sc.information.track, "exact"),
+                                      ("deflection.decision_points", sc.deflection.decision_points, "arrival"),
+                                      ("metrics.mode", sc.metrics.mode, "exact")):
+            if value != allowed:
+                raise ConfigError("policy oracle", field, value, f"{allowed} (the Oracle's rollouts support only it)")
+        if not isinstance(fixed_chunks, bool):
+            raise ConfigError("policy oracle", "fixed_chunks", fixed_chunks, "true or false")
+        self.fixed_chunks = fixed_chunks
+        self.bases = base_policies(sc, bases)
+        self.specs: list[dict[str, Any]] = []
+        for n, p in self.bases:  # a rule given twice under two spellings (sl-ls, [sl-ls, {length_threshold: 2048}])
+            spec = native_spec(make_policy(n, sc, 0, **p))  # rolls out once: its rollouts would be identical
+            if spec not in self.specs:
+                self.specs.append(spec)
+        self.sim: Any = None
+        self._oracle: Any = None
+
+    def attach(self, sim: Any) -> None:
+        """Decide for this simulator (a native one of the Oracle's scenario)."""
+        core = getattr(sim, "_core", None)
+        if not isinstance(core, _native_core().Simulator):
+            raise ConfigError("policy oracle", "engine", type(sim).__name__,
+                              "a simulator of the native engine (the Oracle rolls out inside the core)")
+        if sim.scenario != self.scenario:
+            raise ConfigError("policy oracle", "scenario", sim.scenario.name,
+                              f"a simulator of the Oracle's scenario {self.scenario.name!r}")
         self.sim = sim
+        slo = self.scenario.slo
+        self._oracle = _native_core().RolloutOracle(core, self.specs, float(slo.ttft_s), float(slo.tbt_s),
+                                                    self.fixed_chunks)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Decisions, searched decisions (more than one candidate), rollouts and candidates of this run."""
+        return dict(self._oracle.stats) if self._oracle is not None else {}
 
     def _reset_state(self) -> None:
-        self.n_rollouts = 0
-        self.last_scores = []
-        reset = getattr(self.continuation, "reset", None)
-        if callable(reset):
-            reset()
-
-    def options(self, ctx: DecisionContext) -> list[Decision]:
-        """The options tried: the prefill path first, then each admissible deflection (LARGEST_SAFE)."""
-        opts = [Decision.prefill_path()]
-        for d, v in enumerate(ctx.decode):
-            if v.can_deflect and not v.deflection_in_flight \
-                    and (ctx.largest_safe_feasible[d] or not self.prune_infeasible):
-                opts.append(Decision.deflect(d, LARGEST_SAFE))
-        return opts
+        if getattr(self, "_oracle", None) is not None:
+            self._oracle.reset_stats()
 
     def _decide(self, ctx: DecisionContext) -> Decision:
-        sim = self.sim
-        if sim is None:
+        if self._oracle is None:
             raise RuntimeError("Oracle needs the simulator it decides for: call oracle.attach(sim) first, or run it "
                                "with kairos_gym.agents.runner.run_policy(oracle, scenario, seed)")
-        current = sim.next_decision()  # the pending context (no events run while a decision is pending)
-        if current is None or current.request.rid != ctx.request.rid:
+        core = self.sim._core
+        if core.pending_rid < 0 or core.pending_rid != ctx.request.rid:
             raise RuntimeError("Oracle.decide(ctx): ctx is not the attached simulator's pending decision")
-        opts = self.options(ctx)
-        self.last_scores = []
-        if len(opts) == 1:
-            return opts[0]
-        snap = sim.snapshot()
-        best = opts[0]
-        best_score = math.inf
-        for opt in opts:
-            score = self._rollout(sim, opt, ctx.now_s)
-            sim.restore(snap)
-            self.last_scores.append((opt, score))
-            if score < best_score:
-                best, best_score = opt, score
-        return best
+        return _decision(*self._oracle.decide(core))
 
-    def _rollout(self, sim: Simulator, first: Decision, now: float) -> float:
-        self.n_rollouts += 1
-        w0 = sim.wait_area
-        v0 = sim.tbt_violations
-        sim.apply(first)
-        t_end = now + self.horizon_s
-        limit = self.horizon_decisions
-        cont = self.continuation
-        n = 0
-        ctx = sim.next_decision()
-        while ctx is not None and ctx.now_s < t_end and (limit is None or n < limit):
-            sim.apply(cont.decide(ctx))
-            n += 1
-            ctx = sim.next_decision()
-        return (sim.wait_area - w0) + self.tbt_penalty_s * (sim.tbt_violations - v0)
+    def last_scores(self) -> list[tuple[Decision, list[tuple[int, int]]]]:
+        """The last searched decision: per candidate, its (n_ok, n_partial) under each base (in base order)."""
+        if self._oracle is None:
+            return []
+        cands = self._oracle.last_candidates()
+        scores = self._oracle.last_scores()
+        nb = self._oracle.n_bases
+        return [(_decision(k, n, c), scores[i * nb:(i + 1) * nb]) for i, (k, n, c) in enumerate(cands)]
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "horizon_s": self.horizon_s, "horizon_decisions": self.horizon_decisions,
-                "tbt_penalty_s": self.tbt_penalty_s, "prune_infeasible": self.prune_infeasible}
+        return {**super().describe(), "bases": [n if not p else [n, p] for n, p in self.bases],
+                "fixed_chunks": self.fixed_chunks}

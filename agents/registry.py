@@ -25,7 +25,8 @@ class KairosExact(Kairos):
     """Kairos on the exact information track: the same policy as ``kairos`` (no parameter of its own), for a
     scenario whose ``information.track`` is ``exact`` (the default); for a realistic-track scenario it is a
     :class:`ConfigError` (tracks belong to the environment: run ``kairos`` there). Kept so that results and
-    commands naming ``kairos-exact`` (the fresh rule with an exact latency model) keep their meaning."""
+    commands naming ``kairos-exact`` (the fresh rule with an exact latency model) keep their meaning. It is one of
+    the rollout Oracle's base policies (:mod:`kairos_gym.agents.oracle`), which is the leaderboard's reference."""
 
     name = "kairos-exact"
 

@@ -292,6 +292,9 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="LEADERBOARD.md", help="markdown file to write (default LEADERBOARD.md)")
     p.add_argument("--json", metavar="PATH", help="also write every figure, score and interval as JSON to this file "
                    "(one track: its result; both: {\"tracks\": {track: result}})")
+    p.add_argument("--oracle-cache", default=None, metavar="PATH",
+                   help="the Oracle's cached per-instance scores (default: train/oracle_scores.json; regenerate with "
+                   "python -m kairos_gym.train.oracle_scores); instances without a valid entry run the Oracle")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_leaderboard)
 
@@ -321,11 +324,16 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
         raise ConfigError(w, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
                           f"at most {MAX_EXTERNAL} entries in all")
     check_entries(policies, [])
+    from kairos_gym.train import oracle_scores
+
+    cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
+    oracle_scores.load(cache)  # a bad cache file fails here, before any run
     externals = [policy_from_file(s, w, "--policy") for s in args.policy]
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["leaderboard"]))])
     with _progress(args, "leaderboard") as bar:
-        res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command)
+        res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command,
+                         oracle_cache=cache)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(tracks_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
@@ -458,8 +466,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     with _progress(args, "demo: Oracle") as bar:
         oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], [first_seed], progress=bar)
     print()
-    print(f"Oracle (lookahead over the true simulator) on the first {cap} requests of the seed-{first_seed} "
-          f"workload above (max_requests: {cap}, a true prefix):")
+    print(f"Oracle (clairvoyant rollouts to the end of the prefix) on the first {cap} requests of the "
+          f"seed-{first_seed} workload above (max_requests: {cap}, a true prefix):")
     print(format_table(oracle))
     _write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
     print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")

@@ -6,11 +6,14 @@ instance is a disjoint window of the trace (``arrival.start_s/end_s``, run with 
 the policies' own randomness). Each task also has **train** instances, disjoint from the test ones, on which
 the ``best-static`` entry picks its rule; everything in the tables is scored on the test instances.
 
-Per instance the score is the SLO attainment. Per task it is normalised, ``(x - no-deflect) / (Kairos-exact -
-no-deflect)`` with the two anchors' means over the task's test instances: 0 is no-deflect, 1 is the upper
-reference, Kairos-exact (a fresh view and an exact latency model; **not** an Oracle bound: a policy can score
-above 1). A task where the reference beats no-deflect by less than :data:`MIN_HEADROOM` has no room to
-normalise in: it is reported raw and left out of the aggregates. Across the tasks with headroom:
+Per instance the score is the SLO attainment. Per task it is normalised, ``(x - no-deflect) / (Oracle -
+no-deflect)`` with the two anchors' means over the task's test instances: 0 is no-deflect, 1 is the clairvoyant
+rollout Oracle (agents/oracle.py: never below any of its base policies on an instance, so a policy above 1 beat
+the Oracle's bases and the Oracle itself; its scores come from train/oracle_scores.json when cached,
+:mod:`kairos_gym.train.oracle_scores`). A task where the Oracle beats no-deflect by less than
+:data:`MIN_HEADROOM` has no room to normalise in: it is reported raw and left out of the aggregates. Per task
+the **headroom** is the Oracle minus the best shipped heuristic (:func:`headroom`), paired on the instances
+with a 95% Student-t interval. Across the tasks with headroom:
 IQM, median, mean and optimality gap of the normalised scores, and the probability of improvement over Kairos
 (paired on the instances), each with a 95% stratified-bootstrap percentile interval
 (:mod:`kairos_gym.train.aggregate`); per task, means with 95% Student-t intervals over the instances
@@ -21,9 +24,10 @@ and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairo
 
 Tracks (issue 12): the information track is a property of the environment (the scenario's ``information``
 section), not of a policy. :func:`run_suite` runs one track (every task's scenario set to it, every entry run on
-it); :func:`run_tracks` runs several, and :func:`tracks_md` writes one section per track. The one exception is
-the reference ``kairos-exact``, a (policy, track) pair by name: it always runs on the exact track, so in the
-realistic section it is the "same rule with exact information" anchor (:data:`PINNED_TRACK`).
+it); :func:`run_tracks` runs several, and :func:`tracks_md` writes one section per track. The exceptions
+(:data:`PINNED_TRACK`) always run on the exact track: the reference ``oracle`` (clairvoyant: it knows the workload)
+and ``kairos-exact``, a (policy, track) pair by name, the "same rule with exact information" anchor of the
+realistic section.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.agents.loader import ExternalPolicy, probe, run_checked
+from kairos_gym.train import oracle_scores
 from kairos_gym.train.aggregate import (
     BOOTSTRAP_REPS,
     BOOTSTRAP_SEED,
@@ -61,26 +66,31 @@ from kairos_gym.stats import mean_ci, nan_to_none
 
 BASELINE = "no-deflect"
 """The 0 of the normalised score."""
-REFERENCE = "kairos-exact"
-"""The 1 of the normalised score (until a clairvoyant Oracle bound exists)."""
-REFERENCE_LABEL = "Kairos-exact (fresh view, exact latency model; an upper reference, not an Oracle bound)"
+REFERENCE = "oracle"
+"""The 1 of the normalised score: the clairvoyant rollout Oracle."""
+REFERENCE_LABEL = ("the clairvoyant rollout Oracle (agents/oracle.py: it knows the workload's future and rolls every "
+                   "action out to the end of the instance under no-deflect, kairos-exact, always-deflect-ls, sq-ls, "
+                   "sl-ls and the task's best-static rule; never below any of them on an instance)")
+NOT_HEURISTICS = (REFERENCE, "ppo")
+"""Built-in entries that are not shipped heuristics (the headroom compares the Oracle with the best of the rest)."""
 COMPARISON = "kairos"
 """The policy every other is compared with, paired on the instances (probability of improvement, differences)."""
 REQUIRED = (BASELINE, COMPARISON, REFERENCE)
 BEST_STATIC = "best-static"
 """The entry that tunes a static rule (:data:`STATIC_GRID`) per task on the train instances."""
 DEFAULT_POLICIES = ("no-deflect,always-deflect,always-deflect-ls,sq,sq-ls,sl,sl-ls,best-static,kairos,kairos-exact,"
-                    "ppo")
-REFUSED = {"oracle": "the Oracle rolls every option forward: about 7 min per 3,000-request run here "
-                     "(docs/policies.md), hours for the suite; it is not a deployable scheduler either"}
+                    "ppo,oracle")
+REFUSED: dict[str, str] = {}
+"""Registry names the leaderboard refuses, with why."""
 METRIC = "slo_attainment"
 """The per-instance score (fraction of requests within both SLOs, docs/metrics.md)."""
 MIN_HEADROOM = 0.01
 """Least ``reference - no-deflect`` (SLO attainment, means over the test instances) for a task to be normalised."""
 TRACKS = ("exact", "realistic")
 """The information tracks a leaderboard can run (``--track exact|realistic|both``; docs/benchmark.md)."""
-PINNED_TRACK = {REFERENCE: "exact"}
-"""Entries whose name fixes their track: run on it whatever the section's track."""
+PINNED_TRACK = {REFERENCE: "exact", "kairos-exact": "exact"}
+"""Entries whose name fixes their track: run on it whatever the section's track (the Oracle is clairvoyant, so
+exact; ``kairos-exact`` names the exact-track rule, the "same rule with exact information" anchor)."""
 MAX_EXTERNAL = 16
 """Most ``--policy`` plus ``--checkpoint`` entries of one leaderboard run."""
 BREAKDOWN = ("queue", "execution", "transfer")
@@ -200,24 +210,37 @@ def tier_slos(sc: ScenarioConfig, inst: Instance) -> dict[str, dict[str, float]]
     return out
 
 
+INSTANCE_REQUESTS = 500
+"""Requests per synthetic instance (and about as many per trace window): the clairvoyant Oracle's rollouts cost
+O(requests^2) per instance (about 5 s at 500 requests, a minute at 1,500 on the 2-core machine), so the suite
+sizes instances for it (issue 12 item 4: "windows of a few hundred to a few thousand requests")."""
 TRACE_WINDOW_S = 240.0
-"""Length of an azure-code instance (original seconds; the trace's 3,436 s give fourteen: two for training, ten
-for test, the last two unused)."""
-MOONCAKE_WINDOW_S = 280.0
-"""Length of a long-tail (Mooncake) instance (original seconds, replayed at 0.15x: ~1,870 simulated seconds,
-~950 requests; the trace's 3,537 s give twelve: two for training, ten for test)."""
-N_TEST = 10
-"""Test instances per task."""
-_AZ = [TRACE_WINDOW_S * i for i in range(N_TEST + 3)]
+"""Length of an azure-code instance (original seconds, replayed at 6x: 40 simulated seconds, 97-998 requests; the
+trace's 3,436 s give fourteen: two for training, twelve for test (:data:`N_TEST_AZURE`). Shorter windows are not
+an option: the trace's bursts leave 120 s windows empty)."""
+MOONCAKE_WINDOW_S = 140.0
+"""Length of a long-tail (Mooncake) instance (original seconds, replayed at 0.15x: ~930 simulated seconds,
+~475 requests; the trace's 3,537 s give 25: two for training, twenty for test, the rest unused)."""
+N_TEST = 20
+"""Test instances per task (but azure-code's, :data:`N_TEST_AZURE`)."""
+N_TEST_AZURE = 12
+"""Test windows of azure-code: all the trace holds after its two train windows."""
+_AZ = [TRACE_WINDOW_S * i for i in range(N_TEST_AZURE + 3)]
 _MC = [MOONCAKE_WINDOW_S * i for i in range(N_TEST + 3)]
 _SEEDS = seeds(*range(N_TEST))
 _TRAIN = seeds(1000, 1001)
+_N = {"workload": {"num_requests": INSTANCE_REQUESTS}}
+REGIME_SOJOURNS = {"mean_on_s": 6.0, "mean_off_s": 12.0}
+"""regime-shift's MMPP sojourns in the suite (s): the scenario's 20 s / 40 s would give a 500-request instance
+(~33 s at the mean rate of ~15 req/s) about one regime switch; 6 s / 12 s (the same 1:2 ratio, so the same mean
+rate and time share of each state) give about three high-load bursts per instance."""
 FAMILIES: tuple[tuple[str, str, dict[str, Any], tuple[Instance, ...], tuple[Instance, ...], bool], ...] = (
-    ("bursty", "bursty", {"workload": {"num_requests": 1500}}, _SEEDS, _TRAIN, False),
-    ("regime-shift", "regime-shift", {}, _SEEDS, _TRAIN, False),
-    ("decode-bound", "decode-bound", {}, _SEEDS, _TRAIN, False),
+    ("bursty", "bursty", _N, _SEEDS, _TRAIN, False),
+    ("regime-shift", "regime-shift", {"workload": {"num_requests": INSTANCE_REQUESTS,
+                                                   "arrival": REGIME_SOJOURNS}}, _SEEDS, _TRAIN, False),
+    ("decode-bound", "decode-bound", _N, _SEEDS, _TRAIN, False),
     ("long-tail", "mooncake", {}, windows(_MC[2:]), windows(_MC[:3]), True),
-    ("kv-pressure", "kv-pressure", {"workload": {"num_requests": 1000}}, _SEEDS, _TRAIN, False),
+    ("kv-pressure", "kv-pressure", _N, _SEEDS, _TRAIN, False),
     ("azure-code", "azure-code", {}, windows(_AZ[2:]), windows(_AZ[:3]), True),
 )
 """The task families: (family, shipped scenario, overrides, test instances, train instances, trace windows)."""
@@ -374,12 +397,13 @@ def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress) -> dict[str,
 # ---------------------------------------------------------------------------------------------- the run
 def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
-              reps: int = BOOTSTRAP_REPS, track: str = "exact") -> dict[str, Any]:
+              reps: int = BOOTSTRAP_REPS, track: str = "exact",
+              oracle_cache: Path | str = oracle_scores.CACHE) -> dict[str, Any]:
     """Run every entry on every test instance of ``suite`` on information track ``track`` (every task's scenario
     set to it; :data:`PINNED_TRACK` entries on theirs); returns the JSON-ready result (see
     :func:`leaderboard_md`). Every entry is checked (built for every task; external policies also run on a
     short prefix, :func:`kairos_gym.agents.loader.probe`) before the first run. ``suite``: :data:`SUITE` when
-    None."""
+    None. The Oracle's figures come from ``oracle_cache`` where it holds a valid entry (else it runs)."""
     t0 = time.perf_counter()
     suite = SUITE if suite is None else tuple(suite)
     policies = list(policies)
@@ -415,7 +439,18 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         chosen = best[task.name]["chosen"]
         return run_one(sc, chosen["policy"], seed, params=chosen["params"], tick=tick)[0]
 
-    entries = [Entry(BEST_STATIC, "tuned", run_best) if p == BEST_STATIC else _builtin(p) for p in policies]
+    cache = oracle_scores.load(oracle_cache) if REFERENCE in policies else {}
+    sources: dict[str, int] = {"cache": 0, "run": 0}
+
+    def run_oracle(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
+        bases = oracle_scores.task_bases(best[task.name]["chosen"] if task.name in best else None)
+        summary, source = oracle_scores.oracle_summary(cache, on_track(sc, PINNED_TRACK[REFERENCE]), seed, bases,
+                                                       progress=tick)
+        sources[source] += 1
+        return summary
+
+    entries = [Entry(BEST_STATIC, "tuned", run_best) if p == BEST_STATIC
+               else Entry(REFERENCE, "bound", run_oracle) if p == REFERENCE else _builtin(p) for p in policies]
     entries += [_external(e) for e in externals]
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
     for e in entries:
@@ -436,8 +471,10 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         "entries": [{"label": e.label, "kind": e.kind} for e in entries],
         "figures": figures,
         "best_static": best,
+        "oracle_sources": sources,
     }
-    res.update(score(figures, [t.name for t in suite], reps=reps))
+    heuristics = [e.label for e in entries if e.kind in ("built-in", "tuned") and e.label not in NOT_HEURISTICS]
+    res.update(score(figures, [t.name for t in suite], reps=reps, heuristics=heuristics))
     res["elapsed_s"] = time.perf_counter() - t0
     return res
 
@@ -448,9 +485,31 @@ def _ci(values: Sequence[float]) -> dict[str, float | None]:
     return {"mean": nan_to_none(m), "ci95": nan_to_none(h), "n": len([v for v in values if not math.isnan(v)])}
 
 
+def headroom(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], task: str,
+             heuristics: Sequence[str]) -> dict[str, Any]:
+    """The Oracle minus the best shipped heuristic on ``task``: the heuristic with the highest mean SLO attainment
+    over the test instances (first in entry order on ties), the per-instance differences' mean with its 95%
+    Student-t half-width, wins/ties/losses of the Oracle, and ``where``: "headroom" when the interval lies
+    above 0, "none" when the mean difference is below :data:`MIN_HEADROOM` (one SLO-attainment point), else
+    "unclear"."""
+    means = {h: float(np.mean(figures[h][task][METRIC])) for h in heuristics}
+    best_h = max(heuristics, key=lambda h: (means[h], -list(heuristics).index(h)))
+    x, y = figures[REFERENCE][task][METRIC], figures[best_h][task][METRIC]
+    d = [a - b for a, b in zip(x, y, strict=True)]
+    c = _ci(d)
+    half = c["ci95"] if c["ci95"] is not None else math.inf
+    where = ("headroom" if c["mean"] is not None and c["mean"] - half > 0 else
+             "none" if c["mean"] is not None and c["mean"] < MIN_HEADROOM else "unclear")
+    return {"best": best_h, "best_mean": means[best_h], "oracle_mean": float(np.mean(x)), **c,
+            "wins": sum(a > b for a, b in zip(x, y, strict=True)),
+            "ties": sum(a == b for a, b in zip(x, y, strict=True)),
+            "losses": sum(a < b for a, b in zip(x, y, strict=True)), "where": where}
+
+
 def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks: Sequence[str],
-          reps: int = BOOTSTRAP_REPS) -> dict[str, Any]:
-    """Normalised scores, per-task intervals, paired comparisons with :data:`COMPARISON` and the bootstrap
+          reps: int = BOOTSTRAP_REPS, heuristics: Sequence[str] | None = None) -> dict[str, Any]:
+    """Normalised scores, per-task intervals, paired comparisons with :data:`COMPARISON`, the Oracle's headroom
+    over the best of ``heuristics`` (None: every label but :data:`NOT_HEURISTICS`) and the bootstrap
     aggregates, from ``figures[label][task][key]`` (one value per test instance, the same instances for every
     label)."""
     labels = list(figures)
@@ -481,6 +540,8 @@ def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks:
             paired[label][t] = {**_ci(d), "wins": sum(a > b for a, b in zip(x, y, strict=True)),
                                 "ties": sum(a == b for a, b in zip(x, y, strict=True)),
                                 "losses": sum(a < b for a, b in zip(x, y, strict=True))}
+    heur = [h for h in (labels if heuristics is None else heuristics) if h not in NOT_HEURISTICS and h in figures]
+    head = {t: headroom(figures, t, heur) for t in tasks} if heur and REFERENCE in figures else {}
     aggregates: dict[str, Any] = {}
     if scored:
         for label in labels:
@@ -496,6 +557,7 @@ def score(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tasks:
     return {"metric": METRIC, "baseline": BASELINE, "reference": REFERENCE, "reference_label": REFERENCE_LABEL,
             "comparison": COMPARISON, "min_headroom": MIN_HEADROOM, "anchors": anchors, "scored_tasks": scored,
             "saturated_tasks": saturated, "normalized": normalized, "per_task": per_task, "paired": paired,
+            "headroom": head,
             "aggregates": aggregates, "bootstrap": {"reps": reps, "seed": BOOTSTRAP_SEED, "method": "percentile",
                                                     "confidence": 0.95}}
 
@@ -578,6 +640,36 @@ def _family_tables(res: Mapping[str, Any], order: Sequence[str]) -> list[str]:
     return lines
 
 
+def _headroom_table(res: Mapping[str, Any]) -> list[str]:
+    """The Oracle minus the best shipped heuristic per task (:func:`headroom`)."""
+    head = res.get("headroom") or {}
+    if not head:
+        return []
+    src = res.get("oracle_sources") or {}
+    lines = [
+        "## Headroom: the Oracle minus the best shipped heuristic",
+        "",
+        "Per task, the shipped heuristic with the best mean SLO attainment over the test instances (every built-in "
+        f"entry but {', '.join(NOT_HEURISTICS)}; best-static included), and the Oracle's SLO attainment minus its on "
+        "the same instance: mean ± half-width of the 95% Student-t interval, then the Oracle's wins / ties / "
+        f"losses. headroom: the interval lies above 0; none: the mean difference is below {MIN_HEADROOM:g}; "
+        "unclear: neither."
+        + (f" Oracle figures: {src.get('cache', 0)} instances from the cache (train/oracle_scores.json, checked "
+           f"against fresh no-deflect and always-deflect-ls runs), {src.get('run', 0)} run now." if src else ""),
+        "",
+        "| task | best heuristic | its SLO attainment | Oracle | Oracle - best | W/T/L | headroom |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
+    for s in res["suite"]:
+        h = head.get(s["task"])
+        if h is None:
+            continue
+        lines.append(f"| {s['task']} | {h['best']} | {h['best_mean']:.3f} | {h['oracle_mean']:.3f} | "
+                     f"{_pm(h, '+.3f')} | {h['wins']}/{h['ties']}/{h['losses']} | {h['where']} |")
+    lines.append("")
+    return lines
+
+
 def leaderboard_md(res: Mapping[str, Any]) -> str:
     """The markdown text of LEADERBOARD.md."""
     tasks = [s["task"] for s in res["suite"]]
@@ -600,8 +692,9 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         + "). Every policy runs on the same fixed instances of every task. Score per instance: SLO "
         "attainment (fraction of requests whose TTFT and every token gap are within the scenario's SLOs, "
         "docs/metrics.md). Normalised score per task: (x - no-deflect) / (reference - no-deflect), the anchors "
-        f"being means over the task's instances; reference: {res['reference_label']}, so scores above 1 are "
-        f"possible. Tasks where the reference beats no-deflect by less than {res['min_headroom']:g} have no "
+        f"being means over the task's instances; reference: {res['reference_label']}. The Oracle is an upper bound "
+        "on its base policies, not the optimum: a score above 1 would mean a policy beat it. Tasks where the "
+        f"reference beats no-deflect by less than {res['min_headroom']:g} have no "
         "headroom: they are shown raw and left out of the aggregates.",
         "",
         "## Suite",
@@ -660,6 +753,7 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         for lb in order:
             lines.append(f"| {lb} | " + " | ".join(_pm(res["per_task"][lb][t]["normalized"]) for t in scored) + " |")
         lines.append("")
+    lines += _headroom_table(res)
     lines += [
         "## Raw figures per task",
         "",

@@ -14,7 +14,7 @@ BURSTY_300 = {
                     "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
     },
 }
-KWARGS = {"oracle": {"horizon_decisions": 20}}
+KWARGS: dict[str, dict[str, object]] = {}
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def test_make_policy_with_parameters():
     k = make_policy("kairos", TINY, seed=3, alpha=1.5)
     assert isinstance(k, Kairos) and k.alpha == 1.5 and k.seed == 3
     assert make_policy("sq", TINY, queue_threshold=100, unit="tokens").queue_threshold == 100
-    assert "alpha" in policy_params("kairos") and "horizon_s" in policy_params("oracle")
+    assert "alpha" in policy_params("kairos") and "bases" in policy_params("oracle")
 
 
 def test_unknown_name_lists_choices():

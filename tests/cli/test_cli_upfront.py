@@ -146,11 +146,10 @@ def test_measure_and_compare_check_up_front(tmp_path, capsys, monkeypatch):
     assert measure.main(["--json", str(tmp_path)]) == 2
     assert measure.main(["--seed", "1.5"]) == 2
     assert measure.main(["--policies", "sq", "--requests", "1e9"]) == 2
-    assert measure.main(["--acceptance", "--oracle-horizon-s", "-1"]) == 2
     assert compare.main(["--seeds", "0,0"]) == 2
     assert compare.main(["--markdown", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    for needle in ("--json", "--seed", "--requests", "horizon_s", "listed twice", "--markdown"):
+    for needle in ("--json", "--seed", "--requests", "listed twice", "--markdown"):
         assert needle in err
 
 

@@ -512,24 +512,6 @@ def _result(sim: Any) -> str:
     return h.hexdigest()[:16]
 
 
-def _oracle_decisions(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
-    """The Oracle (horizon 6) deciding every request of SNAP (seed 1): its decisions and scores, the run."""
-    from kairos_gym.agents import Oracle
-
-    o = Oracle(SNAP, horizon_decisions=6)
-    sim = make_sim(SNAP, seed=1)
-    o.attach(sim)
-    decisions = []
-    ctx = sim.next_decision()
-    while ctx is not None:
-        d = o.decide(ctx)
-        decisions.append((d, repr(o.last_scores)))
-        sim.apply(d)
-        ctx = sim.next_decision()
-    return {"decisions": digest(repr(decisions)), "n": len(decisions), "rollouts": o.n_rollouts,
-            "result": _result(sim)}
-
-
 def _kv_capacity(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
     """SMALL (reserve memory, overlong rejected) with 12,000 KV tokens per decode node (the ``kv_capacity=`` seam)
     under DeflectAll(256). On the Python engine that seam gave the run that setting every node's capacity after
@@ -558,7 +540,6 @@ def cases(rng_seed: int = 20261201) -> list[Case]:
     out += [(f"env/episodes/{i}", {"kwargs": i}, _env_episodes) for i in range(len(ENV_KWARGS))]
     out += [("env/contexts", None, _env_contexts), ("env/refusals", None, _env_refusals)]
     out += [(f"env/snapshot/{how}", {"how": how}, _env_snapshot) for how in ("restore", "pickle")]
-    out.append(("oracle/snap-seed1", None, _oracle_decisions))
     return out
 
 

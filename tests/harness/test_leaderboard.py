@@ -13,6 +13,7 @@ from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train.leaderboard import (
     N_TEST,
+    N_TEST_AZURE,
     REQUIRED,
     STATIC_GRID,
     SUITE,
@@ -68,7 +69,7 @@ def _fig(values):
 # ---------------------------------------------------------------------------------------------- the suite
 def test_the_standard_suite_has_fixed_disjoint_instances():
     for t in SUITE:
-        assert len(t.test) == N_TEST and t.train, t.name
+        assert len(t.test) == (N_TEST_AZURE if t.family == "azure-code" else N_TEST) and t.train, t.name
         assert not set(t.test) & set(t.train), t.name  # tuning never sees a test instance
         if t.windows:  # trace: disjoint windows, all with one seed (it does not change the workload)
             spans = sorted(i.window_s for i in (*t.test, *t.train))
@@ -111,7 +112,7 @@ def test_a_trace_workload_does_not_depend_on_the_seed_but_on_the_window():
 def test_score_normalises_per_task_and_leaves_saturated_tasks_out():
     figures = {
         "no-deflect": {"a": _fig([0.1, 0.3]), "flat": _fig([1.0, 1.0])},
-        "kairos-exact": {"a": _fig([0.5, 0.7]), "flat": _fig([1.0, 1.0])},
+        "oracle": {"a": _fig([0.5, 0.7]), "flat": _fig([1.0, 1.0])},
         "kairos": {"a": _fig([0.3, 0.5]), "flat": _fig([1.0, 1.0])},
         "x": {"a": _fig([0.6, 0.5]), "flat": _fig([1.0, 0.99])},
     }
@@ -123,7 +124,14 @@ def test_score_normalises_per_task_and_leaves_saturated_tasks_out():
     assert res["normalized"]["no-deflect"]["a"] == pytest.approx([-0.25, 0.25])
     assert "flat" not in res["normalized"]["x"]
     assert res["per_task"]["x"]["flat"]["normalized"] is None
-    assert res["per_task"]["kairos-exact"]["a"]["normalized"]["mean"] == pytest.approx(1.0)
+    assert res["per_task"]["oracle"]["a"]["normalized"]["mean"] == pytest.approx(1.0)
+    # headroom: the Oracle minus the best heuristic by mean (x: 0.55), instance by instance: -0.1, +0.2
+    h = res["headroom"]["a"]
+    assert h["best"] == "x" and h["mean"] == pytest.approx(0.05) and (h["wins"], h["ties"], h["losses"]) == (1, 0, 1)
+    assert h["where"] == "unclear" and h["ci95"] > 0.05
+    assert res["headroom"]["flat"]["best"] == "no-deflect"  # first in entry order on ties (1.0)
+    assert res["headroom"]["flat"]["mean"] == 0.0 and res["headroom"]["flat"]["where"] == "none"
+    assert score(figures, ["a"], reps=10, heuristics=["kairos"])["headroom"]["a"]["best"] == "kairos"
     # paired with kairos, instance by instance: x wins on the first (0.6 > 0.3), ties the second (0.5 = 0.5)
     p = res["paired"]["x"]["a"]
     assert (p["wins"], p["ties"], p["losses"]) == (1, 1, 0) and p["mean"] == pytest.approx(0.15)
@@ -152,19 +160,27 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     pol = tmp_path / "my_policy.py"
     pol.write_text(POLICY_FILE)
     out, js = tmp_path / "LB.md", tmp_path / "lb.json"
-    argv = ["leaderboard", "--policies", "no-deflect,kairos,kairos-exact,best-static", "--policy", f"{pol}:Prefill",
+    argv = ["leaderboard", "--policies", "no-deflect,kairos,oracle,best-static", "--policy", f"{pol}:Prefill",
             "--checkpoint", str(DEFAULT_CHECKPOINT.parent), "--out", str(out), "--json", str(js), "--no-progress",
-            "--track", "exact"]
+            "--track", "exact", "--oracle-cache", str(tmp_path / "none.json")]
     assert main(argv) == 0
     res = json.loads(js.read_text())
     labels = [e["label"] for e in res["entries"]]
     ckpt = f"checkpoint:{DEFAULT_CHECKPOINT.parent}"
-    assert labels == ["no-deflect", "kairos", "kairos-exact", "best-static", "my_policy.py:Prefill", ckpt]
+    assert labels == ["no-deflect", "kairos", "oracle", "best-static", "my_policy.py:Prefill", ckpt]
     figs = res["figures"]
     # every entry ran on the same instances: the same workloads, instance by instance
     for t in ("tiny", "tiny-trace"):
         assert len({tuple(figs[lb_][t]["n_requests"]) for lb_ in labels}) == 1
         assert len(figs["kairos"][t]["slo_attainment"]) == 3
+    # the Oracle (bases: the defaults and the task's best-static rule) is never below them on an instance
+    for t in ("tiny", "tiny-trace"):
+        for lb_ in ("no-deflect", "best-static"):
+            assert all(o >= x for o, x in zip(figs["oracle"][t]["slo_attainment"], figs[lb_][t]["slo_attainment"],
+                                              strict=True)), (t, lb_)
+    assert res["oracle_sources"] == {"cache": 0, "run": 6}  # no cache file: every instance ran
+    assert set(res["headroom"]) == {"tiny", "tiny-trace"}
+    assert res["headroom"]["tiny"]["best"] in ("no-deflect", "kairos", "best-static")  # not ppo, not the Oracle
     # the file's policy went through the same runner: never deflecting, it scores exactly as no-deflect
     assert figs["my_policy.py:Prefill"] == figs["no-deflect"]
     # the checkpoint is the shipped agent: the same figures as a direct run of ppo on the first instance
@@ -177,7 +193,7 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     md = out.read_text()
     assert f"Command: `kairos-gym {' '.join(argv)}`" in md
     assert "commit `" in md or "outside a git checkout" in md
-    assert "wall time" in md and "not an Oracle bound" in md
+    assert "wall time" in md and "## Headroom: the Oracle minus the best shipped heuristic" in md
     assert "my_policy.py:Prefill" in md and ckpt in md
     assert "the trace window (a trace workload does not depend on the seed" in md
     assert capsys.readouterr().out.startswith(f"wrote {out}")
@@ -185,11 +201,11 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
 
 def test_leaderboard_runs_every_policy_on_each_track_in_its_own_section(tiny_suite, tmp_path):
     """--track both: one section per track, every policy run on each; the physics is the same (no-deflect scores
-    alike on both), kairos-exact (the reference) runs on the exact track in both sections, and on the exact
-    track kairos is kairos-exact while on the realistic track it sees the served stale, noisy view."""
+    alike on both), the Oracle (the reference) and kairos-exact run on the exact track in both sections, and on
+    the exact track kairos is kairos-exact while on the realistic track it sees the served stale, noisy view."""
     out, js = tmp_path / "LB.md", tmp_path / "lb.json"
-    argv = ["leaderboard", "--policies", "no-deflect,kairos,kairos-exact", "--tasks", "tiny", "--out", str(out),
-            "--json", str(js), "--no-progress"]
+    argv = ["leaderboard", "--policies", "no-deflect,kairos,kairos-exact,oracle", "--tasks", "tiny", "--out", str(out),
+            "--json", str(js), "--no-progress", "--oracle-cache", str(tmp_path / "none.json")]
     assert main(argv) == 0
     res = json.loads(js.read_text())
     assert list(res["tracks"]) == ["exact", "realistic"]
@@ -197,6 +213,7 @@ def test_leaderboard_runs_every_policy_on_each_track_in_its_own_section(tiny_sui
     assert (ex["track"], re_["track"]) == ("exact", "realistic")
     assert ex["figures"]["no-deflect"] == re_["figures"]["no-deflect"]
     assert ex["figures"]["kairos-exact"] == re_["figures"]["kairos-exact"] == ex["figures"]["kairos"]
+    assert ex["figures"]["oracle"] == re_["figures"]["oracle"]
     assert re_["figures"]["kairos"] != ex["figures"]["kairos"]
     md = out.read_text()
     assert md.index("## Track: exact") < md.index("## Track: realistic")
@@ -222,8 +239,8 @@ BAD_ARGS = [
     (["--policy", "{bad}:NeedsArgs"], "also requires width"),
     (["--policy", "{file}:Prefill", "--policy", "{file}:Prefill"], "given twice"),
     (["--checkpoint", "{dir}"], "--checkpoint"),
-    (["--policies", "no-deflect,kairos"], "missing: kairos-exact"),
-    (["--policies", "no-deflect,kairos,kairos-exact,oracle"], "oracle is left out"),
+    (["--policies", "no-deflect,kairos"], "missing: oracle"),
+    (["--oracle-cache", "{bad}"], "oracle cache"),
     (["--policies", "no-deflect,kairos,kairos-exact,best-static,nope"], "'nope' is not one"),
     (["--tasks", "nope"], "family names"),
     (["--tasks", "tiny,tiny"], "each name once"),
@@ -250,7 +267,7 @@ def test_bad_leaderboard_input_exits_2_before_any_run(args, needle, no_runs, tmp
 
 
 def test_markdown_ranks_by_iqm_and_records_the_header():
-    figures = {"no-deflect": {"a": _fig([0.1, 0.3])}, "kairos-exact": {"a": _fig([0.5, 0.7])},
+    figures = {"no-deflect": {"a": _fig([0.1, 0.3])}, "oracle": {"a": _fig([0.5, 0.7])},
                "kairos": {"a": _fig([0.3, 0.5])}, "better": {"a": _fig([0.8, 0.9])}}
     res = {"command": "kairos-gym leaderboard --out X.md", "version": "9.9", "commit": "abc123", "dirty": True,
            "date": "2030-01-01 00:00 UTC", "python": "3.x", "numpy": "2.x", "elapsed_s": 12.3,
@@ -258,11 +275,12 @@ def test_markdown_ranks_by_iqm_and_records_the_header():
                       "windows": False}],
            "entries": [{"label": k, "kind": "built-in"} for k in figures], "best_static": {}}
     res.update(score(figures, ["a"], reps=500))
-    assert ranking(res) == ["better", "kairos-exact", "kairos", "no-deflect"]
+    assert ranking(res) == ["better", "oracle", "kairos", "no-deflect"]
     md = leaderboard_md(res)
     assert "Command: `kairos-gym leaderboard --out X.md`" in md
     assert "commit `abc123` with uncommitted changes" in md and "wall time 12 s" in md
-    assert md.index("| 1 | better |") < md.index("| 2 | kairos-exact |") < md.index("| 4 | no-deflect |")
+    assert md.index("| 1 | better |") < md.index("| 2 | oracle |") < md.index("| 4 | no-deflect |")
+    assert "| a | better | 0.850 | 0.600 | -0.250 ± " in md  # the headroom row: "better" beats the Oracle here
 
 
 def test_select_tasks_by_task_family_and_tier():

@@ -1,6 +1,5 @@
 """Snapshot/restore and pickling of the native engine (issue 11, step 6): a restored or unpickled native
-simulator goes on bit for bit as the original would, the Oracle (snapshot lookahead) decides as on the Python
-reference engine (its recorded decisions), and snapshots of another kind or scenario are refused."""
+simulator goes on bit for bit as the original would, and snapshots of another kind or scenario are refused."""
 
 from __future__ import annotations
 
@@ -9,12 +8,10 @@ import pickle
 
 import numpy as np
 import pytest
-from kairos_gym.agents import Oracle, run_policy
 from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
-from tests.golden.engine_cases import RUNNERS, recorded
 
 SC = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
 SWAP = {**SC, "name": "snap-swap", "cluster": {"memory_policy": "swap", "kv_block_tokens": 16,
@@ -89,22 +86,6 @@ def test_snapshots_of_another_kind_or_scenario_are_refused():
     with pytest.raises(ConfigError, match=r"KV capacity \d+ tokens.*allowed: .*KV capacity 50000"):
         tight.restore(nat.snapshot())
     assert tight._events == before and tight.n_decisions == 0  # refused before anything changed
-
-
-def test_oracle_decides_as_on_the_python_engine():
-    """The Oracle's decisions and scores at every request (snapshot lookahead) and the run they give: the Python
-    engine's (recorded in tests/golden/engine_traces.json)."""
-    got = RUNNERS["oracle/snap-seed1"](None, lambda sc, **kw: NativeSimulator(sc, **kw), None)
-    assert got == recorded("oracle/snap-seed1") and got["rollouts"] > 50
-
-
-def test_run_policy_with_the_oracle():
-    """run_policy builds the native simulator the Oracle snapshots (a whole run, deterministic)."""
-    out = []
-    for _ in range(2):
-        s = run_policy(Oracle(SC, horizon_decisions=4), SC, seed=3)
-        out.append(repr(sorted((k, v) for k, v in s.items() if k != "wall_time_s" and "_us_" not in k)))
-    assert out[0] == out[1] and "n_completed" in out[0]
 
 
 @pytest.mark.parametrize(("sc", "kv"), CASES)

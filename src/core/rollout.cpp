@@ -1,0 +1,135 @@
+// Rollouts and the rollout Oracle (rollout.hpp). Times in seconds, sizes in tokens.
+//
+// Candidates at a decision (candidate_actions): the prefill path (the shortest queue: the action of no-deflect,
+// and of Kairos, whose own join-shortest-queue picks the same node: the lowest index with the fewest queued
+// tokens), then for each decode node that can take a deflection (the menu's can_deflect: none in flight, room in
+// batch and KV memory) LargestSafe and each menu size. Deduplicated, because identical by construction: the
+// fixed sizes >= the prompt (each runs the whole prompt as one chunk: only the smallest is kept), and every fixed
+// size when the prompt is <= the smallest menu size (LargestSafe then also runs it as one chunk: only LargestSafe
+// is kept). Refused deflections (can_deflect false) are not candidates: the simulator would fall back to the
+// prefill path, a duplicate. RolloutOracle::decide then adds each base policy's own action at this state when
+// it is not a candidate already (canonical_action: the same dedupe), so the improvement property holds whatever
+// the options (e.g. a fixed-chunk base with fixed_chunks false).
+#include "rollout.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace kairos {
+
+Objective objective(const Simulator& sim, double ttft_slo_s, double tbt_slo_s) {
+    const Requests& R = *sim.requests();
+    const Workload& W = *sim.workload();
+    Objective o{0, 0};
+    const int64_t n = sim.n();
+    for (int64_t i = 0; i < n; ++i) {
+        const double fin = R.finish[static_cast<size_t>(i)];
+        if (std::isnan(fin)) continue;
+        const bool ttft_ok = R.first_token[static_cast<size_t>(i)] - W.arrival[static_cast<size_t>(i)] <= ttft_slo_s;
+        const bool tbt_ok = R.max_gap[static_cast<size_t>(i)] <= tbt_slo_s;
+        o.n_ok += (ttft_ok && tbt_ok) ? 1 : 0;
+        o.n_partial += (ttft_ok ? 1 : 0) + (tbt_ok ? 1 : 0);
+    }
+    return o;
+}
+
+std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks) {
+    const DecisionMenu& m = sim.menu();
+    std::vector<Action> out{Action{0, -1, 0}};
+    const std::vector<int64_t>& menu = sim.config().menu;  // increasing
+    const int64_t smallest = *std::min_element(menu.begin(), menu.end());
+    std::vector<int64_t> sizes(menu);
+    std::sort(sizes.begin(), sizes.end());
+    for (int64_t d = 0; d < m.D; ++d) {
+        if (m.decode_b[static_cast<size_t>(2 * d + 1)] == 0) continue;
+        out.push_back(Action{1, d, 0});
+        if (!fixed_chunks || m.prompt <= smallest) continue;
+        for (int64_t c : sizes) {
+            out.push_back(Action{1, d, c});
+            if (c >= m.prompt) break;  // larger sizes: the same single chunk
+        }
+    }
+    return out;
+}
+
+Action canonical_action(const Simulator& sim, const Action& a) {
+    const DecisionMenu& m = sim.menu();
+    const Action jsq{0, -1, 0};
+    if (a.kind == 0) {
+        if (a.node < 0) return jsq;
+        int64_t p = 0;  // the simulator's shortest queue: the lowest index with the fewest queued tokens
+        for (int64_t i = 1; i < m.P; ++i)
+            if (m.prefill_i[static_cast<size_t>(2 * i)] < m.prefill_i[static_cast<size_t>(2 * p)]) p = i;
+        return a.node == p ? jsq : a;
+    }
+    if (a.node < 0 || a.node >= m.D || m.decode_b[static_cast<size_t>(2 * a.node + 1)] == 0) return jsq;  // refused
+    if (a.chunk == 0) return a;
+    std::vector<int64_t> sizes(sim.config().menu);
+    std::sort(sizes.begin(), sizes.end());
+    if (m.prompt <= sizes.front()) return Action{1, a.node, 0};
+    for (int64_t c : sizes)
+        if (c >= m.prompt) return a.chunk >= m.prompt ? Action{1, a.node, c} : a;
+    return a;
+}
+
+RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s,
+                             double tbt_slo_s, bool fixed_chunks)
+    : scratch_(like.config(), like.pricer(), false),
+      ttft_slo_s_(ttft_slo_s),
+      tbt_slo_s_(tbt_slo_s),
+      fixed_chunks_(fixed_chunks) {
+    if (bases.empty()) throw std::invalid_argument("rollout oracle: no base policy");
+    for (BaseSpec& s : bases) bases_.emplace_back(std::move(s), like.pricer());
+}
+
+Objective RolloutOracle::rollout_from(const SimSnapshot& snap, const Action& first, size_t b) {
+    scratch_.restore(snap);
+    apply_action(scratch_, first);
+    run_base(scratch_, bases_[b]);
+    stats_.n_rollouts += 1;
+    return objective(scratch_, ttft_slo_s_, tbt_slo_s_);
+}
+
+Objective RolloutOracle::rollout(const Simulator& sim, const Action& first, size_t b) {
+    if (sim.pending_rid() < 0) throw std::logic_error("rollout: no pending decision");
+    if (b >= bases_.size()) throw std::out_of_range("rollout: base index");
+    return rollout_from(sim.snapshot(), first, b);
+}
+
+Action RolloutOracle::decide(const Simulator& sim) {
+    if (sim.pending_rid() < 0) throw std::logic_error("rollout oracle: no pending decision");
+    std::vector<Action> cands = candidate_actions(sim, fixed_chunks_);
+    for (BaseDecider& b : bases_) {  // every base's own action is a candidate (the improvement property)
+        Action own = canonical_action(sim, b.decide(sim.menu()));
+        if (std::find(cands.begin(), cands.end(), own) == cands.end()) cands.push_back(own);
+    }
+    stats_.n_decisions += 1;
+    if (cands.size() == 1) return cands[0];
+    stats_.n_searched += 1;
+    stats_.n_candidates += static_cast<int64_t>(cands.size());
+    const SimSnapshot snap = sim.snapshot();
+    last_scores_.assign(cands.size() * bases_.size(), Objective{});
+    size_t best = 0;
+    Objective best_o;
+    for (size_t i = 0; i < cands.size(); ++i) {
+        for (size_t b = 0; b < bases_.size(); ++b) {
+            Objective o = rollout_from(snap, cands[i], b);
+            last_scores_[i * bases_.size() + b] = o;
+            if (best_o.n_ok < 0 || o.better_than(best_o)) {
+                best_o = o;
+                best = i;
+            }
+        }
+    }
+    last_cands_ = std::move(cands);
+    return last_cands_[best];
+}
+
+Objective RolloutOracle::run(Simulator& sim) {
+    if (sim.pending_rid() >= 0) apply_action(sim, decide(sim));
+    while (sim.next_decision()) apply_action(sim, decide(sim));
+    return objective(sim, ttft_slo_s_, tbt_slo_s_);
+}
+
+}  // namespace kairos

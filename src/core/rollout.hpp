@@ -1,0 +1,79 @@
+// Rollouts and the clairvoyant rollout Oracle (issue 12 item 4). A rollout copies the simulator's state (a
+// SimSnapshot restored into a scratch simulator: the live one is never touched), applies one action, runs to the
+// end of the workload under a base policy (base_policies.hpp) and scores the finished run. The Oracle tries every
+// candidate action under every base policy from the same state (common random numbers: the workload is fixed and
+// nothing in the exact track is random) and takes the action whose best rollout is best.
+//
+// Objective (the leaderboard's score, kairos_gym/sim/metrics.py summarize): n_ok = requests finished with
+// first_token - arrival <= TTFT SLO and max_gap <= TBT SLO (slo_attainment = n_ok / n). Ties on n_ok are broken by
+// n_partial = requests meeting the TTFT SLO + requests meeting the TBT SLO (finished ones), then by candidate
+// order (the prefill path first, then decode nodes in index order, LargestSafe before fixed chunks in increasing
+// size), then by base order. Times in seconds, sizes in tokens.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base_policies.hpp"
+#include "simulator.hpp"
+
+namespace kairos {
+
+struct Objective {
+    int64_t n_ok = -1;       // requests within both SLOs (-1: not scored)
+    int64_t n_partial = -1;  // requests within the TTFT SLO plus requests within the TBT SLO
+    bool better_than(const Objective& o) const {
+        return n_ok != o.n_ok ? n_ok > o.n_ok : n_partial > o.n_partial;
+    }
+};
+
+// The objective of the simulator's run so far (a finished run: the final objective), exactly as summarize counts.
+Objective objective(const Simulator& sim, double ttft_slo_s, double tbt_slo_s);
+
+// The Oracle's candidate actions at the simulator's pending decision, deduplicated (rollout.cpp says which).
+// `fixed_chunks` false: LargestSafe only.
+std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks);
+
+// The candidate identical by construction to `a` at sim's pending decision: a refused deflection -> the prefill
+// path; the prefill path to the shortest queue -> node -1; a fixed chunk >= the prompt -> the smallest menu size
+// >= the prompt; any fixed chunk when the prompt is <= the smallest size -> LargestSafe.
+Action canonical_action(const Simulator& sim, const Action& a);
+
+struct OracleStats {
+    int64_t n_decisions = 0;  // decisions taken
+    int64_t n_searched = 0;   // decisions with more than one candidate (rolled out)
+    int64_t n_rollouts = 0;   // rollouts run
+    int64_t n_candidates = 0; // candidates over all searched decisions
+};
+
+class RolloutOracle {
+public:
+    // `like`: a simulator of the shape the Oracle will decide for (its config and pricer are copied into the
+    // scratch simulator). `bases` in tie-break order (at least one).
+    RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s, double tbt_slo_s,
+                  bool fixed_chunks);
+    // The action for `sim`'s pending decision (sim is not changed). Fills last_scores() per candidate x base.
+    Action decide(const Simulator& sim);
+    // Roll `first` out from `sim`'s pending decision under base `b` (sim is not changed).
+    Objective rollout(const Simulator& sim, const Action& first, size_t b);
+    // Decide and apply every decision of `sim` to its end; returns the final objective.
+    Objective run(Simulator& sim);
+    const OracleStats& stats() const { return stats_; }
+    void reset_stats() { stats_ = OracleStats{}; }
+    // the last searched decision: candidates and, per candidate, the objective under each base (row-major)
+    const std::vector<Action>& last_candidates() const { return last_cands_; }
+    const std::vector<Objective>& last_scores() const { return last_scores_; }
+    size_t n_bases() const { return bases_.size(); }
+
+private:
+    Objective rollout_from(const SimSnapshot& snap, const Action& first, size_t b);
+    Simulator scratch_;
+    std::vector<BaseDecider> bases_;
+    double ttft_slo_s_, tbt_slo_s_;
+    bool fixed_chunks_;
+    OracleStats stats_;
+    std::vector<Action> last_cands_;
+    std::vector<Objective> last_scores_;
+};
+
+}  // namespace kairos
