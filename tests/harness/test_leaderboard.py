@@ -13,7 +13,6 @@ from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train.leaderboard import (
     N_TEST,
-    N_TEST_AZURE,
     REQUIRED,
     STATIC_GRID,
     SUITE,
@@ -69,7 +68,7 @@ def _fig(values):
 # ---------------------------------------------------------------------------------------------- the suite
 def test_the_standard_suite_has_fixed_disjoint_instances():
     for t in SUITE:
-        assert len(t.test) == (N_TEST_AZURE if t.family == "azure-code" else N_TEST) and t.train, t.name
+        assert len(t.test) == N_TEST and t.train, t.name
         assert not set(t.test) & set(t.train), t.name  # tuning never sees a test instance
         if t.windows:  # trace: disjoint windows, all with one seed (it does not change the workload)
             spans = sorted(i.window_s for i in (*t.test, *t.train))
