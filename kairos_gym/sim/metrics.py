@@ -250,6 +250,8 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
     if sc.deflection.decision_points != "arrival":  # pull decisions (native engine): their counts
         out["n_pull_decisions"] = sim.n_pull_decisions
         out["n_pulled"] = sim.n_pulled
+    if sc.faults.enabled:  # fault injection (docs/reliability.md): what the faults did; no request is lost to them
+        out["faults"] = sim.fault_counters()
     if not sim.done:
         out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}

@@ -99,7 +99,7 @@ bool Simulator::apply_pull_deflect(int64_t d, int64_t chunk) {
         return false;
     }
     const int64_t pn = R_->p_node[rid];
-    if (!pnodes_[static_cast<size_t>(pn)].remove_unstarted(rid, wl_->prompt[rid]))
+    if (!pnodes_[static_cast<size_t>(pn)].remove_unstarted(rid, pre_len(rid)))
         throw std::logic_error("pull: the candidate is not queued on its prefill node");
     if (cfg_.info.realistic) note_pull(d, rid, pn, true);
     R_->pulled_from[rid] = pn;

@@ -25,7 +25,8 @@ struct Requests {
           exec_s(n, 0.0), xfer_start(n, NaN), xfer_end(n, NaN), p_node(n, -1), d_node(n, -1), max_gap(n, 0.0),
           last_tok(n, NaN), ctx_base(n, 0), end_step(n, 0), gap_own(n, 0.0), from_rec(n, 0), kv_moved(n, 0),
           batch_prev(n, -1), batch_next(n, -1), has_chunks(n, 0), chunks(n), swapped(n, 0), swap_ctx(n, 0),
-          swap_rem(n, 0), swap_gap(n, 0.0), pulled_from(n, -1) {}
+          swap_rem(n, 0), swap_gap(n, 0.0), pulled_from(n, -1), gen(n, 0), carry_gap(n, 0.0), attempt(n, 0),
+          reentries(n, 0) {}
 
     std::vector<int64_t> path;
     std::vector<double> first_token, finish, prefill_start, prefill_end;
@@ -51,6 +52,12 @@ struct Requests {
     std::vector<double> swap_gap;             // worst gap so far (s)
     // decision_points arrival+pull: the prefill node a request was pulled from by a pull decision (-1: never)
     std::vector<int64_t> pulled_from;
+    // faults (faults.hpp): a request sent back to prefill by a failure keeps `gen` tokens already emitted (its
+    // re-prefill builds prompt + gen tokens, its decode makes output - gen), its worst gap so far `carry_gap` (s),
+    // `attempt` (bumped at each re-entry: events of an older attempt are stale) and `reentries` (how many)
+    std::vector<int64_t> gen;
+    std::vector<double> carry_gap;
+    std::vector<int64_t> attempt, reentries;
 };
 
 using RequestsPtr = std::shared_ptr<Requests>;
