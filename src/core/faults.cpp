@@ -131,6 +131,12 @@ void Simulator::fail_prefill(PrefillNode& node) {
         node.busy_s -= node.busy_until - now_;  // the rest of the step never ran
         for (const StepItem& s : node.step) R.exec_s[s.rid] += now_ - node.step_start;
         node.version += 1;
+        if (record_timeline)  // the aborted step's record ends at the failure
+            for (auto it = timeline.rbegin(); it != timeline.rend(); ++it)
+                if (!it->decode && it->node == node.idx) {
+                    it->end = now_;
+                    break;
+                }
     }
     for (const PrefillItem& it : node.queue) v.push_back({it.rid, R.gen[it.rid], R.carry_gap[it.rid]});
     fc_.n_requeued += static_cast<int64_t>(v.size());
