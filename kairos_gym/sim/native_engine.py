@@ -558,6 +558,7 @@ class NativeSimulator:
             "kv_capacity": self.kv_capacity,
             "seed": self.seed,
             "noise_seed": self._noise_seed,
+            "faults": self._faults,  # the run's fault events (the core's copy is in "core")
             "rng": copy.deepcopy(self.rng),
             "workload": self.workload,
             # a plain NamedTuple: a lazy context reads the menu buffers, which a restore replaces
@@ -591,6 +592,7 @@ class NativeSimulator:
         self._invalidate_contexts()  # contexts of the abandoned branch must not read the restored buffers
         self.seed = state["seed"]
         self._noise_seed = state.get("noise_seed")
+        self._faults = state.get("faults")
         self.rng = copy.deepcopy(state["rng"])
         wl = state["workload"]
         self.workload = wl

@@ -217,8 +217,9 @@ def test_down_nodes_are_unavailable_to_policies_refused_and_counted():
 
 
 def test_env_observation_and_mask_show_availability():
-    """The env of a fault scenario: P + D availability features (1 = up) at the end, and the mask closes a down
-    decode node's actions; gym.make of the shipped fault ids works."""
+    """The env of a fault scenario: P + D availability features (1 = up) at the end (the native encoder and the
+    Python table agree), and the mask closes a down decode node's actions; gym.make of the shipped fault ids
+    works."""
     env = gym.make(scenario_env_id("bursty-prefill-failure")).unwrapped
     base = gym.make(scenario_env_id("bursty")).unwrapped
     assert env.observation_space.shape[0] == base.observation_space.shape[0] + 4
@@ -234,6 +235,8 @@ def test_env_observation_and_mask_show_availability():
     while e.sim.now < 2.5:
         obs, _, term, _, _ = e.step(0)
         assert not term
+        # the native encoder and the Python table agree, availability included
+        assert np.array_equal(obs, np.array(e.obs_layout.values(e.sim.next_decision()), dtype=np.float32))
     assert obs[i_up] == 0.0 and obs[names.index("d0_up")] == 1.0
     mask = e.action_masks()
     w = (len(mask) - 1) // 2
@@ -352,7 +355,11 @@ def test_snapshot_restore_and_pickling_with_faults():
         return _fingerprint(s), s.fault_counters()
 
     a = finish(sim)
-    sim.restore(snap)
+    drawn = sim.fault_events
+    sim.reset(seed=9)  # other random failures ...
+    assert sim.fault_events != drawn
+    sim.restore(snap)  # ... until the snapshot's state (and its fault list) is back
+    assert sim.fault_events == drawn
     assert finish(sim) == a
     assert finish(copy) == a
 
