@@ -414,3 +414,22 @@ def test_every_shipped_policy_on_the_shipped_fault_scenarios_loses_nothing(name,
 def test_ppo_checkpoint_refuses_a_fault_scenario():
     with pytest.raises(ConfigError, match="features"):
         make_policy("ppo", load_scenario("bursty-prefill-failure"))
+
+
+@pytest.mark.parametrize("policy, over", [
+    ("kairos-pull", {"deflection": {"decision_points": "arrival+pull"}}),
+    ("kairos", {"information": {"track": "realistic"}}),
+    ("always-deflect", {"cluster": {"ttft_includes_transfer": False}}),
+])
+def test_faults_with_pulls_the_realistic_track_and_early_first_tokens(policy, over):
+    """Pull decisions, the realistic information track and first tokens at prefill end (ttft_includes_transfer
+    false) under prefill and decode failures and random failures: nothing lost, KV conserved at every decision."""
+    events = [ev(4.0, "decode_down", 0), ev(6.0, "decode_up", 0), ev(5.0, "prefill_down", 1),
+              ev(9.0, "prefill_up", 1), ev(7.0, "decode_down", 1), ev(7.5, "decode_up", 1)]
+    sc = scenario(events, random=RANDOM, **over)
+    sim = Simulator(sc, seed=2)
+    s = run_checked(sim, make_policy(policy, sc))
+    check_end(sim, s)
+    assert s["faults"]["decode_reentries"] > 0 and s["faults"]["requeued"] > 0
+    if "deflection" in over:
+        assert s["n_pull_decisions"] > 0
