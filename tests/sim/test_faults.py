@@ -433,3 +433,5 @@ def test_faults_with_pulls_the_realistic_track_and_early_first_tokens(policy, ov
     assert s["faults"]["decode_reentries"] > 0 and s["faults"]["requeued"] > 0
     if "deflection" in over:
         assert s["n_pull_decisions"] > 0
+    gen = np.asarray(sim._core.column("gen"))
+    assert (np.asarray(sim.path)[gen > 0] == PATH_PREFILL).all()  # tokens out: resumed on the prefill path
