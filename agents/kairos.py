@@ -227,7 +227,7 @@ class Kairos(BasePolicy):
         # 1. prefill path
         base_p = self.own_prefill_s(prompt) + self.transfer_s(prompt)
         ttft_ps = tuple((self.queue_wait_s(prefill[p].queued_tokens, prefill[p].queued_requests) + base_p)
-                        * factors[p] for p in range(n_p))
+                        * factors[p] if prefill[p].up else math.inf for p in range(n_p))  # down (faults): no option
         ttft_p = min(ttft_ps)
         # 2. LargestSafe per decode node
         ttft_ds = [math.inf] * n_d
@@ -253,8 +253,9 @@ class Kairos(BasePolicy):
         if best_d is not None and best_t <= self.alpha * ttft_p and best_t <= ctx.ttft_slo_s:
             decision = Decision.deflect(best_d, LARGEST_SAFE)
         else:
-            p = min(range(n_p), key=lambda i: (prefill[i].queued_tokens, i))
-            decision = Decision.prefill_path(p)
+            p = min(range(n_p), key=lambda i: (not prefill[i].up, prefill[i].queued_tokens, i))
+            # no prefill node up (faults): the simulator holds the request until one comes up
+            decision = Decision.prefill_path(p) if prefill[p].up else Decision.prefill_path()
         self.last = KairosEstimate(ttft_ps, tuple(ttft_ds), tuple(scheds), ttft_p, best_d, tuple(factors), decision)
         return decision
 

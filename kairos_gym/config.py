@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from kairos_gym.configs import SCENARIO_DIR
 from kairos_gym.errors import ConfigError, check_keys
+from kairos_gym.faults import FaultsConfig
 from kairos_gym.latency.calibration import default_calibration
 from kairos_gym.latency.presets import check_tp, get_model, gpu_presets, model_presets
 from kairos_gym.workload import WorkloadConfig
@@ -393,7 +394,7 @@ class MetricsConfig(_Plain):
 
 
 SCENARIO_KEYS = ("name", "description", "cluster", "transfer", "slo", "deflection", "workload", "information",
-                 "overload", "metrics")
+                 "overload", "metrics", "faults")
 
 
 @dataclass(frozen=True)
@@ -410,6 +411,7 @@ class ScenarioConfig:
     information: InformationConfig = field(default_factory=InformationConfig)
     overload: OverloadConfig = field(default_factory=OverloadConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    faults: FaultsConfig = field(default_factory=FaultsConfig)  # kairos_gym/faults.py (docs/reliability.md)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "scenario") -> ScenarioConfig:
@@ -422,27 +424,38 @@ class ScenarioConfig:
         desc = d.get("description", "")
         if not isinstance(desc, str):
             raise ConfigError(where, "description", desc, "a string")
+        cluster = ClusterConfig.from_dict(d.get("cluster"), f"{where}: cluster")
+        faults = FaultsConfig.from_dict(d.get("faults"), f"{where}: faults")
+        faults.cross_check(f"{where}: faults", cluster.prefill_nodes, cluster.decode_nodes)
+        overload = OverloadConfig.from_dict(d.get("overload"), f"{where}: overload")
+        if faults.enabled and overload.timeout_s is not None:  # docs/reliability.md: no removal path yet for a
+            raise ConfigError(f"{where}: overload", "timeout_s", overload.timeout_s,  # request held by a fault
+                              "null (per-request timeouts and a faults section cannot be combined yet)")
         return cls(
             name=name,
             description=desc,
-            cluster=ClusterConfig.from_dict(d.get("cluster"), f"{where}: cluster"),
+            cluster=cluster,
             transfer=TransferSection.from_dict(d.get("transfer"), f"{where}: transfer"),
             slo=SLOConfig.from_dict(d.get("slo"), f"{where}: slo"),
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
             workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
             information=InformationConfig.from_dict(d.get("information"), f"{where}: information"),
-            overload=OverloadConfig.from_dict(d.get("overload"), f"{where}: overload"),
+            overload=overload,
             metrics=MetricsConfig.from_dict(d.get("metrics"), f"{where}: metrics"),
+            faults=faults,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict that :meth:`from_dict` turns back into an equal scenario."""
-        return {
+        """Plain dict that :meth:`from_dict` turns back into an equal scenario (``faults`` only when it has any)."""
+        out = {
             "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
             "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
             "workload": self.workload.to_dict(), "information": self.information.to_dict(),
             "overload": self.overload.to_dict(), "metrics": self.metrics.to_dict(),
         }
+        if self.faults.enabled:
+            out["faults"] = self.faults.to_dict()
+        return out
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ScenarioConfig:
         """A copy with sections deep-merged from ``overrides`` (e.g. ``{"slo": {"tbt_s": 0.05}}``)."""

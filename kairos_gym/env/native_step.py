@@ -32,6 +32,7 @@ def make_stepper(sim: Any, obs: ObservationLayout, actions: ActionLayout) -> Any
         "queue_tokens_scale": ob.QUEUE_TOKENS_SCALE, "queue_requests_scale": ob.QUEUE_REQUESTS_SCALE,
         "batch_scale": ob.BATCH_SCALE, "context_scale": ob.CONTEXT_SCALE, "pending_scale": ob.PENDING_SCALE,
         "remaining_scale": ob.REMAINING_SCALE, "oracle": obs.oracle, "pull": obs.pull,
+        "faults": obs.faults,
     }
     stepper = core().EnvStepper(sim._core, params, [int(n) for n in actions.node], list(actions.chunk), actions.W)
     if stepper.buffers()[0].size != obs.size:  # the C++ table and observation.py disagree: never mis-encode

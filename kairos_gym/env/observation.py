@@ -13,7 +13,8 @@ lies inside the ``Box`` whatever the load. The transforms (``x`` raw, ``s`` the 
 The layout (flat order = the order of :attr:`ObservationLayout.features`) is grouped so that the
 ``dict`` observation mode is a set of reshaped slices of the flat vector: ``global`` (2), ``request``
 (1, plus 1 with ``oracle``, plus 1 under ``deflection.decision_points: arrival+pull``), ``prefill``
-(P x 5), ``decode`` (D x 12), ``deflect_step`` (D x K) and ``deflect_ttft`` (D x K).
+(P x 5), ``decode`` (D x 12), ``deflect_step`` (D x K) and ``deflect_ttft`` (D x K), plus ``availability``
+(P + D: 1 when the node is up) only when the scenario has a ``faults:`` section (docs/reliability.md).
 See ``docs/env.md`` for the full table.
 """
 
@@ -83,6 +84,7 @@ class ObservationLayout:
         self.K = len(self.menu)
         self.oracle = oracle
         self.pull = scenario.deflection.decision_points == "arrival+pull"
+        self.faults = scenario.faults.enabled  # the availability group (P + D features) exists only then
         ttft = scenario.slo.ttft_s
         tbt = scenario.slo.tbt_s
         budget = scenario.deflection.beta * tbt
@@ -143,6 +145,13 @@ class ObservationLayout:
                 add(f"d{d}_c{c}_ttft", "ratio", ttft,
                     f"predicted TTFT if deflected to node d in {c}-token chunks (s; scale = TTFT SLO)",
                     "deflect_ttft")
+        if self.faults:
+            for p in range(self.P):
+                add(f"p{p}_up", "unit", 1.0, "1 if prefill node p is up (faults: a down node takes no work)",
+                    "availability")
+            for d in range(self.D):
+                add(f"d{d}_up", "unit", 1.0, "1 if decode node d is up (faults: a down node takes no work)",
+                    "availability")
         self.features: tuple[Feature, ...] = tuple(feats)
         self.size = len(feats)
         self.names = tuple(f.name for f in feats)
@@ -158,6 +167,8 @@ class ObservationLayout:
                   "prefill": (self.P, len(PREFILL_FIELDS)),
                   "decode": (self.D, len(DECODE_FIELDS)), "deflect_step": (self.D, self.K),
                   "deflect_ttft": (self.D, self.K)}
+        if self.faults:
+            shapes["availability"] = (self.P + self.D,)
         self.groups: dict[str, tuple[slice, tuple[int, ...]]] = {}
         off = 0
         for g, shape in shapes.items():
@@ -225,6 +236,9 @@ class ObservationLayout:
             v += [x / (x + tbt) for x in row]
         for row in ctx.ttft_deflect_s:
             v += [x / (x + ttft) for x in row]
+        if self.faults:
+            v += [1.0 if pv.up else 0.0 for pv in ctx.prefill]
+            v += [1.0 if dv.up else 0.0 for dv in ctx.decode]
         return v
 
     def encode(self, ctx: DecisionContext, out: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ class PrefillNodeView(NamedTuple):
     queued_requests: int
     predicted_wait_s: float  # time to execute the queued tokens ahead of a new arrival
     utilization: float  # SM-utilization proxy over the recent window (0..1)
+    up: bool = True  # the node is up (faults: a down node takes no work; its ttft_prefill_s entry is inf)
 
 
 class DecodeNodeView(NamedTuple):
@@ -49,6 +50,7 @@ class DecodeNodeView(NamedTuple):
     tbt_slo_s: float  # strictest TBT SLO among resident requests (the scenario's TBT SLO)
     utilization: float  # SM-utilization proxy over the recent window (0..1)
     can_deflect: bool  # a deflection to this node would be accepted
+    up: bool = True  # the node is up (faults: a down node takes no work, can_deflect is False)
 
 
 class RequestView(NamedTuple):

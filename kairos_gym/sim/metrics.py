@@ -253,6 +253,8 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         out["n_pulled"] = sim.n_pulled
     if sc.overload.enabled:  # overload control (native engine): the accounting of every arrival
         out.update(_overload_counts(sim, n_done))
+    if sc.faults.enabled:  # fault injection (docs/reliability.md): what the faults did; no request is lost to them
+        out["faults"] = sim.fault_counters()
     if not sim.done:
         out.update(_partial_counts(sim, path, n_ok, n_done))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}

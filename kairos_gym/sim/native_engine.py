@@ -46,7 +46,7 @@ _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_
                 "largest_safe_ttft_s": 9, "largest_safe_first_chunk": 10}
 """Context field -> index of its buffer in ``_core.Simulator.menu_buffers()``."""
 
-_REFUSALS = (None, "deflection in flight", "batch full", "memory")
+_REFUSALS = (None, "deflection in flight", "batch full", "memory", "node down")
 """``_core.Simulator.node_refuses`` codes as reasons."""
 
 COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
@@ -167,6 +167,7 @@ class NativeSimulator:
         self._core.trace_on = trace
         self._core.record_timeline = self.record_timeline
         self._menu = self._core.menu_buffers()
+        self._menu_up = self._core.menu_up()  # availability rows (faults): all true without faults
         self._trace = trace
         self._row_writer: Callable[[list[Any]], Any] | None = None
         self.reset(seed, workload)
@@ -216,6 +217,11 @@ class NativeSimulator:
         if sc.information.realistic:  # the noise stream of the served view: one 64-bit draw after the workload's
             self._noise_seed = int(rng.integers(0, 2**64, dtype=np.uint64))
             self._core.seed_noise(self._noise_seed)
+        self._faults: tuple[list[float], list[int], list[int], list[float]] | None = None
+        if sc.faults.enabled:  # the run's fault events: timed + drawn from a child stream (kairos_gym/faults.py)
+            cl = sc.cluster
+            self._faults = sc.faults.compile(rng, cl.prefill_nodes, cl.decode_nodes, f"scenario {sc.name!r}: faults")
+            self._core.set_faults(*self._faults)
         self._read_columns()
         self._ctx: DecisionContext | None = None
         self._invalidate_contexts()
@@ -273,6 +279,30 @@ class NativeSimulator:
         """Realistic information track: the pending decision's error factors ``1 + e`` (prefill nodes, then decode
         nodes; all 1.0 with ``model_error: 0``); empty on the exact track."""
         return self._core.noise_factors()
+
+    @property
+    def fault_events(self) -> list[tuple[float, str, int, float]]:
+        """The run's fault events (time s, kind, node or link, factor) in the order the core runs them (timed and
+        drawn; empty without a ``faults:`` section)."""
+        from kairos_gym.faults import FAULT_KINDS
+
+        if self._faults is None:
+            return []
+        t, k, nd, f = self._faults
+        return [(a, FAULT_KINDS[b], c, d) for a, b, c, d in zip(t, k, nd, f, strict=True)]
+
+    def fault_counters(self) -> dict[str, int]:
+        """What the faults did so far (src/core/faults.hpp FaultCounters): ``events`` applied, re-entries by cause
+        (``requeued``: queued or prefilling on a failed prefill node; ``transfers_lost``: KV lost with a prefill node;
+        ``decode_reentries``: resident on a failed decode node; ``rerouted``: in transfer to one), ``refused_down``
+        (decisions naming a down node), ``held`` (held for want of an up prefill node) and ``held_now``."""
+        return dict(self._core.fault_counters())
+
+    def node_up(self, kind: str, node: int) -> bool:
+        """Is ``"prefill"`` / ``"decode"`` node ``node`` up now?"""
+        if kind not in ("prefill", "decode"):
+            raise ConfigError("Simulator.node_up", "kind", kind, "prefill or decode")
+        return bool(self._core.node_up(kind == "decode", int(node)))
 
     @property
     def n_finished(self) -> int:
@@ -472,11 +502,12 @@ class NativeSimulator:
         m = self._menu  # prefill_i, prefill_f, ttft_p, decode_i, decode_f, decode_b, step_s, ttft_d, ls_ok, ls_t,
         # ls_first
         if name == "prefill":
-            return tuple([new(PrefillNodeView, (a[0], a[1], b[0], b[1]))
-                          for a, b in zip(m[0].tolist(), m[1].tolist(), strict=True)])
+            return tuple([new(PrefillNodeView, (a[0], a[1], b[0], b[1], u))
+                          for a, b, u in zip(m[0].tolist(), m[1].tolist(), self._menu_up[0].tolist(), strict=True)])
         if name == "decode":
-            return tuple([new(DecodeNodeView, (i[0], i[1], i[2], f[0], i[3], b[0], i[4], f[1], f[2], f[3], b[1]))
-                          for i, f, b in zip(m[3].tolist(), m[4].tolist(), m[5].tolist(), strict=True)])
+            return tuple([new(DecodeNodeView, (i[0], i[1], i[2], f[0], i[3], b[0], i[4], f[1], f[2], f[3], b[1], u))
+                          for i, f, b, u in zip(m[3].tolist(), m[4].tolist(), m[5].tolist(),
+                                                self._menu_up[1].tolist(), strict=True)])
         k = _LAZY_BUFFER[name]
         if k in (6, 7):
             return tuple(map(tuple, m[k].tolist()))
@@ -611,6 +642,7 @@ class NativeSimulator:
             "kv_capacity": self.kv_capacity,
             "seed": self.seed,
             "noise_seed": self._noise_seed,
+            "faults": self._faults,  # the run's fault events (the core's copy is in "core")
             "rng": copy.deepcopy(self.rng),
             "workload": self.workload,
             # a plain NamedTuple: a lazy context reads the menu buffers, which a restore replaces
@@ -644,6 +676,7 @@ class NativeSimulator:
         self._invalidate_contexts()  # contexts of the abandoned branch must not read the restored buffers
         self.seed = state["seed"]
         self._noise_seed = state.get("noise_seed")
+        self._faults = state.get("faults")
         self.rng = copy.deepcopy(state["rng"])
         wl = state["workload"]
         self.workload = wl

@@ -41,6 +41,7 @@ void bind_env(nb::module_& m) {
                  if (!p.contains("oracle")) throw nb::key_error("oracle");
                  o.oracle = nb::cast<bool>(p["oracle"]);
                  o.pull = p.contains("pull") && nb::cast<bool>(p["pull"]);  // absent: arrival-only layout
+                 o.faults = p.contains("faults") && nb::cast<bool>(p["faults"]);  // absent: no availability group
                  new (self) EnvStepper(sim, o, std::move(node), std::move(chunk), W);
              },
              nb::arg("sim"), nb::arg("params"), nb::arg("node"), nb::arg("chunk"), nb::arg("W"),

@@ -122,12 +122,66 @@ nb::object request_column(const Simulator& s, const std::string& name) {
     if (name == "from_rec") return nb::cast(view_of(r.from_rec.v, keep));
     if (name == "pulled_from") return nb::cast(view_of(r.pulled_from.v, keep));
     if (name == "timed_out") return nb::cast(view_of(r.timed_out.v, keep));
+    if (name == "gen") return nb::cast(view_of(r.gen.v, keep));  // faults (faults.hpp)
+    if (name == "carry_gap") return nb::cast(view_of(r.carry_gap.v, keep));
+    if (name == "attempt") return nb::cast(view_of(r.attempt.v, keep));
+    if (name == "reentries") return nb::cast(view_of(r.reentries.v, keep));
     const WorkloadPtr& W = s.workload();
     std::shared_ptr<const void> wkeep = W;
     if (name == "arrival") return nb::cast(view_of(W->arrival, wkeep));
     if (name == "prompt") return nb::cast(view_of(W->prompt, wkeep));
     if (name == "output") return nb::cast(view_of(W->output, wkeep));
     throw nb::key_error(("no request column " + name).c_str());
+}
+
+// ---- faults (src/core/faults.hpp): the run's fault events, what they did, node availability
+void bind_faults(nb::class_<Simulator>& cls) {
+    cls.def("set_faults",
+            [](Simulator& s, const std::vector<double>& t, const std::vector<int64_t>& kind,
+               const std::vector<int64_t>& node, const std::vector<double>& factor) {
+                if (kind.size() != t.size() || node.size() != t.size() || factor.size() != t.size())
+                    throw nb::value_error("set_faults: the four lists differ in length");
+                if (static_cast<int64_t>(t.size()) > MAX_FAULT_EVENTS)
+                    throw nb::value_error("set_faults: more than MAX_FAULT_EVENTS events");
+                std::vector<FaultEvent> f(t.size());
+                for (size_t i = 0; i < t.size(); ++i) {
+                    if (kind[i] < 0 || kind[i] >= F_KIND_COUNT) throw nb::value_error("set_faults: fault kind");
+                    f[i] = FaultEvent{t[i], static_cast<int8_t>(kind[i]), node[i], factor[i]};
+                }
+                s.set_faults(std::move(f));
+            },
+            nb::arg("t"), nb::arg("kind"), nb::arg("node"), nb::arg("factor"),
+            "Set the run's fault events (times s sorted, FaultKind codes, node indices, factors) right after reset.")
+        .def_prop_ro_static("max_fault_events", [](nb::handle) { return MAX_FAULT_EVENTS; })
+        .def("fault_counters",
+             [](const Simulator& s) {
+                 const FaultCounters& c = s.fault_counters();
+                 nb::dict d;
+                 d["events"] = c.n_events;
+                 d["requeued"] = c.n_requeued;
+                 d["transfers_lost"] = c.n_transfers_lost;
+                 d["decode_reentries"] = c.n_decode_reentries;
+                 d["rerouted"] = c.n_rerouted;
+                 d["refused_down"] = c.n_refused_down;
+                 d["held"] = c.n_held;
+                 d["held_now"] = static_cast<int64_t>(s.held().size());
+                 return d;
+             },
+             "What the faults did so far (faults.hpp FaultCounters), plus held_now: requests held right now.")
+        .def("node_up",
+             [](const Simulator& s, bool decode, int64_t i) {
+                 const int64_t n = decode ? s.config().n_decode : s.config().n_prefill;
+                 if (i < 0 || i >= n) throw nb::index_error("node_up: node index");
+                 return decode ? s.decode_up(i) : s.prefill_up(i);
+             },
+             nb::arg("decode"), nb::arg("node"), "Is prefill (decode=False) or decode node `node` up now?")
+        .def("menu_up",
+             [](nb::handle self) {
+                 const DecisionMenu& m = nb::cast<const Simulator&>(self).menu();
+                 return nb::make_tuple(menu_view<bool>(m.up_p, {static_cast<size_t>(m.P)}, self),
+                                       menu_view<bool>(m.up_d, {static_cast<size_t>(m.D)}, self));
+             },
+             "Read-only views (up_p [P], up_d [D], bool) of the decision menu's availability rows.");
 }
 
 // ---- snapshot/restore (issue 11 step 6): _core.SimSnapshot, an opaque copy of a simulator's mutable state
@@ -256,6 +310,7 @@ void bind_simulator(nb::module_& m) {
     bind_snapshot(m, cls);
     bind_debug(cls);
     bind_streaming(cls);
+    bind_faults(cls);
     cls.def("__init__",
              [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
                  new (self) Simulator(config_from(config), pricer, oracle);

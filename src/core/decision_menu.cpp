@@ -13,6 +13,7 @@ double dbl(int64_t v) { return static_cast<double>(v); }
 
 int Simulator::node_refuses(int64_t di, int64_t need) const {
     const DecodeNode& node = dnodes_[static_cast<size_t>(di)];
+    if (node.down) return REFUSE_DOWN;
     if (cfg_.max_deflections_per_node < 1 || node.has_defl) return REFUSE_IN_FLIGHT;
     if (node.batch_size + static_cast<int64_t>(node.pending.size()) + node.incoming +
             static_cast<int64_t>(node.swapped.size()) + node.swapping_in >= cfg_.decode_max_batch)
@@ -39,7 +40,27 @@ double Simulator::prefill_wait_at(const PrefillNode& node, double now) {
 }
 
 void Simulator::build_menu(int64_t rid) {
-    if (cfg_.info.realistic) return build_served_menu(rid);  // the realistic information track (information.cpp)
+    if (cfg_.info.realistic) {
+        build_served_menu(rid);  // the realistic information track (information.cpp)
+    } else {
+        build_exact_menu(rid);
+    }
+    if (!faults_.empty()) {  // availability is served true on both tracks (a health check, not a copy)
+        DecisionMenu& m = menu_;
+        for (int64_t i = 0; i < m.P; ++i) {
+            const bool up = pnodes_[static_cast<size_t>(i)].down == 0;
+            m.up_p[static_cast<size_t>(i)] = up ? 1 : 0;
+            if (!up) m.ttft_p[static_cast<size_t>(i)] = std::numeric_limits<double>::infinity();  // no option
+        }
+        for (int64_t j = 0; j < m.D; ++j) {
+            const bool up = dnodes_[static_cast<size_t>(j)].down == 0;
+            m.up_d[static_cast<size_t>(j)] = up ? 1 : 0;
+            if (!up) m.decode_b[static_cast<size_t>(2 * j + 1)] = 0;  // can_deflect: a down node takes no work
+        }
+    }
+}
+
+void Simulator::build_exact_menu(int64_t rid) {
     DecisionMenu& m = menu_;
     const double now = now_;
     const int64_t prompt = wl_->prompt[rid];

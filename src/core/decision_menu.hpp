@@ -12,6 +12,7 @@ constexpr int REFUSE_NONE = 0;
 constexpr int REFUSE_IN_FLIGHT = 1;
 constexpr int REFUSE_BATCH_FULL = 2;
 constexpr int REFUSE_MEMORY = 3;
+constexpr int REFUSE_DOWN = 4;  // the node is down (faults.hpp)
 
 struct DecisionMenu {
     int64_t P = 0, D = 0, K = 0;  // prefill nodes, decode nodes, chunk-menu sizes
@@ -34,6 +35,7 @@ struct DecisionMenu {
     std::vector<uint8_t> ls_ok;      // [D]
     std::vector<double> ls_t;        // [D]
     std::vector<int64_t> ls_first;   // [D]
+    std::vector<uint8_t> up_p, up_d;  // [P], [D]: the node is up (faults.hpp; all 1 in a run without faults)
 
     void resize(int64_t p, int64_t d, int64_t k) {
         P = p;
@@ -50,6 +52,8 @@ struct DecisionMenu {
         ls_ok.assign(static_cast<size_t>(d), 0);
         ls_t.assign(static_cast<size_t>(d), 0.0);
         ls_first.assign(static_cast<size_t>(d), 0);
+        up_p.assign(static_cast<size_t>(p), 1);
+        up_d.assign(static_cast<size_t>(d), 1);
     }
 };
 

@@ -53,6 +53,9 @@ struct DecodeNode {
     int64_t version = 0;
     double busy_s = 0.0, compute_s = 0.0, flops = 0.0;
     double util_ewma = 0.0, util_t = 0.0;
+    // faults (faults.hpp): outages in force (0: up) and the step-time factor (straggler; 1: nominal)
+    int64_t down = 0;
+    double slow = 1.0;
     int64_t stack_prune = STACK_PRUNE;  // see STACK_PRUNE (tests lower it: Simulator::debug_set_stack_prune)
 
     // rid joins with ctx cached tokens, rem tokens to decode and a worst gap of `gap` s so far

@@ -15,7 +15,7 @@ EnvStepper::EnvStepper(Simulator& sim, ObsParams params, std::vector<int64_t> no
         throw std::invalid_argument("EnvStepper: the action table does not fit the simulator's scenario");
     if (p_.pull != c.pull)  // the pull feature is there exactly when the scenario raises pull decisions
         throw std::invalid_argument("EnvStepper: the observation's pull feature does not match decision_points");
-    obs.assign(static_cast<size_t>(obs_size(c.n_prefill, c.n_decode, K, p_.oracle, p_.pull)), 0.0f);
+    obs.assign(static_cast<size_t>(obs_size(c.n_prefill, c.n_decode, K, p_.oracle, p_.pull, p_.faults)), 0.0f);
     mask.assign(node_.size(), 0);
 }
 

@@ -114,7 +114,8 @@ void Simulator::note_deflect(int64_t d, int64_t rid, bool ok) {
     if (menu_.decode_b[static_cast<size_t>(2 * d + 1)]) info_.n_stale_refusals += 1;  // offered, then refused
     c.refused = true;
     // the refused request takes the shortest (true) prefill queue (apply_deflect); the dispatcher routed it
-    info_.view.p[static_cast<size_t>(shortest_queue())].enqueue(rid, wl_->prompt[rid]);
+    const int64_t sq = shortest_queue();  // -1: no prefill node up (faults), the request is held
+    if (sq >= 0) info_.view.p[static_cast<size_t>(sq)].enqueue(rid, wl_->prompt[rid]);
 }
 
 // A pull answered (pull.cpp): a pulled request leaves its prefill queue in the copy and marks the freed node busy;
@@ -129,7 +130,7 @@ void Simulator::note_pull(int64_t d, int64_t rid, int64_t pn, bool ok) {
     }
     c.in_flight = true;
     c.remaining = wl_->prompt[rid];
-    info_.view.p[static_cast<size_t>(pn)].remove_unstarted(rid, wl_->prompt[rid]);  // absent: nothing to undo
+    info_.view.p[static_cast<size_t>(pn)].remove_unstarted(rid, pre_len(rid));  // absent: nothing to undo
 }
 
 // ---------------------------------------------------------------- the served menu (build_menu's twin)

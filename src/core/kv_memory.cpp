@@ -19,7 +19,7 @@ void Simulator::route_to_decode(int64_t rid) {
     int64_t need = kv_need(rid);
     DecodeNode* best = nullptr;
     for (DecodeNode& d : dnodes_)
-        if (d.kv_reserved + need <= d.kv_capacity && cfg_.kv.admits_new(d.swapped.size()))
+        if (d.down == 0 && d.kv_reserved + need <= d.kv_capacity && cfg_.kv.admits_new(d.swapped.size()))  // a down node takes no work (faults)
             if (best == nullptr || d.kv_reserved < best->kv_reserved ||
                 (d.kv_reserved == best->kv_reserved && d.idx < best->idx))
                 best = &d;
@@ -30,14 +30,14 @@ void Simulator::route_to_decode(int64_t rid) {
     DecodeNode& d = *best;
     d.kv_reserved += need;
     R_->d_node[rid] = d.idx;
-    int64_t nbytes = wl_->prompt[rid] * cfg_.kv_bytes_per_token;
+    int64_t nbytes = pre_len(rid) * cfg_.kv_bytes_per_token;
     R_->kv_moved[rid] = nbytes;
     R_->xfer_start[rid] = now_;
     d.incoming += 1;
     if (!cfg_.transfer_enabled) {
         on_transfer_done(rid);
     } else if (cfg_.transfer_setup_s > 0) {
-        push(now_ + cfg_.transfer_setup_s, EV_SETUP_DONE, rid, 0);
+        push(now_ + cfg_.transfer_setup_s, EV_SETUP_DONE, rid, R_->attempt[rid]);
     } else {
         int64_t pi = R_->p_node[rid];
         links_[static_cast<size_t>(pi)].add(rid, dbl(nbytes), now_);
@@ -51,7 +51,7 @@ void Simulator::retry_memory() {
         int64_t need = kv_need(rid);
         bool any = false;
         for (const DecodeNode& d : dnodes_)
-            if (d.kv_reserved + need <= d.kv_capacity && cfg_.kv.admits_new(d.swapped.size())) {
+            if (d.down == 0 && d.kv_reserved + need <= d.kv_capacity && cfg_.kv.admits_new(d.swapped.size())) {
                 any = true;
                 break;
             }
@@ -130,7 +130,7 @@ void Simulator::try_swap_in(DecodeNode& d) {
         d.swapping_in += 1;
         double nbytes = dbl(c) * cfg_.kv_bytes_per_token_per_gpu;
         c_.swap_bytes += static_cast<int64_t>(nbytes);  // Python's int(): truncation
-        push(now_ + nbytes / cfg_.swap_bandwidth, EV_SWAP_IN_DONE, r, d.idx);
+        push(now_ + nbytes / cfg_.swap_bandwidth, EV_SWAP_IN_DONE, r, d.idx + cfg_.n_decode * R_->attempt[r]);
     }
 }
 

@@ -32,9 +32,18 @@ void FairShareLink::remove(int64_t tid, double now) {
     ++version_;
 }
 
+void FairShareLink::set_rate(double now, double bandwidth_bytes_per_s, bool cut) {
+    if (!(bandwidth_bytes_per_s > 0.0 && bandwidth_bytes_per_s < std::numeric_limits<double>::infinity()))
+        throw std::invalid_argument("FairShareLink.set_rate: the bandwidth must be a finite number > 0 (bytes/s)");
+    advance(now);
+    bandwidth_ = bandwidth_bytes_per_s;
+    cut_ = cut;
+    ++version_;
+}
+
 bool FairShareLink::next_completion(Completion& out) const noexcept {
     const std::size_t n = tid_.size();
-    if (!n) return false;
+    if (!n || cut_) return false;
     // min over (remaining, id) tuples: the least remaining, ties to the smallest id (the values are never NaN:
     // sums and differences of finite numbers)
     double rem = rem_[0];

@@ -48,13 +48,17 @@ public:
     // Move the link's progress forward to `now` (seconds).
     void advance(double now) noexcept {
         const std::size_t n = tid_.size();
-        if (n && now > last_) {
+        if (n && now > last_ && !cut_) {
             const double done = (now - last_) * bandwidth_ / static_cast<double>(n);
             for (double& r : rem_) r -= done;
         }
         last_ = now > last_ ? now : last_;  // Python's max(last, now): keeps `last` unless now is greater
     }
 
+    // Faults (faults.hpp): move the link to `now`, then give it `bandwidth_bytes_per_s` (finite, > 0) and cut it or
+    // not (a cut link moves no byte and completes nothing until it is set uncut); the version moves.
+    void set_rate(double now, double bandwidth_bytes_per_s, bool cut);
+    bool cut() const noexcept { return cut_; }
     // Start moving `nbytes` for transfer `tid` at `now`.
     void add(int64_t tid, double nbytes, double now);
     // Finish transfer `tid` at `now`. The link is advanced first; an id not on it then throws UnknownTransfer
@@ -82,6 +86,7 @@ private:
     std::vector<double> rem_;   // remaining bytes, parallel to tid_
     double last_ = 0.0;
     int64_t version_ = 0;
+    bool cut_ = false;
 };
 
 // One operation of a recorded sequence (replay_link, for the differential tests and the benchmark).

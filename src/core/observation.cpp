@@ -11,8 +11,8 @@ namespace {
 double dbl(int64_t v) { return static_cast<double>(v); }
 }  // namespace
 
-int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull) {
-    return 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 * P + 12 * D + 2 * D * K;
+int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull, bool faults) {
+    return 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 * P + 12 * D + 2 * D * K + (faults ? P + D : 0);
 }
 
 void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
@@ -69,6 +69,10 @@ void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
     for (size_t i = 0; i < dk; ++i) {
         double x = m.ttft_d[i];
         put(x / (x + ttft));
+    }
+    if (p.faults) {  // availability (faults.hpp)
+        for (int64_t i = 0; i < m.P; ++i) put(m.up_p[static_cast<size_t>(i)] ? 1.0 : 0.0);
+        for (int64_t j = 0; j < m.D; ++j) put(m.up_d[static_cast<size_t>(j)] ? 1.0 : 0.0);
     }
 }
 

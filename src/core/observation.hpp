@@ -23,10 +23,12 @@ struct ObsParams {
     double context_scale = 131072.0, pending_scale = 8.0, remaining_scale = 4096.0;
     bool oracle = false;         // one more request feature: log1p(output) * log_den
     bool pull = false;           // decision_points arrival+pull: one more request feature, 1 at a pull decision
+    bool faults = false;         // a faults: section: P + D availability features at the end (1: the node is up)
 };
 
 // number of features of a menu's shape: 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 P + 12 D + 2 D K
-int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull = false);
+// (+ P + D with faults)
+int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull = false, bool faults = false);
 // write the observation of `m` into out[0, obs_size)
 void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out);
 // write the mask of `m` into out[0, 1 + D W): action 0 always valid, node j's W actions = can_deflect[j]

@@ -36,6 +36,11 @@ struct PrefillNode {
     double step_start = 0.0;
     double busy_s = 0.0, compute_s = 0.0, flops = 0.0;
     double util_ewma = 0.0, util_t = 0.0;
+    // faults (faults.hpp): outages in force (0: up), step-time factor (straggler; 1: nominal), and the version of
+    // the step in progress (a failure aborts it: its EV_PREFILL_DONE carries an older version and is stale)
+    int64_t down = 0;
+    double slow = 1.0;
+    int64_t version = 0;
 
     // append a prompt of p tokens
     void enqueue(int64_t rid, int64_t p);

@@ -29,7 +29,9 @@ bool Simulator::raise_pull(int64_t d) {
         double pairs = node.has_step ? -node.step_pairs : 0.0, kv = node.has_step ? -node.step_kv : 0.0;
         for (const PrefillItem& it : node.queue) {
             const int64_t rid = it.rid;
-            if (it.done == 0 && std::isnan(R_->prefill_start[rid]) && node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
+            // a request re-entered with tokens already out (faults.cpp) is no candidate: it resumes on the prefill path
+            if (it.done == 0 && std::isnan(R_->prefill_start[rid]) && R_->gen[rid] == 0 &&
+                node_refuses(d, kv_need(rid)) == REFUSE_NONE) {
                 double steps_s = 0.0, attn_s = 0.0;
                 if (ahead > 0) {
                     int64_t full = ahead / budget, last = ahead % budget;
@@ -99,7 +101,7 @@ bool Simulator::apply_pull_deflect(int64_t d, int64_t chunk) {
         return false;
     }
     const int64_t pn = R_->p_node[rid];
-    if (!pnodes_[static_cast<size_t>(pn)].remove_unstarted(rid, wl_->prompt[rid]))
+    if (!pnodes_[static_cast<size_t>(pn)].remove_unstarted(rid, pre_len(rid)))
         throw std::logic_error("pull: the candidate is not queued on its prefill node");
     if (cfg_.info.realistic) note_pull(d, rid, pn, true);
     R_->pulled_from[rid] = pn;

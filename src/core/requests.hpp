@@ -66,6 +66,12 @@ struct Requests {
     Column<double> timed_out;
     // decision_points arrival+pull: the prefill node a request was pulled from by a pull decision (-1: never)
     Column<int64_t> pulled_from;
+    // faults (faults.hpp): a request sent back to prefill by a failure keeps `gen` tokens already emitted (its
+    // re-prefill builds prompt + gen tokens, its decode makes output - gen), its worst gap so far `carry_gap` (s),
+    // `attempt` (bumped at each re-entry: events of an older attempt are stale) and `reentries` (how many)
+    Column<int64_t> gen;
+    Column<double> carry_gap;
+    Column<int64_t> attempt, reentries;
     // streaming mode: the request holding the slot (-1: none yet) and whether it is still in the simulator
     // (arrived and admitted, not yet retired: streaming_metrics.cpp)
     Column<int64_t> occupant;
@@ -84,7 +90,8 @@ private:
           d_node(k, -1, m), max_gap(k, 0.0, m), last_tok(k, NaN, m), ctx_base(k, 0, m), end_step(k, 0, m),
           gap_own(k, 0.0, m), from_rec(k, 0, m), kv_moved(k, 0, m), batch_prev(k, -1, m), batch_next(k, -1, m),
           has_chunks(k, 0, m), chunks(k, {}, m), swapped(k, 0, m), swap_ctx(k, 0, m), swap_rem(k, 0, m),
-          swap_gap(k, 0.0, m), timed_out(k, NaN, m), pulled_from(k, -1, m), occupant(k, -1, m), live(k, 0, m) {}
+          swap_gap(k, 0.0, m), timed_out(k, NaN, m), pulled_from(k, -1, m), gen(k, 0, m), carry_gap(k, 0.0, m), attempt(k, 0, m),
+          reentries(k, 0, m), occupant(k, -1, m), live(k, 0, m) {}
 };
 
 inline void Requests::reset_slot(int64_t rid) {
@@ -107,6 +114,9 @@ inline void Requests::reset_slot(int64_t rid) {
     swap_gap[rid] = 0.0;
     timed_out[rid] = NaN;
     pulled_from[rid] = -1;
+    gen[rid] = 0;
+    carry_gap[rid] = 0.0;
+    attempt[rid] = reentries[rid] = 0;
     occupant[rid] = rid;
     live[rid] = 0;
 }

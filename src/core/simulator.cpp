@@ -77,6 +77,11 @@ void Simulator::reset(WorkloadPtr wl) {
     trace.clear();
     timeline.clear();
     info_ = InfoState{};  // the dispatcher's view and the noise stream start afresh (seed_noise seeds it)
+    faults_.clear();
+    faults_set_ = false;
+    faults_queued_ = 0;
+    held_.clear();
+    fc_ = FaultCounters{};
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
 }
 
@@ -109,6 +114,11 @@ SimSnapshot Simulator::snapshot() const {
     s.trace = trace;
     s.timeline = timeline;
     s.info = info_;
+    s.faults = faults_;
+    s.faults_set = faults_set_;
+    s.faults_queued = faults_queued_;
+    s.held = held_;
+    s.fc = fc_;
     return s;
 }
 
@@ -137,6 +147,8 @@ void Simulator::restore(const SimSnapshot& s) {
     copy_into(menu_.ls_ok, m.ls_ok);
     copy_into(menu_.ls_t, m.ls_t);
     copy_into(menu_.ls_first, m.ls_first);
+    copy_into(menu_.up_p, m.up_p);
+    copy_into(menu_.up_d, m.up_d);
     menu_.now = m.now;
     menu_.rid = m.rid;
     menu_.arrival = m.arrival;
@@ -165,6 +177,11 @@ void Simulator::restore(const SimSnapshot& s) {
     trace = s.trace;
     timeline = s.timeline;
     info_ = s.info;
+    faults_ = s.faults;
+    faults_set_ = s.faults_set;
+    faults_queued_ = s.faults_queued;
+    held_ = s.held;
+    fc_ = s.fc;
 }
 
 // ---------------------------------------------------------------- debug API (tests)
@@ -212,6 +229,13 @@ double Simulator::debug_prefill_wait(int64_t p) {
 bool Simulator::next_decision() {
     if (pending_rid_ >= 0) return true;
     while (!events_.empty()) {
+        // faults never prolong a run: once every request is accounted for, the fault events left are dropped
+        if (faults_queued_ > 0 && static_cast<size_t>(faults_queued_) == events_.size() &&
+            c_.n_finished + c_.n_rejected == n_) {
+            events_ = EventQueue{};
+            faults_queued_ = 0;
+            break;
+        }
         Event e = events_.pop();
         double t = e.t;
         if (t < now_) throw std::logic_error("simulator: clock went backwards");
@@ -232,20 +256,25 @@ bool Simulator::next_decision() {
             case EV_ARRIVAL:
                 if (on_arrival(e.a)) return true;
                 break;
-            case EV_PREFILL_DONE:
-                on_prefill_done(pnodes_[static_cast<size_t>(e.a)]);
+            case EV_PREFILL_DONE: {
+                PrefillNode& node = pnodes_[static_cast<size_t>(e.a)];
+                if (e.b == node.version) on_prefill_done(node);  // an older version: a step a failure aborted
                 break;
+            }
             case EV_TIMEOUT:
                 on_timeout(e.a);
                 break;
             case EV_SWAP_IN_DONE: {
-                DecodeNode& d = dnodes_[static_cast<size_t>(e.b)];
+                // b = node + n_decode x attempt (attempt 0 without faults: b is the node)
+                if (e.b / cfg_.n_decode != R_->attempt[e.a]) break;  // its decode node failed meanwhile
+                DecodeNode& d = dnodes_[static_cast<size_t>(e.b % cfg_.n_decode)];
                 d.swapping_in -= 1;
                 d.pending.push_front(e.a);  // swapped-in requests go before new admissions
                 wake_decode(d);
                 break;
             }
             case EV_SETUP_DONE: {
+                if (e.b != R_->attempt[e.a]) break;  // a transfer a failure cancelled
                 if (is_timed_out(e.a)) {  // overload.cpp: the transfer never starts; the reservation goes
                     DecodeNode& d = dnodes_[static_cast<size_t>(R_->d_node[e.a])];
                     d.incoming -= 1;
@@ -271,6 +300,10 @@ bool Simulator::next_decision() {
                 }
                 break;
             }
+            case EV_FAULT:
+                faults_queued_ -= 1;
+                on_fault(faults_[static_cast<size_t>(e.a)]);
+                break;
             default:
                 throw std::logic_error("simulator: unknown event kind");
         }
@@ -309,9 +342,9 @@ bool Simulator::on_arrival(int64_t rid) {
 }
 
 int64_t Simulator::shortest_queue() const {
-    int64_t pn = 0, fewest = pnodes_[0].queued_tokens;
+    int64_t pn = -1, fewest = 0;
     for (const PrefillNode& node : pnodes_)
-        if (node.queued_tokens < fewest) {
+        if (node.down == 0 && (pn < 0 || node.queued_tokens < fewest)) {
             pn = node.idx;
             fewest = node.queued_tokens;
         }
@@ -326,7 +359,13 @@ void Simulator::apply_prefill(int64_t pn) {
     pending_rid_ = -1;
     c_.n_decisions += 1;
     if (!R_->ring()) log_.push_back({rid, 0, pn, 0});  // streaming mode keeps no decision log (O(run))
+    if (pn >= 0 && pnodes_[static_cast<size_t>(pn)].down) {  // a down node takes no work: refused, counted
+        fc_.n_refused_down += 1;
+        c_.n_invalid += 1;
+        pn = -1;
+    }
     if (pn < 0) pn = shortest_queue();
+    if (pn < 0) return dispatch_prefill(rid);  // no prefill node up: held (faults.cpp)
     if (cfg_.info.realistic) note_prefill(pn, rid);  // the dispatcher's copy (information.cpp)
     enqueue_prefill(rid, pnodes_[static_cast<size_t>(pn)]);
 }
@@ -348,17 +387,21 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
         return true;
     }
     c_.n_invalid += 1;
-    enqueue_prefill(rid, pnodes_[static_cast<size_t>(shortest_queue())]);
+    if (dnodes_[static_cast<size_t>(d)].down) fc_.n_refused_down += 1;
+    dispatch_prefill(rid);
     return false;
 }
 
-int64_t Simulator::kv_need(int64_t rid) const { return cfg_.kv.need(wl_->prompt[rid], wl_->output[rid]); }
+int64_t Simulator::kv_need(int64_t rid) const {
+    // a re-entered request (faults) holds the KV of prompt + gen tokens; gen = 0 otherwise
+    return cfg_.kv.need(wl_->prompt[rid] + R_->gen[rid], wl_->output[rid] - R_->gen[rid]);
+}
 
 // ---------------------------------------------------------------- prefill path
 void Simulator::enqueue_prefill(int64_t rid, PrefillNode& node) {
     R_->path[rid] = PATH_PREFILL;
     R_->p_node[rid] = node.idx;
-    node.enqueue(rid, wl_->prompt[rid]);
+    node.enqueue(rid, pre_len(rid));
     if (node.busy_until < 0) start_prefill_step(node);
 }
 
@@ -372,6 +415,7 @@ void Simulator::start_prefill_step(PrefillNode& node) {
     Cost3 b = pricer_.base_cost(node.step_tokens, static_cast<int64_t>(node.step.size()));
     Cost3 a = pricer_.attn_cost(node.step_pairs, node.step_kv);
     double dur = b.time_s + a.time_s;
+    if (node.slow != 1.0) dur *= node.slow;  // a straggler (faults)
     node.busy_s += dur;
     node.compute_s += b.compute_s + a.compute_s;
     node.flops += b.flops + a.flops;
@@ -379,7 +423,7 @@ void Simulator::start_prefill_step(PrefillNode& node) {
     node.step_start = now_;
     node.busy_until = now_ + dur;
     if (record_timeline) timeline.push_back(TimelineRecord{false, node.idx, now_, now_ + dur, -1});
-    push(node.busy_until, EV_PREFILL_DONE, node.idx, 0);
+    push(node.busy_until, EV_PREFILL_DONE, node.idx, node.version);
 }
 
 void Simulator::on_prefill_done(PrefillNode& node) {
@@ -464,7 +508,7 @@ void Simulator::start_deflection(int64_t rid, DecodeNode& d, int64_t chunk) {
     R_->chunks[rid].clear();
     d.kv_reserved += kv_need(rid);
     d.has_defl = true;
-    d.defl = Deflection{rid, wl_->prompt[rid], 0, chunk};
+    d.defl = Deflection{rid, pre_len(rid), 0, chunk};
     R_->prefill_start[rid] = NaN;
     wake_decode(d);
 }
@@ -494,6 +538,7 @@ void Simulator::start_chunk_step(DecodeNode& d, int64_t B, int64_t pairs) {
     Cost3 b = pricer_.base_cost(B + c, B + 1);
     double at = pricer_.attn(c, done);
     double dur = b.time_s + kt * dbl(pairs) + at;
+    if (d.slow != 1.0) dur *= d.slow;  // a straggler (faults)
     double comp = b.compute_s + kc * dbl(pairs) + at;  // attention compute time ~ its time (compute-bound)
     if (comp > dur) comp = dur;
     d.mode = MODE_CHUNK;
@@ -539,8 +584,8 @@ void Simulator::advance_deflection(DecodeNode& d) {
         retry_memory();
         return;
     }
-    // joins the batch with its KV in place: no transfer
-    d.join(*R_, rid, prompt, wl_->output[rid] - 1, 0.0);
+    // joins the batch with its KV in place: no transfer (a re-entered request: gen tokens out already)
+    d.join(*R_, rid, prompt, wl_->output[rid] - std::max<int64_t>(R_->gen[rid], 1), R_->carry_gap[rid]);
 }
 
 void Simulator::plan_decode(DecodeNode& d) {
@@ -558,6 +603,8 @@ void Simulator::plan_decode(DecodeNode& d) {
                 R_->swapped[r] = 0;
                 n_swap_state_ -= 1;
                 d.join(*R_, r, R_->swap_ctx[r], R_->swap_rem[r], R_->swap_gap[r]);
+            } else if (R_->gen[r] > 0) {  // re-entered after a failure (faults): gen tokens out already
+                d.join(*R_, r, wl_->prompt[r] + R_->gen[r], wl_->output[r] - R_->gen[r], R_->carry_gap[r]);
             } else {
                 d.join(*R_, r, wl_->prompt[r], wl_->output[r] - drop1, 0.0);
             }
@@ -584,6 +631,10 @@ void Simulator::plan_decode(DecodeNode& d) {
     Cost3 bc = pricer_.base_cost(B, B);
     double t0 = bc.time_s + kt * dbl(pairs);
     double dt = kt * dbl(B);
+    if (d.slow != 1.0) {  // a straggler (faults)
+        t0 *= d.slow;
+        dt *= d.slow;
+    }
     d.mode = MODE_STRETCH;
     d.start = now;
     d.t0 = t0;
@@ -600,6 +651,20 @@ void Simulator::on_decode_boundary(DecodeNode& d) {
     double t0 = d.t0, dt = d.dt;
     int64_t B = d.batch_size;
     if (d.mode == MODE_STRETCH) {
+        account_stretch(d, now_);
+    } else if (d.mode == MODE_CHUNK) {  // a chunk step of the deflection in flight
+        if (B) emit_tokens(d, n, t0, dt);
+        advance_deflection(d);
+    }
+    d.mode = MODE_IDLE;
+    plan_decode(d);
+}
+
+void Simulator::account_stretch(DecodeNode& d, double end) {
+    int64_t n = d.n;
+    double t0 = d.t0, dt = d.dt;
+    int64_t B = d.batch_size;
+    {
         double span = dbl(n) * t0 + dt * dbl(n) * dbl(n - 1) / 2.0;
         Cost3 base = pricer_.base_cost(B, B);
         double bf = base.flops, bc = base.compute_s;
@@ -612,14 +677,9 @@ void Simulator::on_decode_boundary(DecodeNode& d) {
         d.compute_s += comp;
         d.flops += dbl(n) * bf + kf * sum_pairs;
         util_update(d, span, span > 0 ? comp / span : 0.0);
-        if (record_timeline) timeline.push_back(TimelineRecord{true, d.idx, d.start, now_, 0});
+        if (record_timeline) timeline.push_back(TimelineRecord{true, d.idx, d.start, end, 0});
         if (B) emit_tokens(d, n, t0, dt);
-    } else if (d.mode == MODE_CHUNK) {  // a chunk step of the deflection in flight
-        if (B) emit_tokens(d, n, t0, dt);
-        advance_deflection(d);
     }
-    d.mode = MODE_IDLE;
-    plan_decode(d);
 }
 
 void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {

@@ -18,6 +18,7 @@
 #include "decision_menu.hpp"
 #include "decode_node.hpp"
 #include "event_queue.hpp"
+#include "faults.hpp"
 #include "information.hpp"
 #include "kv_memory.hpp"
 #include "link.hpp"
@@ -171,6 +172,16 @@ public:
     // every decision applied since the reset, in order
     const std::vector<LoggedDecision>& decision_log() const { return log_; }
 
+    // ---- faults (faults.hpp, faults.cpp; docs/reliability.md "Faults"): set the run's fault events (right after
+    // reset, before the first next_decision; once per reset: std::logic_error otherwise; node indices and factors
+    // checked: std::invalid_argument), read what they did, and whether a node is up now
+    void set_faults(std::vector<FaultEvent> faults);
+    const std::vector<FaultEvent>& faults() const { return faults_; }
+    const FaultCounters& fault_counters() const { return fc_; }
+    const std::deque<int64_t>& held() const { return held_; }  // waiting for a prefill node to come up
+    bool prefill_up(int64_t p) const { return pnodes_[static_cast<size_t>(p)].down == 0; }
+    bool decode_up(int64_t d) const { return dnodes_[static_cast<size_t>(d)].down == 0; }
+
     // ---- debug API (tests; NativeSimulator.debug_* in Python): the decode-node batch bookkeeping
     // (join/leave/record/worst gap of decode node d), the worst-step stack's prune threshold (kept across
     // resets), a raw event push and a prefill node's predicted wait. Indices are checked (std::out_of_range).
@@ -190,6 +201,7 @@ public:
 private:
     void push(double t, int8_t kind, int64_t a, int64_t b) { events_.push(t, kind, static_cast<int32_t>(a), b); }
     void build_menu(int64_t rid);  // decision_menu.cpp
+    void build_exact_menu(int64_t rid);
     double prefill_wait(const PrefillNode& node) { return prefill_wait_at(node, now_); }
     double prefill_wait_at(const PrefillNode& node, double now);  // decision_menu.cpp: the wait as of `now`
     // the information track (information.cpp): the served menu of the realistic track, the dispatcher's refresh
@@ -239,7 +251,19 @@ private:
     void finish(int64_t rid, double t);
     template <class Node>
     void util_update(Node& node, double dur, double util);
-    int64_t shortest_queue() const;
+    int64_t shortest_queue() const;  // the up prefill node with the fewest queued tokens (-1: none is up)
+    // faults (faults.cpp)
+    void on_fault(const FaultEvent& f);
+    void fail_prefill(PrefillNode& node);
+    void fail_decode(DecodeNode& d);
+    void recover_prefill(PrefillNode& node);
+    void recover_decode(DecodeNode& d);
+    void set_slow_decode(DecodeNode& d, double factor);
+    void reenter(int64_t rid, int64_t gen, double gap);  // back to the prefill path, its earlier attempt forgotten
+    void dispatch_prefill(int64_t rid);  // the shortest up prefill queue, or held until one is up
+    int64_t emitted_waiting(int64_t rid) const;  // tokens out of a request outside a batch (pending, transfer)
+    int64_t pre_len(int64_t rid) const { return wl_->prompt[rid] + R_->gen[rid]; }  // tokens its prefill builds
+    void account_stretch(DecodeNode& d, double end);  // a stretch's accounting and tokens (on_decode_boundary)
 
     CoreConfig cfg_;
     Pricer pricer_;
@@ -270,6 +294,11 @@ private:
     std::vector<LoggedDecision> log_;
     int64_t stack_prune_ = STACK_PRUNE;
     InfoState info_;
+    std::vector<FaultEvent> faults_;
+    bool faults_set_ = false;
+    int64_t faults_queued_ = 0;  // EV_FAULT events in the queue
+    std::deque<int64_t> held_;
+    FaultCounters fc_;
 };
 
 // The mutable state of a Simulator at one instant (Simulator::snapshot), a value: copying it copies the state.
@@ -297,6 +326,11 @@ struct SimSnapshot {
     std::vector<TraceRecord> trace;
     std::vector<TimelineRecord> timeline;
     InfoState info;
+    std::vector<FaultEvent> faults;
+    bool faults_set = false;
+    int64_t faults_queued = 0;
+    std::deque<int64_t> held;
+    FaultCounters fc;
 };
 
 // Largest j >= 0 with S(j) = j t0 + dt j (j-1)/2 <= x (steps of a stretch finished within x s).

@@ -23,12 +23,13 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.sim import Decision
+from kairos_gym.sim.hook import DecodeNodeView, PrefillNodeView
 
 MakeSim = Callable[..., Any]
 MakeEnv = Callable[..., Any]
@@ -174,15 +175,30 @@ RECORDED_CONTEXT_FIELDS = ("now_s", "request", "prefill", "decode", "chunk_menu"
 records stay the Python engine's."""
 
 
+_RECORDED_VIEWS = {name: NamedTuple(name, [(f, Any) for f in cls._fields if f != "up"])  # type: ignore[misc]
+                   for name, cls in (("PrefillNodeView", PrefillNodeView), ("DecodeNodeView", DecodeNodeView))}
+"""The node views as recorded: without ``up`` (faults, added since; checked True and left out of the digests)."""
+
+
+def recorded_field(ctx: Any, f: str) -> Any:
+    """Context field ``f`` as recorded: the node views without their ``up`` field (asserted True)."""
+    v = getattr(ctx, f)
+    if f in ("prefill", "decode"):
+        assert all(x.up is True for x in v), v
+        view = _RECORDED_VIEWS["PrefillNodeView" if f == "prefill" else "DecodeNodeView"]
+        return tuple(view(*x[:-1]) for x in v)
+    return v
+
+
 def context_repr(ctx: Any) -> str:
     """``repr(ctx)`` as the recorded DecisionContext printed it (its recorded fields, in order)."""
     assert ctx.kind == "arrival" and ctx.pull_node is None, (ctx.kind, ctx.pull_node)
-    return "DecisionContext(" + ", ".join(f"{f}={getattr(ctx, f)!r}" for f in RECORDED_CONTEXT_FIELDS) + ")"
+    return "DecisionContext(" + ", ".join(f"{f}={recorded_field(ctx, f)!r}" for f in RECORDED_CONTEXT_FIELDS) + ")"
 
 
 def context_asdict(ctx: Any) -> dict[str, Any]:
     """``ctx._asdict()`` over the recorded fields."""
-    return {f: getattr(ctx, f) for f in RECORDED_CONTEXT_FIELDS}
+    return {f: recorded_field(ctx, f) for f in RECORDED_CONTEXT_FIELDS}
 
 
 # ---------------------------------------------------------------------------------------------- whole runs
@@ -378,7 +394,7 @@ def _context_fields(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, A
         if ctx is None:
             rows.append("end")
             break
-        rows.append(repr([(f, repr(getattr(ctx, f)), type(getattr(ctx, f)).__name__)
+        rows.append(repr([(f, repr(recorded_field(ctx, f)), type(getattr(ctx, f)).__name__)
                           for f in RECORDED_CONTEXT_FIELDS]))
         rows.append(repr(sim.apply(_mixed_policy(i, ctx))))
     first = make_sim("small", seed=1).next_decision()
