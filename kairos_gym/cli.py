@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kairos_gym.backends import BackendError, add_backend_flags, backend_from_args
 from kairos_gym.errors import ConfigError
 from kairos_gym.flags import (
     MAX_BENCH_REPEATS,
@@ -196,6 +197,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
     p.add_argument("--plots", metavar="DIR", help="write slo_vs_load.png and pareto_ttft_tbt.png into this folder")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
     p.set_defaults(func=_cmd_sweep)
 
 
@@ -214,9 +216,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     refs = parse_names(w, "--references", args.references, POLICIES, empty_ok=True)
     check_outputs(w, {"--json": args.json}, {"--plots": (args.plots, ("slo_vs_load.png", "pareto_ttft_tbt.png"))},
                   stdout_ok=["--json"])
-    with _progress(args, "sweep") as bar:
+    with backend_from_args(w, args) as backend, _progress(args, "sweep") as bar:
         res = sweep(args.scenario, list(loads), policies, seeds, sq, sl, chunks if (sq or sl) else (), refs,
-                    args.plots, progress=bar)
+                    args.plots, progress=bar, backend=backend)
     if args.json != "-":
         print(format_sweep(res))
         if res.get("plots"):
@@ -278,6 +280,7 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help="also write every figure, score and interval as JSON to this file "
                    "(one track: its result; both: {\"tracks\": {track: result}})")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
     p.set_defaults(func=_cmd_leaderboard)
 
 
@@ -309,8 +312,8 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     externals = [policy_from_file(s, w, "--policy") for s in args.policy]
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["leaderboard"]))])
-    with _progress(args, "leaderboard") as bar:
-        res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command)
+    with backend_from_args(w, args) as backend, _progress(args, "leaderboard") as bar:
+        res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command, backend=backend)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(tracks_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
@@ -374,6 +377,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plots", metavar="DIR", help="write the plots of the first seed's runs into this folder: "
                    "ttft_cdf.png, tbt_cdf.png, utilization.png, timeline.png")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
     p.set_defaults(func=_cmd_evaluate)
 
 
@@ -386,8 +390,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
     policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
     check_outputs("evaluate", {"--json": args.json}, {"--plots": (args.plots, PLOT_FILES)}, stdout_ok=["--json"])
-    with _progress(args, "evaluate") as bar:
-        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar)
+    with backend_from_args("evaluate", args) as backend, _progress(args, "evaluate") as bar:
+        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar, backend=backend)
     if args.json != "-":
         print(format_table(result))
         if result.get("plots"):
@@ -507,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"kairos-gym {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BackendError as e:  # a run still failed after its retries (docs/scale-out.md)
+        print(f"kairos-gym {args.command}: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
