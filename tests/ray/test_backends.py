@@ -13,7 +13,7 @@ from kairos_gym.backends import BackendError, ProcessBackend, SerialBackend, Tas
 from kairos_gym.cli import main
 from kairos_gym.errors import ConfigError
 from tests.harness.test_leaderboard import TINY_SUITE
-from tests.ray.common import dies, flaky, json_without_wall, md_without_wall, needs_ray, square
+from tests.ray.common import dies, flaky, json_without_wall, md_without_wall, needs_ray, square, strip_wall
 
 SWEEP = ["sweep", "--scenario", "bursty", "--loads", "0.5,1.5", "--policies", "no-deflect,kairos", "--seeds", "0-1",
          "--sq-thresholds", "2048", "--sl-thresholds", "1024", "--chunks", "512", "--references", "kairos",
@@ -76,6 +76,47 @@ def test_evaluate_runs_are_identical_with_a_process_pool():
     with ProcessBackend(2) as be:
         pooled = evaluate("bursty", ["no-deflect", "sq", "kairos"], [0, 1, 2], backend=be)
     assert json.dumps(strip_wall(pooled), sort_keys=True) == json.dumps(strip_wall(serial), sort_keys=True)
+
+
+def test_evaluate_plots_on_a_pool_keep_their_runs_in_the_driver(tmp_path):
+    from kairos_gym.train.evaluate import evaluate
+    from kairos_gym.train.plots import PLOT_FILES
+
+    serial = evaluate("small", ["no-deflect", "kairos"], [0, 1], plots_dir=tmp_path / "a")
+    with ProcessBackend(2) as be:
+        pooled = evaluate("small", ["no-deflect", "kairos"], [0, 1], plots_dir=tmp_path / "b", backend=be)
+    assert strip_wall(pooled["runs"]) == strip_wall(serial["runs"])
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted(PLOT_FILES)
+
+
+def test_leaderboard_with_a_policy_file_and_a_checkpoint_is_identical_on_a_pool(tmp_path, monkeypatch, capsys):
+    """Entries loaded from a user's file or checkpoint run in the driver, the rest in the pool: same figures."""
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+
+    from tests.harness.test_leaderboard import POLICY_FILE
+
+    monkeypatch.setattr(lb, "SUITE", TINY_SUITE)
+    pol = tmp_path / "my_policy.py"
+    pol.write_text(POLICY_FILE)
+    outs = []
+    for extra in ([], ["--workers", "2"]):
+        js = tmp_path / f"lb{len(extra)}.json"
+        assert main(["leaderboard", "--policies", "no-deflect,kairos,kairos-exact", "--policy", f"{pol}:Prefill",
+                     "--checkpoint", str(DEFAULT_CHECKPOINT.parent), "--track", "exact", "--no-progress",
+                     "--out", str(tmp_path / "LB.md"), "--json", str(js), *extra]) == 0
+        outs.append(json_without_wall(js, drop=("command",)))
+    capsys.readouterr()
+    assert outs[1] == outs[0]
+
+
+def test_a_pool_counts_every_finished_task_on_the_progress_bar():
+    from kairos_gym.progress import RunProgress
+
+    bar = RunProgress("t", enabled=False)
+    bar.start(6)
+    with ProcessBackend(2) as b:
+        b.map([Task(square, i, f"sq {i}") for i in range(6)], bar)
+    assert bar.done == 6
 
 
 # ---------------------------------------------------------------------------------------------- order, retries

@@ -63,9 +63,11 @@ def test_masked_observation_carries_the_envs_own_mask():
 
 
 @needs_ray
-def test_rllib_ppo_run_never_takes_a_masked_action(ray_session, tmp_path, capsys):
+@pytest.mark.parametrize("runners", ["0", "1"])  # sampling in the driver; in a remote EnvRunner actor
+def test_rllib_ppo_run_never_takes_a_masked_action(runners, ray_session, tmp_path, capsys):
     out = tmp_path / "rl"
-    assert main(["train", "--backend", "rllib", "--config", SMOKE, "--out", str(out)]) == 0
+    argv = ["train", "--backend", "rllib", "--config", SMOKE, "--out", str(out), "--num-env-runners", runners]
+    assert main(argv) == 0
     meta = json.loads((out / "meta.json").read_text())
     assert meta["iterations"] == 3 and meta["env_steps"] == 1200  # 3 x (n_steps 200 x n_envs 2)
     assert meta["invalid_actions"] == 0  # summed from the env's own info["invalid_action"]
