@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kairos_gym.backends import BackendError, add_backend_flags, backend_from_args
 from kairos_gym.errors import ConfigError
 from kairos_gym.flags import (
     MAX_BENCH_REPEATS,
@@ -211,6 +212,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
     p.add_argument("--plots", metavar="DIR", help="write slo_vs_load.png and pareto_ttft_tbt.png into this folder")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
     p.set_defaults(func=_cmd_sweep)
 
 
@@ -229,9 +231,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     refs = parse_names(w, "--references", args.references, POLICIES, empty_ok=True)
     check_outputs(w, {"--json": args.json}, {"--plots": (args.plots, ("slo_vs_load.png", "pareto_ttft_tbt.png"))},
                   stdout_ok=["--json"])
-    with _progress(args, "sweep") as bar:
+    with backend_from_args(w, args) as backend, _progress(args, "sweep") as bar:
         res = sweep(args.scenario, list(loads), policies, seeds, sq, sl, chunks if (sq or sl) else (), refs,
-                    args.plots, progress=bar)
+                    args.plots, progress=bar, backend=backend)
     if args.json != "-":
         print(format_sweep(res))
         if res.get("plots"):
@@ -296,6 +298,7 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
                    help="the Oracle's cached per-instance scores (default: train/oracle_scores.json; regenerate with "
                    "python -m kairos_gym.train.oracle_scores); instances without a valid entry run the Oracle")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
     p.set_defaults(func=_cmd_leaderboard)
 
 
@@ -331,9 +334,9 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     externals = [policy_from_file(s, w, "--policy") for s in args.policy]
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["leaderboard"]))])
-    with _progress(args, "leaderboard") as bar:
+    with backend_from_args(w, args) as backend, _progress(args, "leaderboard") as bar:
         res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command,
-                         oracle_cache=cache)
+                         oracle_cache=cache, backend=backend)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(tracks_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
@@ -397,6 +400,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plots", metavar="DIR", help="write the plots of the first seed's runs into this folder: "
                    "ttft_cdf.png, tbt_cdf.png, utilization.png, timeline.png")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
     p.set_defaults(func=_cmd_evaluate)
 
 
@@ -409,8 +413,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
     policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
     check_outputs("evaluate", {"--json": args.json}, {"--plots": (args.plots, PLOT_FILES)}, stdout_ok=["--json"])
-    with _progress(args, "evaluate") as bar:
-        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar)
+    with backend_from_args("evaluate", args) as backend, _progress(args, "evaluate") as bar:
+        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar, backend=backend)
     if args.json != "-":
         print(format_table(result))
         if result.get("plots"):
@@ -530,6 +534,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"kairos-gym {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BackendError as e:  # a run still failed after its retries (docs/scale-out.md)
+        print(f"kairos-gym {args.command}: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

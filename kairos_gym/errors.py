@@ -41,6 +41,11 @@ class ConfigError(ValueError):
         self.allowed = allowed
         super().__init__(f"{where}: {field} = {bounded_repr(value)} is not valid; allowed: {allowed}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its four fields (not the message), so it crosses a process or Ray boundary intact
+        (a worker's ConfigError is raised again in the driver, not turned into a deserialization error)."""
+        return (type(self), (self.where, self.field, self.value, self.allowed))
+
 
 def check_keys(where: str, given: dict[str, Any], allowed: set[str] | list[str]) -> None:
     """Raise :class:`ConfigError` naming the first unknown key of ``given``."""

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.backends import Backend, SerialBackend
+from kairos_gym.backends.runs import RunSpec, run_task
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.flags import format_seeds, parse_seeds
@@ -65,9 +67,11 @@ def check_policies(where: str, flag: str, policies: list[str], scenario: Scenari
 
 
 def evaluate(scenario: str | ScenarioConfig, policies: list[str], seeds: list[int],
-             plots_dir: str | Path | None = None, progress: RunProgress | None = None) -> dict[str, Any]:
+             plots_dir: str | Path | None = None, progress: RunProgress | None = None,
+             backend: Backend | None = None) -> dict[str, Any]:
     """Run every policy on every seed; returns ``{"scenario", "seeds", "policies", "runs": [summary, ...]}``;
-    optionally writes plots of the first seed's runs (``"plots"``: their paths). ``progress`` counts the runs."""
+    optionally writes plots of the first seed's runs (``"plots"``: their paths). ``progress`` counts the runs;
+    ``backend`` runs them (default: serially in this process; the result is the same on every backend)."""
     sc = load_scenario(scenario)
     check_policies("evaluate", "--policies", policies, sc, seeds[0] if seeds else 0)
     if not seeds:
@@ -76,14 +80,13 @@ def evaluate(scenario: str | ScenarioConfig, policies: list[str], seeds: list[in
     bar.start(len(policies) * len(seeds))
     runs = []
     kept: dict[str, Any] = {}
-    n_dec = sc.workload.effective_num_requests
-    for name in policies:
-        for i, seed in enumerate(seeds):
-            with bar.run(f"{sc.name} {name} seed {seed}", name, n_dec) as tick:
-                summary, sim = run_one(sc, name, seed, keep=plots_dir is not None and i == 0, tick=tick)
-            runs.append(summary)
-            if sim is not None:
-                kept[name] = sim
+    tasks = [run_task(RunSpec(sc, name, seed, keep=plots_dir is not None and i == 0), f"{sc.name} {name} seed {seed}")
+             for name in policies for i, seed in enumerate(seeds)]
+    for task, out in zip(tasks, (backend or SerialBackend(retries=0)).map(tasks, bar), strict=True):
+        summary, sim = out if task.arg.keep else (out, None)
+        runs.append(summary)
+        if sim is not None:
+            kept[task.arg.policy] = sim
     result = {"scenario": sc.name, "seeds": list(seeds), "policies": policies, "runs": runs}
     if plots_dir is not None:
         from kairos_gym.train.plots import write_plots

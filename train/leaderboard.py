@@ -58,6 +58,9 @@ from kairos_gym.train.aggregate import (
 )
 from kairos_gym.train.evaluate import check_policies, run_one
 
+from kairos_gym.backends import Backend, SerialBackend
+from kairos_gym.backends import Task as BackendTask
+from kairos_gym.backends.runs import RunSpec, run_task
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.flags import format_seeds
@@ -315,6 +318,9 @@ class Entry:
     label: str
     kind: str  # "built-in", "tuned", "file", "checkpoint"
     run: Callable[[Task, ScenarioConfig, int, Any], dict[str, Any]]
+    spec: Callable[[Task, ScenarioConfig, int], RunSpec] | None = None
+    """The same run as a picklable :class:`~kairos_gym.backends.runs.RunSpec` (any backend may run it); None:
+    ``run`` runs in the driver process (a policy from a user's file or checkpoint)."""
 
 
 def check_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
@@ -356,7 +362,10 @@ def _builtin(name: str) -> Entry:
     def run(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
         return run_one(sc if pinned is None else on_track(sc, pinned), name, seed, tick=tick)[0]
 
-    return Entry(name, "built-in", run)
+    def spec(task: Task, sc: ScenarioConfig, seed: int) -> RunSpec:
+        return RunSpec(sc if pinned is None else on_track(sc, pinned), name, seed)
+
+    return Entry(name, "built-in", run, spec)
 
 
 def _external(ext: ExternalPolicy) -> Entry:
@@ -377,14 +386,18 @@ def _scores(runs: list[dict[str, Any]], key: str = METRIC) -> list[float]:
     return out
 
 
-def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress) -> dict[str, Any]:
-    """Mean train SLO attainment of every rule of :data:`STATIC_GRID`; the best (first on ties)."""
+def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress,
+                backend: Backend | None = None) -> dict[str, Any]:
+    """Mean train SLO attainment of every rule of :data:`STATIC_GRID`; the best (first on ties). ``backend`` runs
+    the runs (default: serially, here)."""
+    tasks = [run_task(RunSpec(inst.scenario(base), name, inst.seed, dict(params)),
+                      f"tune {task.name} {rule_label(name, params)} {inst.label}")
+             for name, params in STATIC_GRID for inst in task.train]
+    out = (backend or SerialBackend(retries=0)).map(tasks, bar)
     grid = []
-    for name, params in STATIC_GRID:
-        runs = []
-        for inst in task.train:
-            with bar.run(f"tune {task.name} {rule_label(name, params)} {inst.label}", name) as tick:
-                runs.append(run_one(inst.scenario(base), name, inst.seed, params=params, tick=tick)[0])
+    n = len(task.train)
+    for k, (name, params) in enumerate(STATIC_GRID):
+        runs = out[k * n:(k + 1) * n]
         vals = [v for v in _scores(runs) if not math.isnan(v)]
         grid.append({"rule": rule_label(name, params), "policy": name, "params": dict(params),
                      "train_score": sum(vals) / len(vals) if vals else None})
@@ -394,15 +407,28 @@ def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress) -> dict[str,
 
 
 # ---------------------------------------------------------------------------------------------- the run
+def _entry_task(e: Entry, task: Task, sc: ScenarioConfig, seed: int, label: str) -> BackendTask:
+    """The backend task of entry ``e`` on one instance: its RunSpec, or (no spec) its ``run`` in the driver."""
+    if e.spec is not None:
+        return run_task(e.spec(task, sc, seed), label)
+
+    def here(arg: Any, tick: Any) -> dict[str, Any]:
+        return e.run(task, sc, seed, tick)
+
+    return BackendTask(here, None, label, e.label, sc.workload.effective_num_requests, local=True)
+
+
 def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
               reps: int = BOOTSTRAP_REPS, track: str = "exact",
-              oracle_cache: Path | str = oracle_scores.CACHE) -> dict[str, Any]:
+              oracle_cache: Path | str = oracle_scores.CACHE, backend: Backend | None = None) -> dict[str, Any]:
     """Run every entry on every test instance of ``suite`` on information track ``track`` (every task's scenario
     set to it; :data:`PINNED_TRACK` entries on theirs); returns the JSON-ready result (see
     :func:`leaderboard_md`). Every entry is checked (built for every task; external policies also run on a
     short prefix, :func:`kairos_gym.agents.loader.probe`) before the first run. ``suite``: :data:`SUITE` when
-    None. The Oracle's figures come from ``oracle_cache`` where it holds a valid entry (else it runs)."""
+    None. The Oracle's figures come from ``oracle_cache`` where it holds a valid entry (else it runs, in this
+    process). ``backend`` runs the other runs (default: serially, here; the same result on every backend,
+    docs/scale-out.md)."""
     t0 = time.perf_counter()
     suite = SUITE if suite is None else tuple(suite)
     policies = list(policies)
@@ -432,7 +458,7 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     best: dict[str, dict[str, Any]] = {}
     if tuning:
         for t in suite:
-            best[t.name] = tune_static(t, bases[t.name], bar)
+            best[t.name] = tune_static(t, bases[t.name], bar, backend)
 
     def run_best(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
         chosen = best[task.name]["chosen"]
@@ -448,17 +474,21 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         sources[source] += 1
         return summary
 
-    entries = [Entry(BEST_STATIC, "tuned", run_best) if p == BEST_STATIC
+    def spec_best(task: Task, sc: ScenarioConfig, seed: int) -> RunSpec:
+        chosen = best[task.name]["chosen"]
+        return RunSpec(sc, chosen["policy"], seed, dict(chosen["params"]))
+
+    entries = [Entry(BEST_STATIC, "tuned", run_best, spec_best) if p == BEST_STATIC
                else Entry(REFERENCE, "bound", run_oracle) if p == REFERENCE else _builtin(p) for p in policies]
     entries += [_external(e) for e in externals]
     figures: dict[str, dict[str, dict[str, list[float]]]] = {}
+    jobs = [_entry_task(e, t, inst.scenario(bases[t.name]), inst.seed, f"{t.name} {e.label} {inst.label}")
+            for e in entries for t in suite for inst in t.test]
+    out = iter((backend or SerialBackend(retries=0)).map(jobs, bar))  # every run at once, results in this order
     for e in entries:
         figures[e.label] = {}
         for t in suite:
-            runs = []
-            for inst in t.test:
-                with bar.run(f"{t.name} {e.label} {inst.label}", e.label) as tick:
-                    runs.append(e.run(t, inst.scenario(bases[t.name]), inst.seed, tick))
+            runs = [next(out) for _ in t.test]
             figures[e.label][t.name] = {k: _scores(runs, k) for k in KEYS}
     res = {
         "command": command, **provenance(), "track": track, "pinned_track": dict(PINNED_TRACK),

@@ -9,8 +9,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kairos_gym.train.evaluate import check_policies, interval_title, run_one
+from kairos_gym.train.evaluate import check_policies, interval_title
 
+from kairos_gym.backends import Backend, SerialBackend
+from kairos_gym.backends.runs import RunSpec, run_task
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.flags import format_seeds
@@ -59,14 +61,15 @@ def _row(runs: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return out
 
 
-def _runs(scenario: ScenarioConfig, policy: str, seeds: list[int], bar: RunProgress, label: str,
-          params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    out = []
-    n_dec = scenario.workload.effective_num_requests
-    for s in seeds:
-        with bar.run(f"{label} seed {s}", policy, n_dec) as tick:
-            out.append(run_one(scenario, policy, s, params=params, tick=tick)[0])
-    return out
+def _run_groups(groups: list[tuple[ScenarioConfig, str, dict[str, Any] | None, str]], seeds: list[int],
+                bar: RunProgress, backend: Backend | None) -> list[list[dict[str, Any]]]:
+    """The summaries of every ``(scenario, policy, params, label)`` group on every seed, one list per group, all
+    runs handed to ``backend`` at once (default: serially, here)."""
+    tasks = [run_task(RunSpec(sc, p, s, dict(params or {})), f"{label} seed {s}")
+             for sc, p, params, label in groups for s in seeds]
+    out = (backend or SerialBackend(retries=0)).map(tasks, bar)
+    n = len(seeds)
+    return [out[k * n:(k + 1) * n] for k in range(len(groups))]
 
 
 def _threshold_settings(sq: tuple[float, ...], sl: tuple[float, ...],
@@ -79,28 +82,27 @@ def _threshold_settings(sq: tuple[float, ...], sl: tuple[float, ...],
 
 
 def load_sweep(scenario: ScenarioConfig, loads: list[float], policies: list[str], seeds: list[int],
-               progress: RunProgress | None = None) -> list[dict]:
+               progress: RunProgress | None = None, backend: Backend | None = None) -> list[dict]:
     """Mean figures of each policy at each load multiplier."""
     bar = or_silent(progress)
     scaled = [scale_load(scenario, f) for f in loads]  # every load checked before the first run
-    rows = []
-    for f, sc in zip(loads, scaled, strict=True):
-        for p in policies:
-            rows.append(_row(_runs(sc, p, seeds, bar, f"load {f:g} {p}"), load=f, policy=p))
-    return rows
+    keys = [(f, p) for f in loads for p in policies]
+    groups = [(sc, p, None, f"load {f:g} {p}") for f, sc in zip(loads, scaled, strict=True) for p in policies]
+    return [_row(runs, load=f, policy=p)
+            for (f, p), runs in zip(keys, _run_groups(groups, seeds, bar, backend), strict=True)]
 
 
 def threshold_sweep(scenario: ScenarioConfig, seeds: list[int], sq: tuple[float, ...], sl: tuple[float, ...],
-                    chunks: tuple[int, ...], references: list[str], progress: RunProgress | None = None) -> list[dict]:
+                    chunks: tuple[int, ...], references: list[str], progress: RunProgress | None = None,
+                    backend: Backend | None = None) -> list[dict]:
     """SQ and SL at each (threshold, chunk), plus the reference policies (e.g. kairos, oracle)."""
     bar = or_silent(progress)
-    rows = []
-    for p, t, c, params in _threshold_settings(sq, sl, chunks):
-        runs = _runs(scenario, p, seeds, bar, f"{p} {t:g}/{c}", params)
-        rows.append(_row(runs, policy=p, threshold=t, chunk=c))
-    for p in references:
-        rows.append(_row(_runs(scenario, p, seeds, bar, p), policy=p))
-    return rows
+    settings = _threshold_settings(sq, sl, chunks)
+    groups = [(scenario, p, params, f"{p} {t:g}/{c}") for p, t, c, params in settings]
+    groups += [(scenario, p, None, p) for p in references]
+    runs = _run_groups(groups, seeds, bar, backend)
+    rows = [_row(r, policy=p, threshold=t, chunk=c) for (p, t, c, _), r in zip(settings, runs, strict=False)]
+    return rows + [_row(r, policy=p) for p, r in zip(references, runs[len(settings):], strict=True)]
 
 
 def classify(rows: list[dict], reference: str = "kairos", tbt_limit: float = 0.01) -> list[dict]:
@@ -195,8 +197,10 @@ def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, sc
 def sweep(scenario: str | ScenarioConfig, loads: list[float], policies: list[str], seeds: list[int],
           sq: tuple[float, ...] = DEFAULT_SQ, sl: tuple[float, ...] = DEFAULT_SL,
           chunks: tuple[int, ...] = DEFAULT_CHUNKS, references: list[str] | None = None,
-          plots_dir: str | Path | None = None, progress: RunProgress | None = None) -> dict[str, Any]:
-    """Both sweeps; ``{"load": rows, "thresholds": rows, "plots": paths}``.
+          plots_dir: str | Path | None = None, progress: RunProgress | None = None,
+          backend: Backend | None = None) -> dict[str, Any]:
+    """Both sweeps; ``{"load": rows, "thresholds": rows, "plots": paths}``. ``backend`` runs the runs (default:
+    serially, here; every backend gives the same result).
 
     Every input is checked before the first run: the load multipliers (finite, in (0, MAX_LOAD]), the policy
     and reference names, and each SQ/SL setting (threshold, chunk from the scenario's menu) by building it.
@@ -225,8 +229,8 @@ def sweep(scenario: str | ScenarioConfig, loads: list[float], policies: list[str
                 raise ConfigError("sweep", flag, c if flag == "--chunks" else t, e.allowed) from None
     bar = or_silent(progress)
     bar.start(len(seeds) * (len(loads) * len(policies) + (len(settings) + len(refs) if settings else 0)))
-    load_rows = load_sweep(sc, loads, policies, seeds, bar) if loads else []
-    thr_rows = classify(threshold_sweep(sc, seeds, sq, sl, chunks, refs, bar)) if settings else []
+    load_rows = load_sweep(sc, loads, policies, seeds, bar, backend) if loads else []
+    thr_rows = classify(threshold_sweep(sc, seeds, sq, sl, chunks, refs, bar, backend)) if settings else []
     res: dict[str, Any] = {"scenario": sc.name, "seeds": list(seeds), "load": load_rows, "thresholds": thr_rows}
     if plots_dir is not None:
         res["plots"] = write_sweep_plots(load_rows, thr_rows, Path(plots_dir), sc.name, list(seeds))

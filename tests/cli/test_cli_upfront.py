@@ -28,7 +28,7 @@ def no_work(monkeypatch):
         return f
 
     for mod, attr in ((evaluate_mod, "evaluate"), (evaluate_mod, "run_one"), (sweep_mod, "sweep"),
-                      (sweep_mod, "run_one"), (results_mod, "build_results"), (leaderboard_mod, "run_suite"),
+                      (results_mod, "build_results"), (leaderboard_mod, "run_suite"),
                       (runner, "simulate"), (bench_mod, "run_bench"), (latency_report, "calibration_report_md"),
                       (latency_report, "latency_table"), (latency_report, "seed_target_checks")):
         monkeypatch.setattr(mod, attr, spy(f"{mod.__name__}.{attr}"))
@@ -111,7 +111,7 @@ def test_bad_values_exit_2_before_the_run(argv, needle, capsys, no_work):
     (["--loads", "", "--references", "ppo", "--sq-thresholds", "", "--sl-thresholds", "1e10"], "--sl-thresholds"),
 ])
 def test_sweep_checks_every_setting_before_the_first_run(argv, needle, monkeypatch, capsys):
-    monkeypatch.setattr(sweep_mod, "run_one", lambda *a, **k: pytest.fail("a run started"))
+    monkeypatch.setattr(evaluate_mod, "run_one", lambda *a, **k: pytest.fail("a run started"))
     assert main(["sweep", *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1
