@@ -246,8 +246,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _add_results(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("results", help="regenerate docs/results.md: the paper's claims next to the simulator's")
     p.add_argument("--out", default="docs/results.md", help="markdown file to write (default docs/results.md)")
-    p.add_argument("--seeds", default="0-4", help="seeds of the synthetic scenarios; " + SEEDS_HELP)
-    p.add_argument("--trace-seeds", default="0-2", help="seeds of the trace scenarios (same form as --seeds)")
+    p.add_argument("--seeds", default="0-4", help="instances of the synthetic scenarios and of the Oracle "
+                   "(trace instances are fixed windows); " + SEEDS_HELP)
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to this file")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     p.set_defaults(func=_cmd_results)
@@ -257,10 +257,9 @@ def _cmd_results(args: argparse.Namespace) -> int:
     from kairos_gym.train.results import build_results, results_md
 
     seeds = parse_seeds(args.seeds, "--seeds", "results")
-    trace_seeds = parse_seeds(args.trace_seeds, "--trace-seeds", "results")
     check_outputs("results", {"--out": args.out, "--json": args.json})
     with _progress(args, "results") as bar:
-        res = build_results(seeds, trace_seeds, progress=bar)
+        res = build_results(seeds, progress=bar)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(results_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")

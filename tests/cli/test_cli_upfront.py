@@ -76,7 +76,7 @@ def test_two_outputs_on_one_path(tmp_path, capsys, no_work):
     (["evaluate", "--policies", "kairos,kairos"], "each value once"),
     (["evaluate", "--policies", "kairos,,sq"], "no empty element"),
     (["demo", "--seeds", "2-1"], "is empty"),
-    (["results", "--trace-seeds", "0,0"], "--trace-seeds"),
+    (["results", "--seeds", "0,0"], "listed twice"),
     (["sweep", "--chunks", "512.7"], "'512.7' is not"),
     (["sweep", "--sq-thresholds", "1e12"], "--sq-thresholds"),
     (["sweep", "--loads", "0"], "--loads"),

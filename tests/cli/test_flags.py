@@ -52,9 +52,9 @@ def test_parse_seeds_forms_keep_the_order_given():
 ])
 def test_parse_seeds_refuses_every_bad_form(text, why):
     with pytest.raises(ConfigError) as e:
-        parse_seeds(text, "--trace-seeds", "results")
+        parse_seeds(text, "--seeds", "results")
     msg = str(e.value)
-    assert msg.startswith("results: --trace-seeds = ") and why in msg and len(msg) < 600
+    assert msg.startswith("results: --seeds = ") and why in msg and len(msg) < 600
 
 
 def test_huge_range_is_refused_before_it_is_expanded(monkeypatch):
