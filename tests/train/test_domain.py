@@ -1,0 +1,134 @@
+"""Domain randomisation over the suite's train split (kairos_gym.train.domain, issue 13)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from kairos_gym.train import domain as D
+from kairos_gym.train.envs import TRAIN_SEED_MIN
+from kairos_gym.train.leaderboard import SUITE, TIER_NAMES, TRACKS
+
+from kairos_gym.config import load_scenario
+from kairos_gym.env.core import KairosEnv
+from kairos_gym.errors import ConfigError
+from kairos_gym.workload import generate
+
+SPEC = D.DomainSpec.parse()
+
+
+def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_draws_are_never_test_or_validation_instances() -> None:
+    rng = np.random.default_rng(123)
+    tasks = {(t.family, t.tier): t for t in SUITE}
+    seen = set()
+    for _ in range(2000):
+        d = D.draw(SPEC, rng)
+        seen.add((d.family, d.tier, d.track))
+        assert SPEC.load[0] <= d.load <= SPEC.load[1]
+        task = tasks[(d.family, d.tier)]
+        inst = d.instance
+        assert inst not in task.test and inst != D.validation_instance(task)
+        if task.windows:
+            assert inst.window_s in [i.window_s for i in task.train[:-1]]
+            assert not any(_overlaps(inst.window_s, i.window_s) for i in task.test)
+        else:
+            assert inst.window_s is None and inst.seed >= TRAIN_SEED_MIN
+            assert inst.seed not in [i.seed for i in (*task.test, *task.train)]
+    assert len(seen) == len(SPEC.families) * len(TIER_NAMES) * len(TRACKS)  # every combination is drawn
+
+
+def test_validation_cases_are_held_out_train_instances() -> None:
+    cases = D.validation_cases(SPEC)
+    assert len(cases) == len(SPEC.families) * len(TIER_NAMES) * len(TRACKS)
+    tasks = {(t.family, t.tier): t for t in SUITE}
+    for c in cases:
+        task = tasks[(c.family, c.tier)]
+        assert c.instance in task.train and c.instance not in task.test
+        sc = c.scenario()
+        assert sc.information.track == c.track
+        assert (sc.slo.ttft_s, sc.slo.tbt_s) == (task.base().slo.ttft_s, task.base().slo.tbt_s)
+
+
+def test_scale_load_multiplies_every_rate() -> None:
+    g = load_scenario("bursty")
+    assert D.scale_load(g, 1.0) is g
+    assert D.scale_load(g, 1.25).workload.arrival.rate == pytest.approx(22.0 * 1.25)
+    m = D.scale_load(load_scenario("regime-shift"), 0.5).workload.arrival
+    assert (m.rate_on, m.rate_off) == pytest.approx((15.0, 4.0))
+    t = D.scale_load(load_scenario("azure-code"), 1.2).workload.arrival
+    assert t.rate_scale == pytest.approx(7.2)
+    a = generate(load_scenario("decode-bound").workload, np.random.default_rng(0))
+    b = generate(D.scale_load(load_scenario("decode-bound"), 2.0).workload, np.random.default_rng(0))
+    assert len(a) == len(b)
+    np.testing.assert_allclose(b.arrival_s, a.arrival_s / 2.0)  # same draws, twice the rate
+    np.testing.assert_array_equal(b.prompt_tokens, a.prompt_tokens)
+
+
+def test_reset_seed_reproduces_the_episode_and_the_slos_reach_the_observation() -> None:
+    def episode(seed: int) -> tuple[dict, list[np.ndarray], list[float]]:
+        env = gym.make(D.DOMAIN_ENV_ID, disable_env_checker=True, tiers=["strict", "relaxed"])
+        obs, info = env.reset(seed=seed)
+        obs_l, rew = [obs], []
+        inner = env.unwrapped.env
+        slo = inner.scenario.slo
+        names = env.unwrapped.feature_names()
+        assert obs[names.index("ttft_slo")] == pytest.approx(slo.ttft_s / (slo.ttft_s + 1.0), rel=1e-6)
+        assert obs[names.index("tbt_slo")] == pytest.approx(slo.tbt_s / (slo.tbt_s + 0.1), rel=1e-6)
+        for k in range(60):
+            mask = env.unwrapped.action_masks()
+            obs, r, te, tr, _ = env.step(int(np.flatnonzero(mask)[k % int(mask.sum())]))
+            obs_l.append(obs)
+            rew.append(r)
+            if te or tr:
+                break
+        return info["domain"], obs_l, rew
+
+    d1, o1, r1 = episode(7)
+    d2, o2, r2 = episode(7)
+    assert d1 == d2 and r1 == r2
+    assert all(np.array_equal(a, b) for a, b in zip(o1, o2, strict=True))
+    draws = {tuple(sorted(episode(s)[0].items())) for s in range(6)}
+    assert len(draws) == 6  # other seeds, other draws
+
+
+def test_observation_is_the_kairos_env_layout_on_every_family() -> None:
+    env = D.DomainEnv()
+    for fam in SPEC.families:
+        k = KairosEnv(D.task_base(fam, "strict", "realistic"))
+        assert k.observation_space == env.observation_space and k.action_space == env.action_space
+        assert k.feature_names() == env.feature_names()
+
+
+def test_a_family_with_another_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = D.task_base
+
+    def other(family: str, tier: str, track: str):
+        sc = real(family, tier, track)
+        return sc.with_overrides({"deflection": {"chunk_menu": [256, 512]}}) if family == "kv-pressure" else sc
+
+    monkeypatch.setattr(D, "task_base", other)
+    with pytest.raises(ConfigError, match="families = 'kv-pressure'"):
+        D.DomainEnv()
+    D.DomainEnv(families=["bursty", "decode-bound"])  # without it: fine
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"families": ["bursty", "nope"]}, "families"),
+    ({"families": "bursty"}, "families"),
+    ({"tiers": ["strict", "strict"]}, "tiers"),
+    ({"tracks": ["fast"]}, "tracks"),
+    ({"load": [1.3, 0.7]}, "load"),
+    ({"load": [0.0, 1.0]}, "load"),
+    ({"load": [1.0, 9.0]}, "load"),
+    ({"load": 1.0}, "load"),
+    ({"episode_window": 100}, "episode_window"),
+])
+def test_bad_domain_arguments(kwargs: dict, field: str) -> None:
+    with pytest.raises(ConfigError, match=f": {field} = "):
+        D.check_kwargs(kwargs)
+    with pytest.raises(ConfigError, match=f": {field} = "):
+        D.DomainEnv(**kwargs)
