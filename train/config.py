@@ -358,11 +358,25 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     for k in ev:
         if k not in EVAL_KEYS:
             raise ConfigError(where, f"eval.{k}", ev[k], "one of " + ", ".join(EVAL_KEYS))
+    from kairos_gym.train.domain import DOMAIN_ENV_ID, check_kwargs
+
     from kairos_gym.flags import check_seed_list, parse_seeds
 
+    if env_id == DOMAIN_ENV_ID:  # the domain env: its own kwargs; it validates on held-out train-side instances
+        check_kwargs(env_kwargs, f"{where} env_kwargs")
+        given = body.get("eval") or {}
+        for k in ("seeds", "env_id", "env_kwargs"):
+            if given.get(k) not in (None, [], {}):
+                raise ConfigError(where, f"eval.{k}", given[k], f"nothing ({DOMAIN_ENV_ID} evaluates on the suite's "
+                                  "held-out train instances, train/domain.py; eval takes freq and reference)")
+        ev["seeds"] = []
     seeds = ev["seeds"]
-    seeds = parse_seeds(seeds, "eval.seeds", where) if isinstance(seeds, str) else check_seed_list(
-        seeds, "eval.seeds", where)
+    if env_id == DOMAIN_ENV_ID:
+        seeds = []
+    elif isinstance(seeds, str):
+        seeds = parse_seeds(seeds, "eval.seeds", where)
+    else:
+        seeds = check_seed_list(seeds, "eval.seeds", where)
     from kairos_gym.train.envs import TRAIN_SEED_MIN
 
     if any(s >= TRAIN_SEED_MIN for s in seeds):

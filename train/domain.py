@@ -132,6 +132,13 @@ def check_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> None:
                      kwargs.get("load", LOAD_RANGE), where)
 
 
+def spec_from_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> DomainSpec:
+    """The :class:`DomainSpec` of :class:`DomainEnv` keyword arguments (checked by :func:`check_kwargs`)."""
+    check_kwargs(kwargs, where)
+    return DomainSpec.parse(kwargs.get("families"), kwargs.get("tiers"), kwargs.get("tracks"),
+                            kwargs.get("load", LOAD_RANGE), where)
+
+
 # ---------------------------------------------------------------------------------------------- instances
 def training_instance(task: Any, rng: np.random.Generator) -> Any:
     """A training instance of ``task`` drawn with ``rng``: a fresh seed in ``[TRAIN_SEED_MIN, 2**31)`` for a
@@ -227,6 +234,64 @@ def validation_cases(spec: DomainSpec) -> list[ValidationCase]:
     suite = _suite()
     return [ValidationCase(f, t, tr, validation_instance(suite[(f, t)]))
             for f in spec.families for t in spec.tiers for tr in spec.tracks]
+
+
+# ---------------------------------------------------------------------------------------------- validation
+ANCHOR_BASELINE = "no-deflect"
+"""The 0 of the validation's normalised score (the leaderboard's)."""
+ANCHOR_REFERENCE = "kairos-exact"
+"""The 1 of the validation's normalised score: the leaderboard's reference until the clairvoyant Oracle lands
+(always run on the exact track, as in the leaderboard)."""
+VALIDATION_KEYS = ("slo_attainment", "ttft_p95", "tbt_violation_rate", "deflection_rate")
+"""Figures kept per validation run."""
+
+
+def run_reference(case: ValidationCase, policy: str) -> dict[str, float]:
+    """A registry policy's figures (:data:`VALIDATION_KEYS`) on ``case`` (a track-pinned policy such as
+    kairos-exact on its own track, as the leaderboard runs it)."""
+    from kairos_gym.train.evaluate import run_one
+    from kairos_gym.train.leaderboard import PINNED_TRACK, on_track
+
+    sc = case.scenario()
+    if policy in PINNED_TRACK:
+        sc = on_track(sc, PINNED_TRACK[policy])
+    summary = run_one(sc, policy, case.instance.seed)[0]
+    return {k: float(summary[k]) for k in VALIDATION_KEYS}
+
+
+def run_actor(actor: Any, case: ValidationCase) -> dict[str, float]:
+    """A greedy actor's figures on ``case``: one whole episode of a bare KairosEnv of the case's scenario."""
+    from kairos_gym.train.checkpoints import run_episode
+
+    from kairos_gym.env.core import KairosEnv
+
+    summary = run_episode(actor, KairosEnv(case.scenario()), case.instance.seed)
+    return {k: float(summary[k]) for k in VALIDATION_KEYS}
+
+
+def normalized_score(x: float, no_deflect: float, reference: float) -> float | None:
+    """``(x - no_deflect) / (reference - no_deflect)``; None when the reference beats no-deflect by less than the
+    leaderboard's ``MIN_HEADROOM`` (no room to normalise in, as in the leaderboard)."""
+    from kairos_gym.train.leaderboard import MIN_HEADROOM
+
+    head = reference - no_deflect
+    return None if head < MIN_HEADROOM else (x - no_deflect) / head
+
+
+def summarize_scores(scores: Mapping[str, float | None]) -> dict[str, Any]:
+    """Mean and IQM (``scipy.stats.trim_mean(x, 0.25)``) of the normalised scores that exist, per track too
+    (case labels end in ``@<track>``); ``n`` cases scored."""
+    def agg(vals: list[float]) -> dict[str, float | None]:
+        if not vals:
+            return {"mean": None, "iqm": None, "n": 0}
+        x = np.sort(np.asarray(vals, dtype=np.float64))
+        cut = int(0.25 * len(x))
+        return {"mean": float(x.mean()), "iqm": float(x[cut:len(x) - cut].mean()), "n": len(x)}
+
+    out = {"all": agg([v for v in scores.values() if v is not None])}
+    for track in dict.fromkeys(k.rpartition("@")[2] for k in scores):
+        out[track] = agg([v for k, v in scores.items() if v is not None and k.endswith("@" + track)])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- the env

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -132,3 +135,72 @@ def test_bad_domain_arguments(kwargs: dict, field: str) -> None:
         D.check_kwargs(kwargs)
     with pytest.raises(ConfigError, match=f": {field} = "):
         D.DomainEnv(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------- training
+GENERAL = Path(__file__).resolve().parents[2] / "configs" / "ppo" / "general.yaml"
+
+
+def test_general_config_parses_and_round_trips() -> None:
+    from kairos_gym.train.config import load_config, parse_config
+
+    cfg = load_config(GENERAL)
+    assert cfg.env_id == D.DOMAIN_ENV_ID and cfg.algo == "maskable_ppo" and cfg.eval.seeds == []
+    assert D.spec_from_kwargs(cfg.env_kwargs) == SPEC  # the shipped recipe draws from the whole train side
+    again = parse_config(cfg.to_yaml_dict(), source="copy")
+    assert again.env_kwargs == cfg.env_kwargs and again.eval == cfg.eval
+
+
+@pytest.mark.parametrize(("patch", "field"), [
+    ({"env_kwargs": {"tiers": ["loose"]}}, "tiers"),
+    ({"env_kwargs": {"scenario": "bursty"}}, "scenario"),
+    ({"eval": {"freq": 10, "seeds": [100]}}, "eval.seeds"),
+    ({"eval": {"freq": 10, "env_id": "kairos_gym/Kairos-v0"}}, "eval.env_id"),
+])
+def test_general_config_refuses_what_the_domain_does_not_take(patch: dict, field: str) -> None:
+    from kairos_gym.train.config import parse_config
+
+    with pytest.raises(ConfigError, match=f"{field} = "):
+        parse_config({D.DOMAIN_ENV_ID: {"n_envs": 1, **patch}}, source="t.yaml")
+
+
+def test_training_logs_the_normalized_score_of_the_held_out_cases(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from kairos_gym.train.config import parse_config
+    from kairos_gym.train.trainer import train
+
+    kw = {"families": ["azure-code", "long-tail"], "tiers": ["default"], "tracks": ["realistic"]}
+    cfg = parse_config({D.DOMAIN_ENV_ID: {
+        "n_envs": 2, "n_timesteps": 512, "n_steps": 128, "batch_size": 128, "n_epochs": 1,
+        "policy_kwargs": "dict(net_arch=dict(pi=[16], vf=[16]))", "env_kwargs": kw,
+        "eval": {"freq": 256}, "checkpoint_freq": 0}}, source="t.yaml")
+    meta = train(cfg, tmp_path, progress=False, command="test")
+    hist = [json.loads(line) for line in (tmp_path / "eval_history.jsonl").read_text().splitlines()]
+    assert [h["timesteps"] for h in hist] == [256, 512]
+    cases = D.validation_cases(D.spec_from_kwargs(kw))
+    assert sorted(hist[-1]["cases"]) == sorted(c.label for c in cases) == ["azure-code@realistic",
+                                                                              "long-tail@realistic"]
+    from kairos_gym.agents.policy_file import load_policy
+
+    best = json.loads((tmp_path / "best" / "eval.json").read_text())
+    actor = load_policy(tmp_path / "best")  # the weights and statistics of the best evaluation
+    scores = []
+    for c in cases:  # recomputed independently: anchors, the actor's run, the normalisation
+        nd = D.run_reference(c, "no-deflect")["slo_attainment"]
+        ref = D.run_reference(c, "kairos-exact")["slo_attainment"]
+        x = D.run_actor(actor, c)["slo_attainment"]
+        got = best["cases"][c.label]
+        assert (got["no_deflect"], got["reference"], got["slo_attainment"]) == (nd, ref, x)
+        scores.append(None if ref - nd < 0.01 else (x - nd) / (ref - nd))
+    kept = [s for s in scores if s is not None]
+    assert kept, "no case with headroom: the test would not check the normalisation"
+    assert best["normalized_score"] == pytest.approx(float(np.mean(kept)))
+    assert meta["best_eval"]["normalized_score"] == best["normalized_score"] == max(
+        h["normalized_score"] for h in hist)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / "tb"))
+    acc.Reload()
+    logged = [e.value for e in acc.Scalars("kairos/normalized_score")]
+    assert logged == pytest.approx([h["normalized_score"] for h in hist])
+    assert "kairos/kairos_normalized_score_realistic" in acc.Tags()["scalars"]
