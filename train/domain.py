@@ -1,4 +1,4 @@
-"""Domain randomisation over the benchmark's TRAIN split (issue 13): the ``kairos_gym/KairosGeneral-v0`` env.
+"""Domain randomisation over the benchmark's TRAIN split (issue 13): the ``kairos_train/KairosGeneral-v0`` env.
 
 Every episode of :class:`DomainEnv` draws, with the env's own generator,
 
@@ -47,8 +47,9 @@ from kairos_gym.train.envs import TRAIN_SEED_MIN
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 
-DOMAIN_ENV_ID = "kairos_gym/KairosGeneral-v0"
-"""The Gymnasium id of :class:`DomainEnv` (registered on import of this module)."""
+DOMAIN_ENV_ID = "kairos_train/KairosGeneral-v0"
+"""The Gymnasium id of :class:`DomainEnv`, registered on import of this module (a namespace of its own: it is not
+one of ``kairos_gym.env.env_ids()``, the KairosEnv ids)."""
 WHERE = "KairosGeneral-v0"
 LOAD_RANGE = (0.7, 1.3)
 """Default range of the per-episode load factor (multiplies every arrival rate)."""

@@ -45,7 +45,7 @@ def make_env_fn(env_id: str, env_kwargs: dict[str, Any], *, held_out: bool = Tru
 
         import kairos_gym.env  # noqa: F401  (registers the ids)
 
-        register()  # kairos_gym/KairosGeneral-v0 (train/domain.py)
+        register()  # kairos_train/KairosGeneral-v0 (train/domain.py)
 
         env = gym.make(env_id, disable_env_checker=True, **env_kwargs)
         env = Monitor(env)
