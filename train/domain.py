@@ -57,7 +57,7 @@ MAX_LOAD = 4.0
 """Largest load factor accepted (a factor ``f`` divides a trace's span by ``f``)."""
 MIN_LOAD = 0.05
 """Smallest load factor accepted."""
-DOMAIN_KEYS = ("families", "tiers", "tracks", "load", "reward", "tbt_penalty", "max_decisions")
+DOMAIN_KEYS = ("families", "tiers", "tracks", "load", "largest_safe_action", "reward", "tbt_penalty", "max_decisions")
 """Keyword arguments of :class:`DomainEnv` (a training config's ``env_kwargs``)."""
 VALIDATION_LOAD = 1.0
 """Load factor of the held-out validation cases."""
@@ -106,21 +106,25 @@ def _load_range(where: str, value: Any) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class DomainSpec:
-    """What :class:`DomainEnv` draws from: families, tiers, tracks (names) and the load range."""
+    """What :class:`DomainEnv` draws from: families, tiers, tracks (names) and the load range; ``largest_safe``:
+    every scenario offers the LargestSafe action (``deflection.largest_safe_action``)."""
 
     families: tuple[str, ...]
     tiers: tuple[str, ...]
     tracks: tuple[str, ...]
     load: tuple[float, float]
+    largest_safe: bool = False
 
     @classmethod
     def parse(cls, families: Any = None, tiers: Any = None, tracks: Any = None, load: Any = LOAD_RANGE,
-              where: str = WHERE) -> DomainSpec:
-        """Validate the names and the load range (no simulation); every bad value is a ConfigError."""
+              where: str = WHERE, largest_safe: Any = False) -> DomainSpec:
+        """Validate the names, the load range and the flag (no simulation); every bad value is a ConfigError."""
         from kairos_gym.train.leaderboard import TIER_NAMES, TRACKS
 
+        if not isinstance(largest_safe, bool):
+            raise ConfigError(where, "largest_safe_action", largest_safe, "true or false")
         return cls(_choice(where, "families", families, family_names()), _choice(where, "tiers", tiers, TIER_NAMES),
-                   _choice(where, "tracks", tracks, TRACKS), _load_range(where, load))
+                   _choice(where, "tracks", tracks, TRACKS), _load_range(where, load), largest_safe)
 
 
 def check_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> None:
@@ -130,14 +134,14 @@ def check_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> None:
         if k not in DOMAIN_KEYS:
             raise ConfigError(where, str(k), v, "one of " + ", ".join(DOMAIN_KEYS))
     DomainSpec.parse(kwargs.get("families"), kwargs.get("tiers"), kwargs.get("tracks"),
-                     kwargs.get("load", LOAD_RANGE), where)
+                     kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False))
 
 
 def spec_from_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> DomainSpec:
     """The :class:`DomainSpec` of :class:`DomainEnv` keyword arguments (checked by :func:`check_kwargs`)."""
     check_kwargs(kwargs, where)
     return DomainSpec.parse(kwargs.get("families"), kwargs.get("tiers"), kwargs.get("tracks"),
-                            kwargs.get("load", LOAD_RANGE), where)
+                            kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False))
 
 
 # ---------------------------------------------------------------------------------------------- instances
@@ -177,11 +181,14 @@ def scale_load(sc: ScenarioConfig, factor: float) -> ScenarioConfig:
 
 
 @functools.lru_cache(maxsize=64)
-def task_base(family: str, tier: str, track: str) -> ScenarioConfig:
-    """The suite's scenario of ``family`` at ``tier`` on ``track`` (cached: the tier SLOs cost a simulation)."""
+def task_base(family: str, tier: str, track: str, largest_safe: bool = False) -> ScenarioConfig:
+    """The suite's scenario of ``family`` at ``tier`` on ``track`` (cached: the tier SLOs cost a simulation); with
+    ``largest_safe``, also offering the LargestSafe action (one more action per decode node; the observation and
+    the simulator's physics are unchanged: Kairos and the ``-ls`` baselines deflect that way on every task)."""
     from kairos_gym.train.leaderboard import on_track
 
-    return on_track(_suite()[(family, tier)].base(), track)
+    sc = on_track(_suite()[(family, tier)].base(), track)
+    return sc.with_overrides({"deflection": {"largest_safe_action": True}}) if largest_safe else sc
 
 
 @dataclass(frozen=True)
@@ -193,9 +200,11 @@ class Draw:
     track: str
     load: float
     instance: Any  # kairos_gym.train.leaderboard.Instance
+    largest_safe: bool = False
 
     def scenario(self) -> ScenarioConfig:
-        return scale_load(self.instance.scenario(task_base(self.family, self.tier, self.track)), self.load)
+        base = task_base(self.family, self.tier, self.track, self.largest_safe)
+        return scale_load(self.instance.scenario(base), self.load)
 
     def as_dict(self) -> dict[str, Any]:
         return {"family": self.family, "tier": self.tier, "track": self.track, "load": self.load,
@@ -209,7 +218,7 @@ def draw(spec: DomainSpec, rng: np.random.Generator) -> Draw:
     track = spec.tracks[int(rng.integers(len(spec.tracks)))]
     lo, hi = spec.load
     load = float(lo if lo == hi else rng.uniform(lo, hi))
-    return Draw(fam, tier, track, load, training_instance(_suite()[(fam, tier)], rng))
+    return Draw(fam, tier, track, load, training_instance(_suite()[(fam, tier)], rng), spec.largest_safe)
 
 
 @dataclass(frozen=True)
@@ -220,6 +229,7 @@ class ValidationCase:
     tier: str
     track: str
     instance: Any
+    largest_safe: bool = False
 
     @property
     def label(self) -> str:
@@ -227,13 +237,14 @@ class ValidationCase:
         return f"{task}@{self.track}"
 
     def scenario(self) -> ScenarioConfig:
-        return scale_load(self.instance.scenario(task_base(self.family, self.tier, self.track)), VALIDATION_LOAD)
+        base = task_base(self.family, self.tier, self.track, self.largest_safe)
+        return scale_load(self.instance.scenario(base), VALIDATION_LOAD)
 
 
 def validation_cases(spec: DomainSpec) -> list[ValidationCase]:
     """Every family x tier x track of ``spec`` on the family's :func:`validation_instance`."""
     suite = _suite()
-    return [ValidationCase(f, t, tr, validation_instance(suite[(f, t)]))
+    return [ValidationCase(f, t, tr, validation_instance(suite[(f, t)]), spec.largest_safe)
             for f in spec.families for t in spec.tiers for tr in spec.tracks]
 
 
@@ -302,21 +313,25 @@ class DomainEnv(gym.Env):
     Args:
         families, tiers, tracks: names to draw from (default: all of the suite's).
         load: ``[low, high]`` of the uniform load factor (default :data:`LOAD_RANGE`).
+        largest_safe_action: every scenario also offers the LargestSafe action per decode node (13 actions on the
+            suite's 2P2D instead of 11; :class:`~kairos_gym.agents.ppo.PPOAgent` recognises such a checkpoint by
+            its action count and offers the action on the leaderboard's tasks too). Default False.
         reward, tbt_penalty, max_decisions: passed to every episode's :class:`~kairos_gym.env.core.KairosEnv`.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
     def __init__(self, families: Any = None, tiers: Any = None, tracks: Any = None, load: Any = LOAD_RANGE,
-                 **env_kwargs: Any) -> None:
+                 largest_safe_action: Any = False, **env_kwargs: Any) -> None:
         from kairos_gym.env.core import KairosEnv
 
-        check_kwargs({"families": families, "tiers": tiers, "tracks": tracks, "load": load, **env_kwargs})
-        self.spec_domain = DomainSpec.parse(families, tiers, tracks, load)
+        check_kwargs({"families": families, "tiers": tiers, "tracks": tracks, "load": load,
+                      "largest_safe_action": largest_safe_action, **env_kwargs})
+        self.spec_domain = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action)
         self.env_kwargs = dict(env_kwargs)
         first: KairosEnv | None = None
         for fam in self.spec_domain.families:  # one layout for every family, or a clear refusal
-            env = KairosEnv(task_base(fam, "default", "exact"), **self.env_kwargs)
+            env = KairosEnv(task_base(fam, "default", "exact", self.spec_domain.largest_safe), **self.env_kwargs)
             if first is None:
                 first = env
             elif env.feature_names() != first.feature_names() or env.action_space != first.action_space:

@@ -109,8 +109,8 @@ def test_observation_is_the_kairos_env_layout_on_every_family() -> None:
 def test_a_family_with_another_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     real = D.task_base
 
-    def other(family: str, tier: str, track: str):
-        sc = real(family, tier, track)
+    def other(family: str, tier: str, track: str, largest_safe: bool = False):
+        sc = real(family, tier, track, largest_safe)
         return sc.with_overrides({"deflection": {"chunk_menu": [256, 512]}}) if family == "kv-pressure" else sc
 
     monkeypatch.setattr(D, "task_base", other)
@@ -225,3 +225,30 @@ def test_train_command_reports_the_validation_score_and_refuses_bad_domain_confi
     err = capsys.readouterr().err
     assert err.startswith("kairos-gym train: error:") and "tracks = 'fuzzy'" in err
     assert not (tmp_path / "run2").exists()  # refused before any work
+
+
+def test_a_largest_safe_checkpoint_runs_on_the_leaderboards_tasks(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from kairos_gym.agents.loader import policy_from_checkpoint, run_checked
+    from kairos_gym.agents.policy_file import load_policy
+    from kairos_gym.train.config import parse_config
+    from kairos_gym.train.trainer import train
+
+    env = D.DomainEnv(families=["bursty"], largest_safe_action=True)
+    plain = D.DomainEnv(families=["bursty"])
+    assert env.action_space.n == 13 and plain.action_space.n == 11 and env.observation_space == plain.observation_space
+    kw = {"families": ["azure-code"], "tiers": ["default"], "tracks": ["exact"], "largest_safe_action": True}
+    cfg = parse_config({D.DOMAIN_ENV_ID: {
+        "n_envs": 1, "n_timesteps": 256, "n_steps": 128, "batch_size": 128, "n_epochs": 1, "ent_coef": 0.0,
+        "policy_kwargs": "dict(net_arch=dict(pi=[16], vf=[16]))", "env_kwargs": kw, "eval": {"freq": 256},
+        "checkpoint_freq": 0}}, source="t.yaml")
+    train(cfg, tmp_path, progress=False, command="test")
+    actor = load_policy(tmp_path / "best")
+    assert actor.action_count == 13
+    case = D.validation_cases(D.spec_from_kwargs(kw))[0]
+    trained = D.run_actor(actor, case)  # in the training env's layout (LargestSafe offered)
+    task_sc = case.instance.scenario(D.task_base("azure-code", "default", "exact"))  # the leaderboard's scenario
+    assert not task_sc.deflection.largest_safe_action
+    ext = policy_from_checkpoint(str(tmp_path / "best"))
+    summary = run_checked(ext, task_sc, case.instance.seed)
+    assert {k: summary[k] for k in trained} == trained  # the same decisions through the leaderboard's path
