@@ -19,11 +19,12 @@ held out of training: :func:`validation_cases` are those instances at every tier
 load 1, on which :class:`kairos_gym.train.callbacks.DomainEvalCallback` logs the normalised score during
 training. No draw is ever a test instance of the suite (tests/train/test_domain.py checks it).
 
-The observation is the plain :class:`~kairos_gym.env.core.KairosEnv` observation (57 features, 11 actions on
-every family of the suite: same cluster shape and chunk menu), so a checkpoint trained here runs on any task
-through ``kairos-gym leaderboard --checkpoint DIR``. What it carries of the domain: the SLOs (``ttft_slo``,
-``tbt_slo``; every predicted time is also scaled by the episode's SLO) and the load regime through the state
-(queued tokens and requests, predicted waits, the ~5 s EWMA utilisations, batch sizes). There is no
+The observation is the plain :class:`~kairos_gym.env.core.KairosEnv` observation (57 features and 11 actions on
+every family of the suite: same cluster shape and chunk menu; 13 actions with ``largest_safe_action``), so a
+checkpoint trained here runs on any task through ``kairos-gym leaderboard --checkpoint DIR``. What it carries
+of the domain: the SLOs (``ttft_slo``, ``tbt_slo``; every predicted time is also scaled by the episode's SLO)
+and the load regime through the state (queued tokens and requests, predicted waits, the ~5 s EWMA utilisations,
+batch sizes). There is no
 explicit arrival-rate or track feature: the policy infers the regime from the state (adding one would change
 the observation of every env and of the shipped checkpoint). A family whose observation or action layout
 differs from the first one's is refused (ConfigError), not padded.

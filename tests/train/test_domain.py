@@ -146,7 +146,9 @@ def test_general_config_parses_and_round_trips() -> None:
 
     cfg = load_config(GENERAL)
     assert cfg.env_id == D.DOMAIN_ENV_ID and cfg.algo == "maskable_ppo" and cfg.eval.seeds == []
-    assert D.spec_from_kwargs(cfg.env_kwargs) == SPEC  # the shipped recipe draws from the whole train side
+    spec = D.spec_from_kwargs(cfg.env_kwargs)  # the shipped recipe draws from the whole train side, with LargestSafe
+    assert (spec.families, spec.tiers, spec.tracks, spec.load, spec.largest_safe) == (
+        SPEC.families, SPEC.tiers, SPEC.tracks, SPEC.load, True)
     again = parse_config(cfg.to_yaml_dict(), source="copy")
     assert again.env_kwargs == cfg.env_kwargs and again.eval == cfg.eval
 
