@@ -254,3 +254,22 @@ def test_a_largest_safe_checkpoint_runs_on_the_leaderboards_tasks(tmp_path: Path
     ext = policy_from_checkpoint(str(tmp_path / "best"))
     summary = run_checked(ext, task_sc, case.instance.seed)
     assert {k: summary[k] for k in trained} == trained  # the same decisions through the leaderboard's path
+
+
+def test_the_same_seed_trains_the_same_run(tmp_path: Path) -> None:
+    pytest.importorskip("sb3_contrib")
+    from kairos_gym.train.config import parse_config
+    from kairos_gym.train.trainer import train
+
+    def run(out: Path, seed: int) -> list[dict]:
+        cfg = parse_config({D.DOMAIN_ENV_ID: {
+            "n_envs": 2, "n_timesteps": 256, "n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": seed,
+            "policy_kwargs": "dict(net_arch=dict(pi=[8], vf=[8]))", "checkpoint_freq": 0, "eval": {"freq": 256},
+            "env_kwargs": {"families": ["azure-code", "kv-pressure"], "tiers": ["strict"], "tracks": ["realistic"]}}},
+            source="t.yaml")
+        train(cfg, out, progress=False, command="test")
+        return [json.loads(line) for line in (out / "eval_history.jsonl").read_text().splitlines()]
+
+    a, b, c = run(tmp_path / "a", 3), run(tmp_path / "b", 3), run(tmp_path / "c", 4)
+    assert a == b
+    assert a[-1]["cases"] != c[-1]["cases"]
