@@ -17,7 +17,10 @@ decoder. Given a ``scenario``, PPOAgent builds them from ``kairos_gym.env`` exac
 observation space; ``ActionLayout(...).decision`` and ``.mask``), so a model trained in the environment
 runs through :func:`kairos_gym.agents.runner.run_policy` like any baseline. They can also be passed explicitly:
 ``obs_builder(ctx) -> observation``, ``action_decoder(ctx, action) -> Decision`` and optionally
-``mask_builder(ctx) -> mask``. Without either, ``decide`` raises NotImplementedError.
+``mask_builder(ctx) -> mask``. Without either, ``decide`` raises NotImplementedError. A model whose action
+count is that of the scenario with ``deflection.largest_safe_action: true`` (1 + D x (K + 1); trained so by
+``kairos_train/KairosGeneral-v0``, train/domain.py) gets that action layout on a scenario without it: the same
+observation, plus the LargestSafe deflection per decode node (which Kairos and the ``-ls`` baselines use anyway).
 """
 
 from __future__ import annotations
@@ -131,6 +134,13 @@ class PPOAgent(BasePolicy):
             self.env_adapter_error = f"{type(e).__name__}: {e}"
             return None, None, mask_builder
         dict_obs, shape, n_actions = self._spaces()
+        if n_actions is not None and n_actions != act_layout.n and not act_layout.largest_safe:
+            # a model trained with deflection.largest_safe_action (train/domain.py): the same observation, one
+            # more action per decode node (deflect with the LargestSafe schedule, as Kairos does); recognised by
+            # its action count, 1 + D x (K + 1), which no layout without the action has
+            ls_layout = ActionLayout(sc.with_overrides({"deflection": {"largest_safe_action": True}}))
+            if n_actions == ls_layout.n:
+                act_layout = ls_layout
         if not dict_obs and shape is not None and shape != (obs_layout.size,):
             raise ConfigError("policy ppo", "path", self.path,
                               f"a model trained on this scenario's observation ({obs_layout.size} features; the model "

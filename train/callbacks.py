@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from kairos_gym.train.checkpoints import actor_from_sb3, run_episode, save_checkpoint, save_safe
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -16,8 +17,12 @@ METRICS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate"
 """Figures logged under ``kairos/<name>`` and their gap to the reference under ``kairos/gap_<name>``."""
 
 
-def eval_score(m: dict[str, float]) -> tuple[float, float]:
-    """Model-selection key (larger is better): SLO attainment, then lower P95 TTFT."""
+def eval_score(m: dict[str, Any]) -> tuple[float, float]:
+    """Model-selection key (larger is better): SLO attainment, then lower P95 TTFT; for a
+    :class:`DomainEvalCallback` evaluation (a ``normalized_score`` that is not None), the mean normalised score
+    first."""
+    if m.get("normalized_score") is not None:
+        return (round(m["normalized_score"], 4), -m["ttft_p95"])
     return (round(m["slo_attainment"], 4), -m["ttft_p95"])
 
 
@@ -87,9 +92,18 @@ class KairosEvalCallback(BaseCallback):
             self.logger.record(f"kairos/{self.reference}_{k}", self.ref[k])
             self.logger.record(f"kairos/gap_{k}", m[k] - self.ref[k])
         self.logger.record("kairos/invalid_actions", float(sum(r.get("n_invalid_actions", 0) for r in runs)))
-        score = eval_score(m)
         m["timesteps"] = int(self.num_timesteps)
         m["reference"] = {self.reference: dict(self.ref)}
+        self._keep(m, t0)
+        if self.verbose:
+            print(f"eval @ {self.num_timesteps}: " + ", ".join(f"{k} {m[k]:.4g} (gap {m[k] - self.ref[k]:+.3g})"
+                                                              for k in METRICS), file=sys.stderr)
+        return m
+
+    def _keep(self, m: dict[str, Any], t0: float) -> None:
+        """Keep ``m`` as the last evaluation (and the best one, by :func:`eval_score`, saving the model), log the
+        evaluation's seconds, dump the logger and append ``m`` to the history."""
+        score = eval_score(m)
         if self.best is None or score > self.best:
             self.best = score
             self.best_metrics = dict(m)
@@ -103,9 +117,96 @@ class KairosEvalCallback(BaseCallback):
         if self.history_path is not None:
             with open(self.history_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(m) + "\n")
+
+
+class DomainEvalCallback(KairosEvalCallback):
+    """Periodic evaluation of a :mod:`kairos_gym.train.domain` run on its held-out TRAIN-side validation cases
+    (every family x tier x track on the family's last train instance, load 1; never the suite's test split).
+
+    At the start: the anchors (no-deflect, kairos-exact on the exact track) and the comparison policy
+    (``reference``, default kairos) on every case. Every ``freq`` timesteps: one greedy episode per case and
+    the normalised score per case, ``(x - no-deflect) / (kairos-exact - no-deflect)`` (cases where the anchors
+    differ by less than the leaderboard's ``MIN_HEADROOM`` are left out). Logs ``kairos/normalized_score``
+    (mean over the scored cases), ``kairos/normalized_iqm``, ``kairos/normalized_score_<track>``, the
+    comparison's ``kairos/<reference>_normalized_score`` and ``kairos/gap_normalized_score``, plus the
+    ``kairos/<metric>`` means of :data:`METRICS` as :class:`KairosEvalCallback` does; keeps the best model by
+    the mean normalised score."""
+
+    def __init__(self, cases: list[Any], freq: int, *, reference: str = "kairos", best_dir: str | Path | None = None,
+                 history_path: str | Path | None = None, verbose: int = 0) -> None:
+        super().__init__(None, [], freq, reference=reference, best_dir=best_dir, history_path=history_path,
+                         verbose=verbose)
+        self.cases = list(cases)
+        self.anchors: dict[str, dict[str, float]] | None = None
+        self.ref_cases: dict[str, dict[str, float]] | None = None
+        self.ref_scores: dict[str, Any] | None = None
+
+    def _on_training_start(self) -> None:
+        if self.ref is None:
+            self.compute_anchors()
+        self._next = (self.num_timesteps // self.freq + 1) * self.freq if self.freq else math.inf
+
+    def compute_anchors(self) -> None:
+        """Run the anchors and the comparison policy on every case (once)."""
+        from kairos_gym.train.domain import (
+            ANCHOR_BASELINE,
+            ANCHOR_REFERENCE,
+            normalized_score,
+            run_reference,
+            summarize_scores,
+        )
+
+        t0 = time.perf_counter()
+        self.anchors, self.ref_cases = {}, {}
+        for c in self.cases:
+            self.anchors[c.label] = {"no_deflect": run_reference(c, ANCHOR_BASELINE)["slo_attainment"],
+                                     "reference": run_reference(c, ANCHOR_REFERENCE)["slo_attainment"]}
+            self.ref_cases[c.label] = run_reference(c, self.reference)
+        self.ref = {k: float(np.mean([f[k] for f in self.ref_cases.values()])) for k in METRICS}
+        self.ref_scores = summarize_scores({lb: normalized_score(f["slo_attainment"], **self.anchors[lb])
+                                            for lb, f in self.ref_cases.items()})
+        self.eval_seconds += time.perf_counter() - t0
+
+    def evaluate(self) -> dict[str, Any]:
+        from kairos_gym.train.domain import normalized_score, run_actor, summarize_scores
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        t0 = time.perf_counter()
+        venv = self.model.get_env()
+        actor = actor_from_sb3(self.model, venv if isinstance(venv, VecNormalize) else None)
+        assert self.anchors is not None and self.ref is not None and self.ref_scores is not None
+        per_case = {c.label: run_actor(actor, c) for c in self.cases}
+        scores = {lb: normalized_score(f["slo_attainment"], **self.anchors[lb]) for lb, f in per_case.items()}
+        agg = summarize_scores(scores)
+        m: dict[str, Any] = {k: float(np.mean([f[k] for f in per_case.values()])) for k in METRICS}
+        m["normalized_score"] = agg["all"]["mean"]
+        m["normalized_iqm"] = agg["all"]["iqm"]
+        for k in METRICS:
+            self.logger.record(f"kairos/{k}", m[k])
+            self.logger.record(f"kairos/{self.reference}_{k}", self.ref[k])
+            self.logger.record(f"kairos/gap_{k}", m[k] - self.ref[k])
+        for part, a in agg.items():
+            if a["mean"] is None:
+                continue
+            suffix = "" if part == "all" else f"_{part}"
+            self.logger.record(f"kairos/normalized_score{suffix}", a["mean"])
+            self.logger.record(f"kairos/normalized_iqm{suffix}", a["iqm"])
+            ref_mean = self.ref_scores[part]["mean"]
+            if ref_mean is not None:
+                self.logger.record(f"kairos/{self.reference}_normalized_score{suffix}", ref_mean)
+                self.logger.record(f"kairos/gap_normalized_score{suffix}", a["mean"] - ref_mean)
+        m["normalized"] = agg
+        m["cases"] = {lb: {**per_case[lb], "normalized": scores[lb], **self.anchors[lb]} for lb in per_case}
+        m["timesteps"] = int(self.num_timesteps)
+        m["reference"] = {self.reference: {**self.ref, "normalized": self.ref_scores}}
+        self._keep(m, t0)
         if self.verbose:
-            print(f"eval @ {self.num_timesteps}: " + ", ".join(f"{k} {m[k]:.4g} (gap {m[k] - self.ref[k]:+.3g})"
-                                                              for k in METRICS), file=sys.stderr)
+            ns, rs = m["normalized_score"], self.ref_scores["all"]["mean"]
+            print(f"eval @ {self.num_timesteps}: normalized score "
+                  + ("n/a" if ns is None else f"{ns:.3f}") + f" ({self.reference} "
+                  + ("n/a" if rs is None else f"{rs:.3f}") + f"), slo_attainment {m['slo_attainment']:.3f} "
+                  f"({self.reference} {self.ref['slo_attainment']:.3f}) over {len(self.cases)} validation cases",
+                  file=sys.stderr)
         return m
 
 

@@ -89,7 +89,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         ev = meta.get(key)
         if ev:
             ref = next(iter(ev["reference"].values()))
-            print(f"{key:<9} @ {ev['timesteps']}: " + ", ".join(
+            norm = ""
+            if ev.get("normalized_score") is not None:  # a domain run (train/domain.py): its validation score
+                rs = ref.get("normalized", {}).get("all", {}).get("mean")
+                norm = (f"normalized_score {ev['normalized_score']:.4g} ({cfg.eval.reference} "
+                        + ("n/a" if rs is None else f"{rs:.4g}") + "), ")
+            print(f"{key:<9} @ {ev['timesteps']}: " + norm + ", ".join(
                 f"{k} {ev[k]:.4g} ({cfg.eval.reference} {ref[k]:.4g})"
                 for k in ("slo_attainment", "ttft_p95", "tbt_violation_rate", "deflection_rate")))
     if args.export:

@@ -362,16 +362,32 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     for k in ev:
         if k not in EVAL_KEYS:
             raise ConfigError(where, f"eval.{k}", ev[k], "one of " + ", ".join(EVAL_KEYS))
+    from kairos_gym.train.domain import DOMAIN_ENV_ID, check_kwargs
+
     from kairos_gym.flags import check_seed_list, parse_seeds
 
+    if env_id == DOMAIN_ENV_ID:  # the domain env: its own kwargs; it validates on held-out train-side instances
+        check_kwargs(env_kwargs, f"{where} env_kwargs")
+        given = body.get("eval") or {}
+        for k in ("seeds", "env_id", "env_kwargs"):
+            if given.get(k) not in (None, [], {}):
+                raise ConfigError(where, f"eval.{k}", given[k], f"nothing ({DOMAIN_ENV_ID} evaluates on the suite's "
+                                  "held-out train instances, train/domain.py; eval takes freq and reference)")
+        ev["seeds"] = []
     seeds = ev["seeds"]
-    seeds = parse_seeds(seeds, "eval.seeds", where) if isinstance(seeds, str) else check_seed_list(
-        seeds, "eval.seeds", where)
+    if env_id == DOMAIN_ENV_ID:
+        seeds = []
+    elif isinstance(seeds, str):
+        seeds = parse_seeds(seeds, "eval.seeds", where)
+    else:
+        seeds = check_seed_list(seeds, "eval.seeds", where)
     from kairos_gym.train.envs import TRAIN_SEED_MIN, VEC_BACKENDS
 
-    vec_backend = body.get("vec_backend", VEC_BACKENDS[0])
-    if vec_backend not in VEC_BACKENDS:
-        raise ConfigError(where, "vec_backend", vec_backend, "one of " + ", ".join(VEC_BACKENDS))
+    # the domain env (train/domain.py) changes its scenario per episode; the native vector env binds one per env
+    allowed = tuple(b for b in VEC_BACKENDS if b != "native") if env_id == DOMAIN_ENV_ID else VEC_BACKENDS
+    vec_backend = body.get("vec_backend", allowed[0])
+    if vec_backend not in allowed:
+        raise ConfigError(where, "vec_backend", vec_backend, "one of " + ", ".join(allowed))
 
     if any(s >= TRAIN_SEED_MIN for s in seeds):
         raise ConfigError(where, "eval.seeds", seeds, f"seeds below {TRAIN_SEED_MIN} (training workloads use seeds "

@@ -91,9 +91,12 @@ def make_env_fn(env_id: str, env_kwargs: dict[str, Any], *, held_out: bool = Tru
     """A picklable-enough factory for SB3 vector envs (imports kairos_gym.env in the worker)."""
 
     def _make() -> gym.Env:
+        from kairos_gym.train.domain import register
         from stable_baselines3.common.monitor import Monitor
 
         import kairos_gym.env  # noqa: F401  (registers the ids)
+
+        register()  # kairos_train/KairosGeneral-v0 (train/domain.py)
 
         env = gym.make(env_id, disable_env_checker=True, **env_kwargs)
         env = Monitor(env)

@@ -32,9 +32,10 @@ from typing import Any
 
 import yaml
 from kairos_gym.agents.policy_file import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NPZ, require_trust
-from kairos_gym.train.callbacks import CheckpointEvery, KairosEvalCallback, ProgressBar
+from kairos_gym.train.callbacks import CheckpointEvery, DomainEvalCallback, KairosEvalCallback, ProgressBar
 from kairos_gym.train.checkpoints import resolve_model_path, save_checkpoint, stats_path_for
 from kairos_gym.train.config import TrainConfig, _algo_class
+from kairos_gym.train.domain import DOMAIN_ENV_ID
 from kairos_gym.train.envs import eval_env_kwargs, make_eval_env, make_vec_env
 
 from kairos_gym.errors import ConfigError
@@ -106,11 +107,18 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
 
     callbacks: list[Any] = []
     evaluator = None
-    if cfg.eval.freq:
+    if cfg.eval.freq and cfg.env_id == DOMAIN_ENV_ID:  # the held-out train-side cases of the domain (train/domain.py)
+        from kairos_gym.train.domain import spec_from_kwargs, validation_cases
+
+        evaluator = DomainEvalCallback(validation_cases(spec_from_kwargs(cfg.env_kwargs)), cfg.eval.freq,
+                                       reference=cfg.eval.reference, best_dir=out / "best",
+                                       history_path=out / "eval_history.jsonl", verbose=verbose)
+    elif cfg.eval.freq:
         eval_id = cfg.eval.env_id or cfg.env_id
         eval_env = make_eval_env(eval_id, eval_env_kwargs(cfg.env_kwargs, cfg.eval.env_kwargs))
         evaluator = KairosEvalCallback(eval_env, cfg.eval.seeds, cfg.eval.freq, reference=cfg.eval.reference,
                                        best_dir=out / "best", history_path=out / "eval_history.jsonl", verbose=verbose)
+    if evaluator is not None:
         if resume is not None and (out / "best" / "eval.json").is_file():
             from kairos_gym.train.callbacks import eval_score
 
@@ -210,9 +218,11 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
     if eval_freq is not None:
         cfg = replace(cfg, eval=replace(cfg.eval, freq=eval_freq))
     if vec_backend is not None:
+        from kairos_gym.train.domain import DOMAIN_ENV_ID
         from kairos_gym.train.envs import VEC_BACKENDS
 
-        if vec_backend not in VEC_BACKENDS:
-            raise ConfigError("train", "--vec-backend", vec_backend, "one of " + ", ".join(VEC_BACKENDS))
+        allowed = tuple(b for b in VEC_BACKENDS if b != "native") if cfg.env_id == DOMAIN_ENV_ID else VEC_BACKENDS
+        if vec_backend not in allowed:  # the domain env changes its scenario per episode (train/config.py)
+            raise ConfigError("train", "--vec-backend", vec_backend, "one of " + ", ".join(allowed))
         cfg = replace(cfg, vec_backend=vec_backend)
     return cfg
