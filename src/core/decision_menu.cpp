@@ -60,21 +60,30 @@ void Simulator::build_menu(int64_t rid) {
     }
 }
 
-void Simulator::build_exact_menu(int64_t rid) {
+// The request's part of a menu (both tracks): its fields, and its own prefill alone and KV transfer (s) for the
+// TTFT of the prefill path.
+void Simulator::menu_request_terms(int64_t rid, double& own, double& xfer) {
     DecisionMenu& m = menu_;
-    const double now = now_;
     const int64_t prompt = wl_->prompt[rid];
-    m.now = now;
+    m.now = now_;
     m.rid = rid;
     m.arrival = wl_->arrival[rid];
     m.prompt = prompt;
     m.output = oracle_ ? wl_->output[rid] : -1;
     m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) rewrites the kind and its rows after this
     m.pull_node = -1;
-    double own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
-    double xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
-                      ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth
-                      : 0.0;
+    own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
+    xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
+               ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth
+               : 0.0;
+}
+
+void Simulator::build_exact_menu(int64_t rid) {
+    DecisionMenu& m = menu_;
+    const double now = now_;
+    const int64_t prompt = wl_->prompt[rid];
+    double own = 0.0, xfer = 0.0;
+    menu_request_terms(rid, own, xfer);
     // utilization proxy of every node now: the EWMA decayed over the idle time since its last step
     auto decayed = [now](double ewma, double t) {
         return now <= t ? ewma : ewma * std::exp(-(now - t) / UTIL_WINDOW_S);

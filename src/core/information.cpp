@@ -147,17 +147,8 @@ void Simulator::build_served_menu(int64_t rid) {
         for (double& f : I.factors) f = std::max(MIN_ERROR_FACTOR, 1.0 + sigma * I.rng.normal());
     }
     const int64_t prompt = wl_->prompt[rid];
-    m.now = now_;
-    m.rid = rid;
-    m.arrival = wl_->arrival[rid];
-    m.prompt = prompt;
-    m.output = oracle_ ? wl_->output[rid] : -1;
-    m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) rewrites the kind and its rows after this
-    m.pull_node = -1;
-    double own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
-    double xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
-                      ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth
-                      : 0.0;
+    double own = 0.0, xfer = 0.0;
+    menu_request_terms(rid, own, xfer);
     for (int64_t i = 0; i < P; ++i) {
         const PrefillNode& node = v.p[static_cast<size_t>(i)];
         const double f = I.factors[static_cast<size_t>(i)];

@@ -202,6 +202,7 @@ private:
     void push(double t, int8_t kind, int64_t a, int64_t b) { events_.push(t, kind, static_cast<int32_t>(a), b); }
     void build_menu(int64_t rid);  // decision_menu.cpp
     void build_exact_menu(int64_t rid);
+    void menu_request_terms(int64_t rid, double& own, double& xfer);  // decision_menu.cpp: both tracks' menus
     double prefill_wait(const PrefillNode& node) { return prefill_wait_at(node, now_); }
     double prefill_wait_at(const PrefillNode& node, double now);  // decision_menu.cpp: the wait as of `now`
     // the information track (information.cpp): the served menu of the realistic track, the dispatcher's refresh
