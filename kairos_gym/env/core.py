@@ -25,7 +25,7 @@ from kairos_gym.env.render import render_ansi, render_rgb
 from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim import Simulator
-from kairos_gym.sim.hook import DEFLECT, DecisionContext
+from kairos_gym.sim.hook import DecisionContext
 from kairos_gym.workload import Workload, generate
 from kairos_gym.workload.config import MAX_REQUESTS
 from kairos_gym.workload.rules import NON_NEGATIVE, Number
@@ -117,13 +117,12 @@ class KairosEnv(gym.Env):
         self._sim_seed = 0
         self._slo = SloTracker(sc.slo.ttft_s, sc.slo.tbt_s)
         self._last: dict[str, Any] = {}
-        # the native env step (env/native_step.py) on a native-engine simulator, else None (the Python path)
+        # the env step: one native call (env/native_step.py) over the simulator's core
         self._native = make_stepper(self.sim, self.obs_layout, self.action_layout)
-        if self._native is not None:
-            self._native_obs, self._native_mask = self._native.buffers()
+        self._native_obs, self._native_mask = self._native.buffers()
         self._n_actions = self.action_layout.n
         self._pull = sc.deflection.decision_points == "arrival+pull"  # info["pull"]: the step answered a pull
-        self._native_live = False  # native path: a decision is pending (the Python path uses self._ctx)
+        self._native_live = False  # a decision is pending
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -150,64 +149,14 @@ class KairosEnv(gym.Env):
         self._slo = SloTracker(self.scenario.slo.ttft_s, self.scenario.slo.tbt_s)
         self._last = {}
         self._native_live = True
-        obs = self._observe(self._ctx) if self._native is None else self._observe_native()
+        obs = self._observe_native()
         info = {"action_mask": self._mask.copy(), "sim_seed": sim_seed, "sim_time_s": self.sim.now,
                 "n_requests": self.sim.n}
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self._native is not None:
-            return self._step_native(action)
-        ctx = self._ctx
-        if ctx is None:
-            raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
-                               "was never called); call reset()")
-        a = self.action_layout.index(action)
-        decision = self.action_layout.decisions[a]
-        sim = self.sim
-        w0, v0, tok0, fin0, t0 = sim.wait_area, sim.tbt_violations, sim.tokens_out, sim.n_finished, sim.now
-        rid = ctx.request.rid
-        valid = sim.apply(decision)
-        if not valid:
-            self._n_invalid += 1
-        track = self._track_slo
-        if track:
-            self._slo.add(rid)
-        ctx = sim.next_decision()
-        self._ctx = ctx
-        self._decisions += 1
-        met, met_tokens, missed = self._slo.update(sim) if track else (0, 0, 0)
-        d_wait = sim.wait_area - w0
-        d_viol = sim.tbt_violations - v0
-        if track:
-            reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
-                                 ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
-        else:  # the default "ttft" reward, as step_reward computes it
-            reward = -(d_wait / self._ttft_s) - self.tbt_penalty * d_viol
-        terminated = ctx is None
-        truncated = (not terminated) and self.max_decisions is not None and self._decisions >= self.max_decisions
-        obs = self._observe(ctx)
-        info: dict[str, Any] = {
-            "action_mask": self._mask.copy(),
-            "invalid_action": not valid,
-            "n_invalid_actions": self._n_invalid,
-            "deflected": valid and decision.path == DEFLECT,
-            "rid": rid,
-            "interval_s": sim.now - t0,
-            "ttft_area_s": d_wait,
-            "tbt_violations": d_viol,
-            "tokens_out": sim.tokens_out - tok0,
-            "finished": sim.n_finished - fin0,
-            "sim_time_s": sim.now,
-            "decisions": self._decisions,
-        }
-        return self._end_step(obs, reward, terminated, truncated, info, a, valid,
-                              (met, missed) if track else None)
-
     def _end_step(self, obs: Any, reward: float, terminated: bool, truncated: bool, info: dict[str, Any], a: int,
                   valid: bool, slo: tuple[Any, Any] | None) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """The end of :meth:`step`, shared by the Python and native paths: SLO counts, the episode summary, render
-        state."""
+        """The end of :meth:`step`: SLO counts, the episode summary, render state."""
         if slo is not None:
             info["slo_met"], info["slo_missed"] = slo
         if terminated or truncated:
@@ -217,10 +166,9 @@ class KairosEnv(gym.Env):
                           "reward": reward}
         return obs, float(reward), terminated, truncated, info
 
-    def _step_native(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """:meth:`step` on a native-engine simulator: one native call (env/native_step.py) does the apply, the
-        run to the next decision, the observation and the mask; the same reward, flags and info as the Python
-        path, bit for bit."""
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """One decision: one native call (env/native_step.py) does the apply, the run to the next decision, the
+        observation and the mask (the encoding observation.py defines, checked against it by the tests)."""
         if not self._native_live:
             raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
                                "was never called); call reset()")
@@ -293,18 +241,17 @@ class KairosEnv(gym.Env):
     @property
     def decision_context(self) -> DecisionContext | None:
         """The pending :class:`DecisionContext` (None when the episode has ended)."""
-        if self._native is not None and self._ctx is None and self._native_live:
-            self._ctx = self.sim.next_decision()  # native path: built on demand (the decision is pending)
+        if self._ctx is None and self._native_live:
+            self._ctx = self.sim.next_decision()  # built on demand (the decision is pending)
         return self._ctx
 
     def __getstate__(self) -> dict[str, Any]:
         # the native stepper holds C++ buffers over the simulator's core: rebuilt after unpickling, over the
-        # unpickled simulator; the native path's context is rebuilt on demand from the simulator
+        # unpickled simulator; the context is rebuilt on demand from the simulator
         state = self.__dict__.copy()
-        if state.get("_native") is not None:
-            for k in ("_native", "_native_obs", "_native_mask"):
-                state.pop(k, None)
-            state["_ctx"] = None
+        for k in ("_native", "_native_obs", "_native_mask"):
+            state.pop(k, None)
+        state["_ctx"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

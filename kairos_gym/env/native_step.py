@@ -16,12 +16,8 @@ from kairos_gym.env.actions import ActionLayout
 from kairos_gym.env.observation import ObservationLayout
 
 
-def make_stepper(sim: Any, obs: ObservationLayout, actions: ActionLayout) -> Any | None:
-    """A ``_core.EnvStepper`` over ``sim``'s core, or None when ``sim`` is not a native-engine simulator."""
-    from kairos_gym.sim.native_engine import NativeSimulator
-
-    if not isinstance(sim, NativeSimulator):
-        return None
+def make_stepper(sim: Any, obs: ObservationLayout, actions: ActionLayout) -> Any:
+    """A ``_core.EnvStepper`` over ``sim``'s core (a :class:`~kairos_gym.sim.native_engine.NativeSimulator`)."""
     from kairos_gym.native import core
 
     sc = sim.scenario

@@ -95,7 +95,7 @@ class KairosVectorEnv(VectorEnv):
         self._autoreset = np.zeros(n, dtype=np.bool_)
         self._started = False
         # the per-env fast path (no info dict): native engine, the default ttft reward, no render
-        self._fast = [e._native is not None and not e._track_slo and e.render_mode is None for e in self.envs]
+        self._fast = [not e._track_slo and e.render_mode is None for e in self.envs]
         # all envs on the fast path: one native call steps them all (src/core/vec_step.cpp)
         self._vs: Any = None
         if all(self._fast):
@@ -282,7 +282,7 @@ class KairosVectorEnv(VectorEnv):
         return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
 
     def _fast_step(self, env: KairosEnv, a: int, i: int) -> tuple[bool, bool]:
-        """:meth:`KairosEnv._step_native` for the default ``ttft`` reward without render and without the info
+        """:meth:`KairosEnv.step` for the default ``ttft`` reward without render and without the info
         dict (the vector env does not batch its keys): the same native call, counters, reward and flags, bit
         for bit; writes obs, mask, reward and flags of row ``i``."""
         if not env._native_live:
