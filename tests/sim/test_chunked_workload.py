@@ -267,3 +267,26 @@ def test_soak_10x_24h_is_shipped_streaming_and_above_the_whole_bound():
     assert sc.workload.arrival.mean_rate() * sc.workload.duration_s > MAX_REQUESTS
     with pytest.raises(ConfigError, match="MAX_REQUESTS"):
         sc.with_overrides({"metrics": {"mode": "exact"}})
+
+
+def test_an_overlong_request_is_named_when_its_chunk_is_generated(monkeypatch):
+    """cluster.overlong: error: the whole run refuses the workload at construction, naming the first request that
+    can never fit; a chunked run raises the same error, naming the same request, when its chunk is generated."""
+    monkeypatch.setattr(ne, "CHUNK_OVERRIDE", 5)
+    wl = WORKLOADS["gamma"]
+    sc = ScenarioConfig.from_dict({**SMALL, "workload": wl, "metrics": {"mode": "streaming", "window": 4096}})
+    whole = generate(sc.workload, np.random.default_rng(0))
+    total = whole.prompt_tokens + whole.output_tokens
+    cap = int(total[:5].max())  # the first chunk fits, a later request does not
+    bad = int(np.flatnonzero(total > cap)[0])
+    assert bad >= 5
+    monkeypatch.setattr(ne, "uses_chunks", lambda sim, workload: False)
+    with pytest.raises(ConfigError, match=f"request {bad} prompt_tokens"):
+        Simulator(sc, seed=0, kv_capacity=cap)
+    monkeypatch.undo()
+    monkeypatch.setattr(ne, "CHUNK_OVERRIDE", 5)
+    sim = Simulator(sc, seed=0, kv_capacity=cap)
+    assert sim.chunked
+    with pytest.raises(ConfigError, match=f"request {bad} prompt_tokens .* in this chunk"):
+        sim.run(DeflectAll(256))
+    assert sim.n_arrived <= bad  # it never reached the core

@@ -70,7 +70,7 @@ def test_bounds_are_documented():
     for bound in (MAX_NODES, MAX_PREFILL_TOKEN_BUDGET, MAX_DECODE_BATCH, MAX_KV_BLOCK_TOKENS):
         assert f"{bound:,}" in text, bound
     wl = (DOCS / "workloads.md").read_text(encoding="utf-8")
-    for bound in (MAX_REQUESTS, MAX_REQUEST_TOKENS, traces.MAX_TRACE_BYTES):
+    for bound in (MAX_REQUESTS, MAX_STREAMED_REQUESTS, MAX_REQUEST_TOKENS, traces.MAX_TRACE_BYTES):
         assert f"{bound:,}" in wl, bound
 
 
