@@ -19,7 +19,7 @@ from kairos_gym.errors import ConfigError, check_keys
 from kairos_gym.faults import FaultsConfig
 from kairos_gym.latency.calibration import default_calibration
 from kairos_gym.latency.presets import check_tp, get_model, gpu_presets, model_presets
-from kairos_gym.workload import WorkloadConfig
+from kairos_gym.workload import TraceArrival, WorkloadConfig
 from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Text
 from kairos_gym.yaml_io import load_yaml_file
 
@@ -431,6 +431,12 @@ class ScenarioConfig:
         if faults.enabled and overload.timeout_s is not None:  # docs/reliability.md: no removal path yet for a
             raise ConfigError(f"{where}: overload", "timeout_s", overload.timeout_s,  # request held by a fault
                               "null (per-request timeouts and a faults section cannot be combined yet)")
+        workload = WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload")
+        metrics = MetricsConfig.from_dict(d.get("metrics"), f"{where}: metrics")
+        # a workload generated whole (exact metrics, or a trace replay) keeps MAX_REQUESTS; streaming metrics
+        # generate synthetic arrivals in chunks (kairos_gym/workload/chunked.py): MAX_STREAMED_REQUESTS
+        if metrics.mode == "exact" or isinstance(workload.arrival, TraceArrival):
+            workload.check_whole_size(f"{where}: workload")
         return cls(
             name=name,
             description=desc,
@@ -438,10 +444,10 @@ class ScenarioConfig:
             transfer=TransferSection.from_dict(d.get("transfer"), f"{where}: transfer"),
             slo=SLOConfig.from_dict(d.get("slo"), f"{where}: slo"),
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
-            workload=WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload"),
+            workload=workload,
             information=InformationConfig.from_dict(d.get("information"), f"{where}: information"),
             overload=overload,
-            metrics=MetricsConfig.from_dict(d.get("metrics"), f"{where}: metrics"),
+            metrics=metrics,
             faults=faults,
         )
 

@@ -7,9 +7,11 @@ At each checkpoint (simulated seconds, ``s``/``m``/``h`` suffixes) it prints the
 (``VmHWM`` of /proc/self/status, else ``resource.getrusage``), the current one (``VmRSS``) and the counts so far;
 at the end the conservation check ``completed + rejected + timed out = arrived`` (exit status 1 if it fails).
 The policy is the cheapest there is, no deflection (a Python ``decide`` returning the prefill path; the core
-has no native-policy path), so the figures are the simulator's. The workload is generated whole before the run
-(3 numbers per request, in Python and in the core: ~48 bytes a request) and is part of the first checkpoint's
-peak; everything else is bounded in streaming mode (``metrics.mode: streaming``). Times in seconds, memory in MB.
+has no native-policy path), so the figures are the simulator's. In streaming mode (``metrics.mode: streaming``)
+with synthetic arrivals the workload is generated in chunks as the run reaches them (kairos_gym/workload/
+chunked.py; the request count is known at the end) and everything is bounded; otherwise the workload is
+generated whole before the run (3 numbers per request, in Python and in the core: ~48 bytes a request). Times in
+seconds, memory in MB.
 """
 
 from __future__ import annotations
@@ -72,8 +74,12 @@ def soak(scenario: Any, checkpoints: list[float], seed: int = 0, out: Any = None
     sc = load_scenario(scenario)
     t0 = time.perf_counter()
     sim = Simulator(sc, seed=seed)
-    print(f"soak {sc.name}: {sim.n:,} requests over {float(sim.workload.arrival_s[-1]):,.0f} s simulated, "
-          f"metrics {sc.metrics.mode}; workload generated in {time.perf_counter() - t0:.1f} s", file=out)
+    if sim.chunked:
+        print(f"soak {sc.name}: {sim.workload_source}, generated in chunks of {sim._chunk_size():,} requests as the "
+              f"run reaches them (the count is known at the end), metrics {sc.metrics.mode}", file=out)
+    else:
+        print(f"soak {sc.name}: {sim.n:,} requests over {float(sim.workload.arrival_s[-1]):,.0f} s simulated, "
+              f"metrics {sc.metrics.mode}; workload generated in {time.perf_counter() - t0:.1f} s", file=out)
     prefill = Decision.prefill_path()
     marks = list(checkpoints)
     rows: list[dict[str, Any]] = []
@@ -91,7 +97,8 @@ def soak(scenario: Any, checkpoints: list[float], seed: int = 0, out: Any = None
               f"RSS {cur:8.1f} MB  wall {row['wall_s']:7.1f} s", file=out)
 
     k = 0
-    while core.next_decision():
+    step = sim.advance_to_decision  # loads the next workload chunk when the run reaches it
+    while step():
         sim.apply(prefill)
         k += 1
         if marks and (k & 63) == 0 and core.now >= marks[0]:

@@ -318,7 +318,7 @@ def summarize_streaming(sim: Any, wall_time_s: float) -> dict[str, Any]:
     d_sm = [n.compute_s / span for n in sim.dnodes]
     hist = st["chunk_hist"]
     out: dict[str, Any] = {
-        "scenario": sc.name, "source": sim.workload.source, "policy": getattr(sim, "policy_name", "custom"),
+        "scenario": sc.name, "source": sim.workload_source, "policy": getattr(sim, "policy_name", "custom"),
         "seed": sim.seed, "n_requests": sim.n, "n_completed": n_done, "n_rejected": sim.n_rejected,
         "n_invalid_actions": sim.n_invalid,
         "ttft_p50": ttft[0], "ttft_p90": ttft[1], "ttft_p95": ttft[2], "ttft_p99": ttft[3],

@@ -39,7 +39,15 @@ from kairos_gym.sim.hook import (
     RequestView,
 )
 from kairos_gym.sim.metrics import RunStats, summarize
-from kairos_gym.sim.reset_workload import check_seed, describe_sim, init_common, reset_workload
+from kairos_gym.sim.reset_workload import (
+    check_overlong,
+    check_seed,
+    describe_sim,
+    init_common,
+    reset_stream,
+    reset_workload,
+    uses_chunks,
+)
 from kairos_gym.workload import Workload
 
 _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_safe_feasible": 8,
@@ -56,6 +64,12 @@ COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exe
 
 ROW_FLUSH = 4096
 """Streamed ``--requests-csv``: rows buffered in the core before they are written (bounded memory)."""
+
+CHUNK_OVERRIDE: int | None = None
+"""Test hook: requests per workload chunk of a chunked run (None: ``metrics.window // 2``, the default)."""
+
+_NEEDS_WORKLOAD = 2
+"""``_core.Simulator.advance()``: a chunked workload needs its next chunk (0: done, 1: a decision)."""
 
 TraceEvent = tuple[float, int, int, int, float]
 """One popped event of ``Simulator(trace=True)``: (t s, kind, a, b, wait_area after it in request-seconds)."""
@@ -201,18 +215,28 @@ class NativeSimulator:
         """Start over: regenerate the workload from ``seed`` (None: the current seed) unless a fixed workload
         (given here or at construction) is in force (checks: :func:`~kairos_gym.sim.reset_workload.reset_workload`)."""
         seed = self.seed if seed is None else check_seed("Simulator.reset", seed)
-        rng, fixed, wl = reset_workload(self, seed, workload)
-        n = len(wl)
         sc = self.scenario
-        self.seed = seed
-        self.rng = rng
-        self._fixed_workload = fixed
-        self.workload = wl
-        self.n = n
-        arrival = np.ascontiguousarray(wl.arrival_s, dtype=np.float64)
-        prompt = np.ascontiguousarray(wl.prompt_tokens, dtype=np.int64)
-        output = np.ascontiguousarray(wl.output_tokens, dtype=np.int64)
-        self._core.reset(arrival, prompt, output)
+        if uses_chunks(self, workload):  # streaming, synthetic: generated chunk by chunk as the run needs it
+            chunk = self._chunk_size()
+            rng, stream, (arrival, prompt, output, last) = reset_stream(self, seed, chunk)
+            self.seed = seed
+            self.rng = rng
+            self._stream = stream
+            self._workload = None
+            self._core.reset_chunked(arrival, prompt, output, 2 * sc.metrics.window, last)
+            self.n = self._core.n
+        else:
+            rng, fixed, wl = reset_workload(self, seed, workload)
+            self.seed = seed
+            self.rng = rng
+            self._fixed_workload = fixed
+            self._stream = None
+            self.workload = wl
+            self.n = len(wl)
+            arrival = np.ascontiguousarray(wl.arrival_s, dtype=np.float64)
+            prompt = np.ascontiguousarray(wl.prompt_tokens, dtype=np.int64)
+            output = np.ascontiguousarray(wl.output_tokens, dtype=np.int64)
+            self._core.reset(arrival, prompt, output)
         self._noise_seed: int | None = None
         if sc.information.realistic:  # the noise stream of the served view: one 64-bit draw after the workload's
             self._noise_seed = int(rng.integers(0, 2**64, dtype=np.uint64))
@@ -229,6 +253,67 @@ class NativeSimulator:
                           "beta": sc.deflection.beta}  # the lazy context's eager fields (step 4)
         self._timeline: list[tuple[str, int, float, float, str]] = []
         self._wall_start = time.perf_counter()
+
+    # ------------------------------------------------------------------ the workload (whole or in chunks)
+    @property
+    def chunked(self) -> bool:
+        """Is this run's workload generated in chunks (``metrics.mode: streaming`` with synthetic arrivals and no
+        fixed workload; docs/reliability.md "Long runs")? Then :attr:`workload` is refused and :attr:`n` counts the
+        requests loaded so far (the total once :attr:`workload_complete`)."""
+        return self._stream is not None
+
+    @property
+    def workload(self) -> Workload:
+        """The run's :class:`~kairos_gym.workload.Workload`; a chunked run never holds it whole (:class:`ConfigError`
+        naming the reason: read :attr:`workload_source` and :attr:`n`, or run in ``metrics.mode: exact``)."""
+        if self._stream is not None:
+            raise ConfigError("Simulator.workload", "metrics.mode", "streaming",
+                              "exact, or a fixed workload, for a whole Workload (this run's synthetic workload is "
+                              "generated in chunks and never held whole; workload_source names it, n counts the "
+                              "requests loaded so far)")
+        assert self._workload is not None
+        return self._workload
+
+    @workload.setter
+    def workload(self, wl: Workload) -> None:
+        self._workload = wl
+
+    @property
+    def workload_source(self) -> str:
+        """The workload's provenance (``Workload.source``; a chunked run's: its config's description)."""
+        return self._stream.source if self._stream is not None else self.workload.source
+
+    @property
+    def workload_complete(self) -> bool:
+        """Has every request of the workload been loaded (always True for a whole workload)?"""
+        return bool(self._core.workload_complete)
+
+    def _chunk_size(self) -> int:
+        """Requests per workload chunk of a chunked run: ``metrics.window // 2`` (or :data:`CHUNK_OVERRIDE`). The
+        core's workload ring holds 2 x window requests, so a chunk never reaches a request still in flight (one
+        arriving while the request ``window`` before it is in flight is an error, raise metrics.window)."""
+        return CHUNK_OVERRIDE if CHUNK_OVERRIDE is not None else self.scenario.metrics.window // 2
+
+    def _load_chunk(self) -> None:
+        """Hand the core the next chunk of a chunked workload (when ``advance()`` asked for it)."""
+        stream = self._stream
+        first = stream.loaded
+        arrival, prompt, output, last = stream.take(self._chunk_size())
+        check_overlong(self, stream.source, prompt, output, first)
+        self._core.append_workload(arrival, prompt, output, last)
+        self.n = self._core.n
+
+    def advance_to_decision(self) -> bool:
+        """Run events to the next decision (True) or the end (False) without building a decision context, loading
+        workload chunks as needed (what :meth:`next_decision` does before building the context)."""
+        core = self._core
+        if self._stream is None:
+            return core.next_decision()
+        while True:
+            s = core.advance()
+            if s != _NEEDS_WORKLOAD:
+                return s == 1
+            self._load_chunk()
 
     # ------------------------------------------------------------------ counters (read from the core)
     @property
@@ -426,7 +511,7 @@ class NativeSimulator:
         if core.pending_rid >= 0:
             ctx = self._ctx  # None, this decision's, or an earlier one's when a native env step moved the core
             return ctx if ctx is not None and ctx._gen == self._ctx_gen else self._lazy_context()
-        if core.next_decision():
+        if self.advance_to_decision():
             return self._lazy_context()
         return None
 
@@ -517,7 +602,7 @@ class NativeSimulator:
         """The run loop: one lazy context and one ``decide`` call per decision (a tight Python loop: the events
         between decisions run in C++)."""
         core = self._core
-        if self._row_writer is not None:  # a streamed --requests-csv: rows go to disk as requests retire
+        if self._row_writer is not None or self._stream is not None:  # streamed rows or a chunked workload
             self._run_loop_streaming_rows(decide, progress)
             return
         apply = self.apply
@@ -534,15 +619,18 @@ class NativeSimulator:
 
     def _run_loop_streaming_rows(self, decide: Callable[[DecisionContext], Decision],
                                  progress: Callable[[], Any] | None) -> None:
-        """:meth:`_run_loop` writing the retired rows whenever :data:`ROW_FLUSH` have gathered (and at the end)."""
+        """:meth:`_run_loop` writing the retired rows whenever :data:`ROW_FLUSH` have gathered (and at the end), and
+        loading a chunked workload's chunks as the core asks for them."""
         core = self._core
         if core.pending_rid >= 0:
             self.apply(decide(self.next_decision()))  # type: ignore[arg-type]
             if progress is not None:
                 progress()
-        while core.next_decision():
+        rows = self._row_writer is not None
+        step = self.advance_to_decision
+        while step():
             self.apply(decide(self._lazy_context()))
-            if core.n_rows >= ROW_FLUSH:
+            if rows and core.n_rows >= ROW_FLUSH:
                 self.flush_rows()
             if progress is not None:
                 progress()
@@ -644,7 +732,10 @@ class NativeSimulator:
             "noise_seed": self._noise_seed,
             "faults": self._faults,  # the run's fault events (the core's copy is in "core")
             "rng": copy.deepcopy(self.rng),
-            "workload": self.workload,
+            "workload": self._workload,
+            # a chunked workload: rebuilt on restore from the seed, at the request it had reached (its samplers
+            # are prefix-stable; their generators sit in closures a deepcopy would share)
+            "stream_loaded": None if self._stream is None else self._stream.loaded,
             # a plain NamedTuple: a lazy context reads the menu buffers, which a restore replaces
             "ctx": self._ctx.materialize() if isinstance(self._ctx, LazyDecisionContext)
             and self._ctx._gen == self._ctx_gen else None,
@@ -678,9 +769,16 @@ class NativeSimulator:
         self._noise_seed = state.get("noise_seed")
         self._faults = state.get("faults")
         self.rng = copy.deepcopy(state["rng"])
-        wl = state["workload"]
-        self.workload = wl
-        self.n = len(wl)
+        loaded = state.get("stream_loaded")
+        if loaded is None:
+            wl = state["workload"]
+            self._stream = None
+            self.workload = wl
+            self.n = len(wl)
+        else:
+            self._stream = self._stream_at(self.seed, loaded)
+            self._workload = None
+            self.n = self._core.n
         # the pending decision's context is rebuilt from the restored menu buffers (the same values as the
         # snapshot's): state["ctx"] is kept only as a plain record of it
         self._ctx = None
@@ -688,6 +786,17 @@ class NativeSimulator:
         self._wall_start = state["wall_start"]
         self._timeline = []
         self._read_columns()
+
+    def _stream_at(self, seed: int, loaded: int) -> Any:
+        """A chunked run's workload stream of ``seed`` that has handed out its first ``loaded`` requests (drawn
+        again chunk by chunk and dropped: O(loaded) time, O(chunk) memory)."""
+        from kairos_gym.workload.chunked import WorkloadStream
+
+        chunk = self._chunk_size()
+        stream = WorkloadStream(self.scenario.workload, np.random.default_rng(seed), batch=chunk)
+        while stream.loaded < loaded:
+            stream.take(min(chunk, loaded - stream.loaded))
+        return stream
 
     def _read_columns(self) -> None:
         core = self._core

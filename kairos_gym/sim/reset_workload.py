@@ -118,18 +118,55 @@ def reset_workload(sim: Any, seed: int, workload: Workload | None) -> tuple[np.r
         if fixed is not None:
             raise ConfigError("Simulator", "workload", wl, "a workload with at least one request")
         sc.workload.require_requests(n, wl.source, seed)
-    if sc.cluster.overlong == "error":
-        limit = min(sim.model.model.max_context, sim.kv_capacity)
-        total = wl.prompt_tokens.astype(np.int64) + wl.output_tokens.astype(np.int64)
-        if sim.swap_policy:
-            b = sim.block
-            total = -(-total // b) * b
-        bad = np.flatnonzero(total > limit)
-        if bad.size:
-            i = int(bad[0])
-            raise ConfigError(
-                f"workload {wl.source}", f"request {i} prompt_tokens + output_tokens",
-                int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
-                f"{bad.size} such requests: set cluster.overlong: reject to reject them at arrival",
-            )
+    check_overlong(sim, wl.source, wl.prompt_tokens, wl.output_tokens)
     return rng, fixed, wl
+
+
+def check_overlong(sim: Any, source: str, prompt: np.ndarray, output: np.ndarray, first_rid: int | None = None) -> None:
+    """With ``cluster.overlong: error``, raise :class:`ConfigError` naming the first request longer than the
+    model's context or a decode node's KV capacity (tokens, rounded up to whole KV blocks under the swap policy).
+    ``first_rid``: the arrays are one chunk of a chunked workload, starting at that request id (None: whole)."""
+    sc = sim.scenario
+    if sc.cluster.overlong != "error":
+        return
+    limit = min(sim.model.model.max_context, sim.kv_capacity)
+    total = prompt.astype(np.int64) + output.astype(np.int64)
+    if sim.swap_policy:
+        b = sim.block
+        total = -(-total // b) * b
+    bad = np.flatnonzero(total > limit)
+    if bad.size:
+        i = int(bad[0])
+        raise ConfigError(
+            f"workload {source}", f"request {(first_rid or 0) + i} prompt_tokens + output_tokens",
+            int(total[i]), f"<= {limit} tokens (model context / KV capacity of {sc.cluster.model}); "
+            f"{bad.size} such requests{'' if first_rid is None else ' in this chunk'}: set "
+            "cluster.overlong: reject to reject them at arrival",
+        )
+
+
+def uses_chunks(sim: Any, workload: Workload | None) -> bool:
+    """Will ``sim.reset(seed, workload)`` generate its workload in chunks? Streaming metrics, no fixed workload
+    (given now or at construction) and synthetic arrivals (a trace replay is bounded by its file: loaded whole)."""
+    from kairos_gym.workload.arrivals import SyntheticArrival
+
+    sc = sim.scenario
+    return (sc.metrics.mode == "streaming" and workload is None and sim._fixed_workload is None
+            and isinstance(sc.workload.arrival, SyntheticArrival))
+
+
+def reset_stream(sim: Any, seed: int, chunk: int) -> tuple[np.random.Generator, Any,
+                                                          tuple[np.ndarray, np.ndarray, np.ndarray, bool]]:
+    """``(rng, stream, first chunk)`` for a chunked reset (:func:`uses_chunks`): the run's generator seeded by
+    ``seed``, the :class:`~kairos_gym.workload.chunked.WorkloadStream` drawing from it (as ``generate`` would)
+    and its first chunk of at most ``chunk`` requests (arrival s, prompt, output tokens, last). The checks of
+    :func:`reset_workload` on that chunk (no request at all; an overlong request)."""
+    from kairos_gym.workload.chunked import WorkloadStream
+
+    rng = np.random.default_rng(seed)
+    stream = WorkloadStream(sim.scenario.workload, rng, batch=chunk)
+    first = stream.take(chunk)
+    if not first[0].size:
+        sim.scenario.workload.require_requests(0, stream.source, seed)
+    check_overlong(sim, stream.source, first[1], first[2], 0)
+    return rng, stream, first

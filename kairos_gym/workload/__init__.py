@@ -18,7 +18,13 @@ from kairos_gym.workload.arrivals import (
     PoissonArrival,
     TraceArrival,
 )
-from kairos_gym.workload.config import DEFAULT_NUM_REQUESTS, MAX_MMPP_CYCLES, MAX_REQUESTS, WorkloadConfig
+from kairos_gym.workload.config import (
+    DEFAULT_NUM_REQUESTS,
+    MAX_MMPP_CYCLES,
+    MAX_REQUESTS,
+    MAX_STREAMED_REQUESTS,
+    WorkloadConfig,
+)
 from kairos_gym.workload.generator import generate
 from kairos_gym.workload.lengths import (
     MIN_ACCEPTANCE,
@@ -36,6 +42,7 @@ __all__ = [
     "DEFAULT_NUM_REQUESTS",
     "MAX_MMPP_CYCLES",
     "MAX_REQUESTS",
+    "MAX_STREAMED_REQUESTS",
     "MIN_ACCEPTANCE",
     "PACKAGED_TRACES",
     "TRACE_DIR",

@@ -12,7 +12,7 @@ longer duration.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -70,9 +70,13 @@ class PoissonArrival(SyntheticArrival):
     def mean_rate(self) -> float:
         return self.rate
 
+    def draw_fn(self, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
+        """The next ``m`` inter-arrival times (s) of the stream ``rng`` (sequential)."""
+        return lambda m: rng.exponential(1.0 / self.rate, m)
+
     def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
                duration_s: float | None = None) -> np.ndarray:
-        return _renewal(lambda m: rng.exponential(1.0 / self.rate, m), self.rate, num_requests, duration_s)
+        return _renewal(self.draw_fn(rng), self.rate, num_requests, duration_s)
 
 
 @dataclass(frozen=True)
@@ -94,11 +98,15 @@ class GammaArrival(SyntheticArrival):
     def mean_rate(self) -> float:
         return self.rate
 
-    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
-               duration_s: float | None = None) -> np.ndarray:
+    def draw_fn(self, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
+        """The next ``m`` inter-arrival times (s) of the stream ``rng`` (sequential)."""
         shape = 1.0 / self.cv**2
         scale = 1.0 / (self.rate * shape)
-        return _renewal(lambda m: rng.gamma(shape, scale, m), self.rate, num_requests, duration_s)
+        return lambda m: rng.gamma(shape, scale, m)
+
+    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
+               duration_s: float | None = None) -> np.ndarray:
+        return _renewal(self.draw_fn(rng), self.rate, num_requests, duration_s)
 
 
 @dataclass(frozen=True)
@@ -147,16 +155,33 @@ class MMPPArrival(SyntheticArrival):
         per-sojourn Poisson counts and the uniform positions of the arrivals within a sojourn, each in
         sojourn order, so the times of sojourn k depend only on sojourns 0..k (prefix-stable).
         """
-        per_cycle = self.rate_on * self.mean_on_s + self.rate_off * self.mean_off_s  # mean arrivals
         cycle_s = self.mean_on_s + self.mean_off_s
-        want_cycles = num_requests / per_cycle if num_requests is not None else duration_s / cycle_s
+        want_cycles = num_requests / self.per_cycle() if num_requests is not None else duration_s / cycle_s
         batch = int(min(max(1.1 * want_cycles + 16, 16), 1 << 20))  # on/off pairs per draw
+        chunks: list[np.ndarray] = []
+        count = 0
+        for times, t0 in self.batches(rng, batch):
+            chunks.append(times)
+            count += times.size
+            if (num_requests is not None and count >= num_requests) or (
+                duration_s is not None and t0 >= duration_s
+            ):
+                break
+        out = np.concatenate(chunks)
+        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+
+    def per_cycle(self) -> float:
+        """Mean arrivals of one on/off cycle (requests)."""
+        return self.rate_on * self.mean_on_s + self.rate_off * self.mean_off_s
+
+    def batches(self, rng: np.random.Generator, batch: int) -> Iterator[tuple[np.ndarray, float]]:
+        """The arrival times of ``batch`` on/off pairs at a time, endlessly, with the end of the last sojourn (s):
+        the sequence :meth:`sample` cuts (and the chunked workload, kairos_gym/workload/chunked.py). The times do
+        not depend on ``batch`` (prefix-stable streams)."""
         rates = np.tile([self.rate_on, self.rate_off], batch)
         means = np.tile([self.mean_on_s, self.mean_off_s], batch)
         sojourn_rng, count_rng, position_rng = child_generators(rng, 3)
-        chunks: list[np.ndarray] = []
         t0 = 0.0
-        count = 0
         while True:
             lengths = sojourn_rng.exponential(means)  # alternating on, off, on, off, ... sojourns
             edges = np.cumsum(np.concatenate(([t0], lengths)))  # running sum carried over exactly
@@ -165,15 +190,8 @@ class MMPPArrival(SyntheticArrival):
             seg = np.repeat(np.arange(lengths.size), counts)
             # sojourns are disjoint and in time order, so sorting the batch sorts each sojourn's arrivals
             times = np.sort(starts[seg] + position_rng.random(seg.size) * lengths[seg])
-            chunks.append(times)
-            count += times.size
             t0 = float(edges[-1])
-            if (num_requests is not None and count >= num_requests) or (
-                duration_s is not None and t0 >= duration_s
-            ):
-                break
-        out = np.concatenate(chunks)
-        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+            yield times, t0
 
 
 @dataclass(frozen=True)

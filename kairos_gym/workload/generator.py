@@ -21,12 +21,15 @@ def generate(cfg: WorkloadConfig, rng: np.random.Generator) -> Workload:
     exactly two 64-bit integers, whatever the workload): one for arrival times, one for lengths
     (which :meth:`SampledLengths.sample` splits into a prompt and an output stream). A trace with its
     own lengths draws nothing from ``rng``. Synthetic arrivals are cut to ``max_requests`` before
-    lengths are drawn.
+    lengths are drawn. A workload above :data:`~kairos_gym.workload.config.MAX_REQUESTS` is refused
+    (:meth:`WorkloadConfig.check_whole_size`) before anything is drawn; a chunked
+    :class:`~kairos_gym.workload.chunked.WorkloadStream` gives bigger ones.
     """
     if not isinstance(cfg, WorkloadConfig):
         raise ConfigError("generate", "cfg", cfg, "a WorkloadConfig (WorkloadConfig.from_dict(d))")
     if not isinstance(rng, np.random.Generator):
         raise ConfigError("generate", "rng", rng, "a numpy.random.Generator (np.random.default_rng(seed))")
+    cfg.check_whole_size("generate: workload")  # whole: MAX_REQUESTS (chunked.py streams bigger ones)
     arrival, lengths = cfg.arrival, cfg.effective_lengths
     if isinstance(arrival, TraceArrival):
         replay = arrival.replay(duration_s=cfg.duration_s, max_requests=cfg.max_requests)

@@ -138,7 +138,10 @@ class LognormalLengths(SampledLengths):
         cls.acceptance(values, "prompt", where)
         cls.acceptance(values, "output", where)
 
-    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def side_draws(self, rng: np.random.Generator) -> list[tuple[Callable[[int], np.ndarray], int, float]]:
+        """(draw, cap, acceptance) of the prompt and the output side, each over its own child stream of ``rng``
+        (what :func:`sample_truncated` and the chunked :class:`~kairos_gym.workload.chunked.TruncatedStream`
+        read)."""
         values = self.to_dict()
         out = []
         for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
@@ -147,8 +150,12 @@ class LognormalLengths(SampledLengths):
             def draw(m: int, mu: float = mu, sigma: float = sigma, g: np.random.Generator = side_rng) -> np.ndarray:
                 return g.lognormal(mu, sigma, m)
 
-            out.append(sample_truncated(draw, n, values[f"{side}_max"], self.acceptance(values, side)))
-        return out[0], out[1]
+            out.append((draw, values[f"{side}_max"], self.acceptance(values, side)))
+        return out
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        (dp, cp, ap), (do, co, ao) = self.side_draws(rng)
+        return sample_truncated(dp, n, cp, ap), sample_truncated(do, n, co, ao)
 
 
 @dataclass(frozen=True)
@@ -189,7 +196,8 @@ class ParetoLengths(SampledLengths):
         cls.acceptance(values, "prompt", where)
         cls.acceptance(values, "output", where)
 
-    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def side_draws(self, rng: np.random.Generator) -> list[tuple[Callable[[int], np.ndarray], int, float]]:
+        """(draw, cap, acceptance) of the prompt and the output side (see :meth:`LognormalLengths.side_draws`)."""
         values = self.to_dict()
         out = []
         for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
@@ -199,8 +207,12 @@ class ParetoLengths(SampledLengths):
                      g: np.random.Generator = side_rng) -> np.ndarray:
                 return x_min * (g.pareto(alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
 
-            out.append(sample_truncated(draw, n, values[f"{side}_max"], self.acceptance(values, side)))
-        return out[0], out[1]
+            out.append((draw, values[f"{side}_max"], self.acceptance(values, side)))
+        return out
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        (dp, cp, ap), (do, co, ao) = self.side_draws(rng)
+        return sample_truncated(dp, n, cp, ap), sample_truncated(do, n, co, ao)
 
 
 @dataclass(frozen=True)

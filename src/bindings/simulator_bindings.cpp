@@ -128,9 +128,9 @@ nb::object request_column(const Simulator& s, const std::string& name) {
     if (name == "reentries") return nb::cast(view_of(r.reentries.v, keep));
     const WorkloadPtr& W = s.workload();
     std::shared_ptr<const void> wkeep = W;
-    if (name == "arrival") return nb::cast(view_of(W->arrival, wkeep));
-    if (name == "prompt") return nb::cast(view_of(W->prompt, wkeep));
-    if (name == "output") return nb::cast(view_of(W->output, wkeep));
+    if (name == "arrival") return nb::cast(view_of(W->arrival.v, wkeep));
+    if (name == "prompt") return nb::cast(view_of(W->prompt.v, wkeep));
+    if (name == "output") return nb::cast(view_of(W->output.v, wkeep));
     throw nb::key_error(("no request column " + name).c_str());
 }
 
@@ -327,6 +327,31 @@ void bind_simulator(nb::module_& m) {
              "Start a run of this workload (float64 arrival s, int64 prompt and output tokens).")
         .def("next_decision", &Simulator::next_decision,
              "Run events to the next decision (True; pending_rid names the request) or to the end (False).")
+        // chunked workloads (src/core/workload.hpp; kairos_gym/workload/chunked.py)
+        .def("reset_chunked",
+             [](Simulator& s, const F64& arrival, const I64& prompt, const I64& output, int64_t slots, bool last) {
+                 std::shared_ptr<Workload> w = make_workload_ring(slots);
+                 append_chunk(*w, to_vector<double>(arrival), to_vector<int64_t>(prompt), to_vector<int64_t>(output),
+                              last, [](int64_t) { return true; });
+                 s.reset_chunked(std::move(w));
+             },
+             nb::arg("arrival"), nb::arg("prompt"), nb::arg("output"), nb::arg("slots"), nb::arg("last"),
+             "Start a run of a chunked workload: a ring of `slots` requests (a power of two) holding this first "
+             "chunk (float64 arrival s, int64 tokens); `last`: no chunk follows.")
+        .def("append_workload",
+             [](Simulator& s, const F64& arrival, const I64& prompt, const I64& output, bool last) {
+                 s.append_workload(to_vector<double>(arrival), to_vector<int64_t>(prompt), to_vector<int64_t>(output),
+                                   last);
+             },
+             nb::arg("arrival"), nb::arg("prompt"), nb::arg("output"), nb::arg("last"),
+             "Append the next chunk of a chunked workload (checked: ValueError for a whole run, a chunk after the "
+             "last, times decreasing across chunks; IndexError when it would overwrite a request in flight).")
+        .def("advance", &Simulator::advance,
+             "Run events to the next decision (1), to the end (0), or, with a chunked workload, to the point where "
+             "the next chunk is needed (2: append_workload, then advance again).")
+        .def_prop_ro("chunked", &Simulator::chunked, "True for a run of a chunked workload.")
+        .def_prop_ro("workload_complete", [](const Simulator& s) { return s.workload()->complete; },
+                     "False while a chunked workload may get more chunks.")
         .def("apply_prefill", &Simulator::apply_prefill, nb::arg("node"),
              "Route the pending request to prefill node `node` (-1: the shortest queue).")
         .def("apply_deflect", &Simulator::apply_deflect, nb::arg("node"), nb::arg("chunk"),

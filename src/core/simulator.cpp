@@ -49,6 +49,9 @@ Simulator::Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle)
 void Simulator::reset(WorkloadPtr wl) {
     if (!wl || wl->size() < 1) throw std::invalid_argument("simulator: empty workload");
     if (wl->size() > MAX_RUN_REQUESTS) throw std::length_error("simulator: more than 2^31 - 1 requests");
+    if (wl->ring() && cfg_.stream_slots < 1)
+        throw std::invalid_argument("simulator: a chunked workload needs streaming metrics (stream_slots)");
+    wl_ring_.reset();  // reset_chunked sets it after this
     wl_ = std::move(wl);
     n_ = wl_->size();
     R_ = std::make_shared<Requests>(n_, cfg_.stream_slots);  // fresh arrays: views of the previous run stay valid
@@ -85,6 +88,25 @@ void Simulator::reset(WorkloadPtr wl) {
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
 }
 
+// ---------------------------------------------------------------- chunked workloads (workload.hpp)
+void Simulator::reset_chunked(std::shared_ptr<Workload> first) {
+    if (!first || !first->ring()) throw std::invalid_argument("simulator: reset_chunked needs a workload ring");
+    reset(first);
+    wl_ring_ = std::move(first);
+}
+
+void Simulator::append_workload(const std::vector<double>& arrival, const std::vector<int64_t>& prompt,
+                                const std::vector<int64_t>& output, bool last) {
+    if (!wl_ring_) throw std::invalid_argument("simulator: append_workload on a run without a chunked workload");
+    const Requests& R = *R_;
+    const int64_t arrived = c_.n_arrived;
+    // a slot may be overwritten once its request has arrived and is not in flight (its R slot: another request
+    // took it, or it is no longer live)
+    append_chunk(*wl_ring_, arrival, prompt, output, last,
+                 [&](int64_t old) { return old < arrived && (R.occupant[old] != old || !R.live[old]); });
+    n_ = wl_ring_->n;
+}
+
 // ---------------------------------------------------------------- snapshot/restore (step 6)
 SimSnapshot Simulator::snapshot() const {
     if (!R_) throw std::invalid_argument("simulator: snapshot before any reset");
@@ -92,7 +114,7 @@ SimSnapshot Simulator::snapshot() const {
     s.n_prefill = cfg_.n_prefill;
     s.n_decode = cfg_.n_decode;
     s.n_menu = static_cast<int64_t>(cfg_.menu.size());
-    s.wl = wl_;
+    s.wl = wl_ring_ ? std::make_shared<const Workload>(*wl_ring_) : wl_;  // a ring is copied: appends change it
     s.R = std::make_shared<const Requests>(*R_);
     s.n = n_;
     s.events = events_;
@@ -156,7 +178,8 @@ void Simulator::restore(const SimSnapshot& s) {
     menu_.output = m.output;
     menu_.kind = m.kind;
     menu_.pull_node = m.pull_node;
-    wl_ = s.wl;
+    wl_ring_ = s.wl->ring() ? std::make_shared<Workload>(*s.wl) : nullptr;  // the snapshot's ring stays reusable
+    wl_ = wl_ring_ ? WorkloadPtr(wl_ring_) : s.wl;
     R_ = std::make_shared<Requests>(*s.R);  // fresh arrays: views taken before stay valid
     n_ = s.n;
     events_ = s.events;
@@ -227,8 +250,20 @@ double Simulator::debug_prefill_wait(int64_t p) {
 
 // ---------------------------------------------------------------- the event loop
 bool Simulator::next_decision() {
-    if (pending_rid_ >= 0) return true;
+    const int s = advance();
+    if (s == ADVANCE_NEEDS_WORKLOAD)
+        throw std::logic_error("simulator: the next arrival is not loaded yet (a chunked workload): append the next "
+                               "chunk and call advance()");
+    return s == ADVANCE_DECISION;
+}
+
+int Simulator::advance() {
+    if (pending_rid_ >= 0) return ADVANCE_DECISION;
     while (!events_.empty()) {
+        // chunked workload: stop before the last loaded arrival while more may follow (its handler pushes the
+        // next arrival, which must be loaded by then: the event order stays the whole workload's)
+        if (wl_ring_ && !wl_->complete && events_.top().kind == EV_ARRIVAL && events_.top().a == n_ - 1)
+            return ADVANCE_NEEDS_WORKLOAD;
         // faults never prolong a run: once every request is accounted for, the fault events left are dropped
         if (faults_queued_ > 0 && static_cast<size_t>(faults_queued_) == events_.size() &&
             c_.n_finished + c_.n_rejected == n_) {
@@ -249,12 +284,12 @@ bool Simulator::next_decision() {
                     const bool chunk_step = d.mode == MODE_CHUNK;
                     on_decode_boundary(d);
                     // pull hook (pull.cpp): the node's deflected prefill just completed, its slot is free
-                    if (cfg_.pull && chunk_step && !d.has_defl && raise_pull(d.idx)) return true;
+                    if (cfg_.pull && chunk_step && !d.has_defl && raise_pull(d.idx)) return ADVANCE_DECISION;
                 }
                 break;
             }
             case EV_ARRIVAL:
-                if (on_arrival(e.a)) return true;
+                if (on_arrival(e.a)) return ADVANCE_DECISION;
                 break;
             case EV_PREFILL_DONE: {
                 PrefillNode& node = pnodes_[static_cast<size_t>(e.a)];
@@ -308,7 +343,7 @@ bool Simulator::next_decision() {
                 throw std::logic_error("simulator: unknown event kind");
         }
     }
-    return false;
+    return ADVANCE_DONE;
 }
 
 // ---------------------------------------------------------------- arrivals and decisions

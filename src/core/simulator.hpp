@@ -48,6 +48,11 @@ constexpr int8_t EV_DECODE_BOUNDARY = 4;
 constexpr int8_t EV_SWAP_IN_DONE = 5;
 constexpr int8_t EV_TIMEOUT = 20;  // overload.cpp: a request's timeout (a: rid); far from the others' numbers
 
+// advance(): a decision is pending, the run is over, or a chunked workload needs its next chunk
+constexpr int ADVANCE_DONE = 0;
+constexpr int ADVANCE_DECISION = 1;
+constexpr int ADVANCE_NEEDS_WORKLOAD = 2;
+
 // Most requests a run holds (request ids travel in the events' int32 field): 2^31 - 1.
 constexpr int64_t MAX_RUN_REQUESTS = 2147483647;
 
@@ -115,8 +120,21 @@ public:
     Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle);
 
     void reset(WorkloadPtr wl);
-    // run events until a request needs a decision (true; pending_rid() names it) or the run is over (false)
+    // run events until a request needs a decision (true; pending_rid() names it) or the run is over (false);
+    // std::logic_error when a chunked workload needs its next chunk (callers of chunked runs use advance())
     bool next_decision();
+    // ---- chunked workloads (workload.hpp; streaming metrics, docs/reliability.md): reset to a workload ring
+    // holding the first chunk (`first`, already appended), append the next chunk when advance() asks for it
+    // (workload.hpp append_chunk: checked; std::length_error when the chunk would overwrite a request still in
+    // flight), and advance(): next_decision's loop that stops with ADVANCE_NEEDS_WORKLOAD, before popping any
+    // event, when the next event is the arrival of the last loaded request and more may follow (its successor's
+    // arrival is pushed when it is handled: every event popped is at or before the last loaded arrival time,
+    // and the event order is the whole workload's, bit for bit)
+    void reset_chunked(std::shared_ptr<Workload> first);
+    void append_workload(const std::vector<double>& arrival, const std::vector<int64_t>& prompt,
+                         const std::vector<int64_t>& output, bool last);
+    int advance();
+    bool chunked() const { return static_cast<bool>(wl_ring_); }
     // route the pending request to prefill node pn (-1: the shortest queue)
     void apply_prefill(int64_t pn);
     // deflect the pending request to decode node d with `chunk` (0: LargestSafe); a refusal falls back to
@@ -270,6 +288,7 @@ private:
     Pricer pricer_;
     bool oracle_ = false;
     WorkloadPtr wl_;
+    std::shared_ptr<Workload> wl_ring_;  // chunked mode: the workload ring wl_ points to (else null)
     RequestsPtr R_;
     int64_t n_ = 0;
     EventQueue events_;

@@ -21,7 +21,7 @@ from kairos_gym.config import (
 )
 from kairos_gym.errors import ConfigError
 from kairos_gym.workload import WorkloadConfig, load_trace
-from kairos_gym.workload.config import MAX_REQUEST_TOKENS, MAX_REQUESTS
+from kairos_gym.workload.config import MAX_REQUEST_TOKENS, MAX_REQUESTS, MAX_STREAMED_REQUESTS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -70,7 +70,7 @@ def test_bounds_are_documented():
     for bound in (MAX_NODES, MAX_PREFILL_TOKEN_BUDGET, MAX_DECODE_BATCH, MAX_KV_BLOCK_TOKENS):
         assert f"{bound:,}" in text, bound
     wl = (DOCS / "workloads.md").read_text(encoding="utf-8")
-    for bound in (MAX_REQUESTS, MAX_REQUEST_TOKENS, traces.MAX_TRACE_BYTES):
+    for bound in (MAX_REQUESTS, MAX_STREAMED_REQUESTS, MAX_REQUEST_TOKENS, traces.MAX_TRACE_BYTES):
         assert f"{bound:,}" in wl, bound
 
 
@@ -86,9 +86,15 @@ def test_length_fields_bounded(lengths):
 
 
 def test_max_requests_bounded():
+    """A whole workload (exact metrics) keeps MAX_REQUESTS; a chunked one (streaming) MAX_STREAMED_REQUESTS."""
     assert WorkloadConfig.from_dict({"max_requests": MAX_REQUESTS}).max_requests == MAX_REQUESTS
+    assert ScenarioConfig.from_dict({"workload": {"max_requests": MAX_REQUESTS}}).workload.max_requests == MAX_REQUESTS
+    with pytest.raises(ConfigError, match=r"max_requests = 10000001 .*MAX_REQUESTS.*streaming"):
+        ScenarioConfig.from_dict({"workload": {"max_requests": MAX_REQUESTS + 1}})
+    streaming = {"metrics": {"mode": "streaming"}, "workload": {"max_requests": MAX_REQUESTS + 1}}
+    assert ScenarioConfig.from_dict(streaming).workload.max_requests == MAX_REQUESTS + 1
     with pytest.raises(ConfigError, match="max_requests"):
-        WorkloadConfig.from_dict({"max_requests": MAX_REQUESTS + 1})
+        WorkloadConfig.from_dict({"max_requests": MAX_STREAMED_REQUESTS + 1})
 
 
 def test_trace_file_size_bounded_before_reading(tmp_path, monkeypatch):
