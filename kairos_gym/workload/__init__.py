@@ -19,9 +19,10 @@ from kairos_gym.workload.arrivals import (
     TraceArrival,
 )
 from kairos_gym.workload.config import DEFAULT_NUM_REQUESTS, MAX_MMPP_CYCLES, MAX_REQUESTS, WorkloadConfig
-from kairos_gym.workload.generator import generate
+from kairos_gym.workload.generator import arrival_states, generate
 from kairos_gym.workload.lengths import (
     MIN_ACCEPTANCE,
+    ByStateLengths,
     EmpiricalLengths,
     FixedLengths,
     LengthsConfig,
@@ -40,6 +41,7 @@ __all__ = [
     "PACKAGED_TRACES",
     "TRACE_DIR",
     "ArrivalConfig",
+    "ByStateLengths",
     "EmpiricalLengths",
     "FixedLengths",
     "GammaArrival",
@@ -52,6 +54,7 @@ __all__ = [
     "TraceLengths",
     "Workload",
     "WorkloadConfig",
+    "arrival_states",
     "generate",
     "load_trace",
     "resolve_trace_path",

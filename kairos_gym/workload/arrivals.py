@@ -147,6 +147,26 @@ class MMPPArrival(SyntheticArrival):
         per-sojourn Poisson counts and the uniform positions of the arrivals within a sojourn, each in
         sojourn order, so the times of sojourn k depend only on sojourns 0..k (prefix-stable).
         """
+        return self._sample(rng, num_requests, duration_s, with_states=False)[0]
+
+    # --- the state of each arrival (for ``lengths.kind: by_state``) ------------------------------------
+    def sample_with_states(self, rng: np.random.Generator, *, num_requests: int | None = None,
+                           duration_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(times, on)``: the arrival times :meth:`sample` draws from the same ``rng`` (bit-identical) and a
+        bool array, True where the arrival came in an on sojourn, False in an off one.
+
+        Each arrival's state is the state of the sojourn that drew it (an arrival exactly at a sojourn
+        boundary belongs to the sojourn whose uniform position put it there): the times of a batch are
+        ordered by a stable argsort, which gives the same times as ``np.sort`` and carries each
+        arrival's sojourn along. Prefix-stable like the times.
+        """
+        times, on = self._sample(rng, num_requests, duration_s, with_states=True)
+        assert on is not None
+        return times, on
+
+    def _sample(self, rng: np.random.Generator, num_requests: int | None, duration_s: float | None,
+                with_states: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """The sampler behind :meth:`sample` and :meth:`sample_with_states` (``on``: None unless asked)."""
         per_cycle = self.rate_on * self.mean_on_s + self.rate_off * self.mean_off_s  # mean arrivals
         cycle_s = self.mean_on_s + self.mean_off_s
         want_cycles = num_requests / per_cycle if num_requests is not None else duration_s / cycle_s
@@ -155,6 +175,7 @@ class MMPPArrival(SyntheticArrival):
         means = np.tile([self.mean_on_s, self.mean_off_s], batch)
         sojourn_rng, count_rng, position_rng = child_generators(rng, 3)
         chunks: list[np.ndarray] = []
+        on_chunks: list[np.ndarray] = []
         t0 = 0.0
         count = 0
         while True:
@@ -164,7 +185,13 @@ class MMPPArrival(SyntheticArrival):
             counts = count_rng.poisson(rates * lengths)
             seg = np.repeat(np.arange(lengths.size), counts)
             # sojourns are disjoint and in time order, so sorting the batch sorts each sojourn's arrivals
-            times = np.sort(starts[seg] + position_rng.random(seg.size) * lengths[seg])
+            raw = starts[seg] + position_rng.random(seg.size) * lengths[seg]
+            if with_states:  # the same sorted times, and each one's sojourn (even index: on; batches are pairs)
+                order = np.argsort(raw, kind="stable")
+                times = raw[order]
+                on_chunks.append(seg[order] % 2 == 0)
+            else:
+                times = np.sort(raw)
             chunks.append(times)
             count += times.size
             t0 = float(edges[-1])
@@ -173,7 +200,9 @@ class MMPPArrival(SyntheticArrival):
             ):
                 break
         out = np.concatenate(chunks)
-        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+        keep = num_requests if num_requests is not None else int(np.searchsorted(out, duration_s, side="left"))
+        on = np.concatenate(on_chunks)[:keep] if with_states else None
+        return out[:keep], on
 
 
 @dataclass(frozen=True)
