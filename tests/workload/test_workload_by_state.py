@@ -242,3 +242,48 @@ def test_the_regime_shift_scenario_and_its_suite_tasks_use_by_state_lengths() ->
         on = arrival_states(base.workload, np.random.default_rng(0))
         assert 0 < on.sum() < len(wl)
         assert np.median(wl.output_tokens[on]) < 30 < 80 < np.median(wl.output_tokens[~on])
+
+
+def _tool(name: str) -> Any:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"tools_{name}", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_fit_lengths_recovers_a_lognormal_and_grounds_the_regime_shift_states() -> None:
+    fit = _tool("fit_lengths")
+    x = np.floor(np.random.default_rng(0).lognormal(np.log(800.0), 0.9, 200_000) + 0.5).astype(np.int64)
+    got = fit.fit_side(np.maximum(x, 1))
+    assert got["median"] == pytest.approx(800, rel=0.01) and got["sigma"] == pytest.approx(0.9, abs=0.01)
+    from kairos_gym.config import load_scenario
+
+    lengths = load_scenario("regime-shift").workload.lengths
+    assert isinstance(lengths, ByStateLengths)
+    # the YAML's sections are exactly what the tool prints for the two traces (the grounding the comment cites)
+    assert fit.fit_trace("azure2023_code")[1] == lengths.on
+    assert fit.fit_trace("azure2023_conv")[1] == lengths.off
+
+
+def test_the_states_line_up_with_the_simulators_requests() -> None:
+    """tools/regime_shift_check.py splits a run by arrival_states: they must be the states of the simulator's own
+    requests (checked through fixed lengths per state), and its per-state figures recombine to the run's."""
+    from kairos_gym.config import ScenarioConfig, load_scenario
+    from kairos_gym.sim import Simulator
+
+    check = _tool("regime_shift_check")
+    d = load_scenario("regime-shift").to_dict()
+    d["workload"].update(num_requests=120, lengths=FIXED)
+    d["workload"]["arrival"].update(mean_on_s=1.0, mean_off_s=2.0)
+    sc = ScenarioConfig.from_dict(d)
+    on = arrival_states(sc.workload, np.random.default_rng(4))
+    assert 0 < on.sum() < 120
+    assert np.array_equal(np.asarray(Simulator(sc, seed=4).workload.prompt_tokens), np.where(on, 5000, 300))
+    overall, on_share, off_share = check.per_state(sc, "no-deflect", 4, {})
+    n_on = int(on.sum())
+    assert overall == pytest.approx((on_share * n_on + off_share * (120 - n_on)) / 120, abs=1e-12)
