@@ -25,9 +25,10 @@ from kairos_gym.workload.config import (
     MAX_STREAMED_REQUESTS,
     WorkloadConfig,
 )
-from kairos_gym.workload.generator import generate
+from kairos_gym.workload.generator import arrival_states, generate
 from kairos_gym.workload.lengths import (
     MIN_ACCEPTANCE,
+    ByStateLengths,
     EmpiricalLengths,
     FixedLengths,
     LengthsConfig,
@@ -47,6 +48,7 @@ __all__ = [
     "PACKAGED_TRACES",
     "TRACE_DIR",
     "ArrivalConfig",
+    "ByStateLengths",
     "EmpiricalLengths",
     "FixedLengths",
     "GammaArrival",
@@ -59,6 +61,7 @@ __all__ = [
     "TraceLengths",
     "Workload",
     "WorkloadConfig",
+    "arrival_states",
     "generate",
     "load_trace",
     "resolve_trace_path",

@@ -155,29 +155,56 @@ class MMPPArrival(SyntheticArrival):
         per-sojourn Poisson counts and the uniform positions of the arrivals within a sojourn, each in
         sojourn order, so the times of sojourn k depend only on sojourns 0..k (prefix-stable).
         """
+        return self._sample(rng, num_requests, duration_s, with_states=False)[0]
+
+    # --- the state of each arrival (for ``lengths.kind: by_state``) ------------------------------------
+    def sample_with_states(self, rng: np.random.Generator, *, num_requests: int | None = None,
+                           duration_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(times, on)``: the arrival times :meth:`sample` draws from the same ``rng`` (bit-identical) and a
+        bool array, True where the arrival came in an on sojourn, False in an off one.
+
+        Each arrival's state is the state of the sojourn that drew it (an arrival exactly at a sojourn
+        boundary belongs to the sojourn whose uniform position put it there): the times of a batch are
+        ordered by a stable argsort, which gives the same times as ``np.sort`` and carries each
+        arrival's sojourn along. Prefix-stable like the times.
+        """
+        times, on = self._sample(rng, num_requests, duration_s, with_states=True)
+        assert on is not None
+        return times, on
+
+    def _sample(self, rng: np.random.Generator, num_requests: int | None, duration_s: float | None,
+                with_states: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """The sampler behind :meth:`sample` and :meth:`sample_with_states` (``on``: None unless asked)."""
         cycle_s = self.mean_on_s + self.mean_off_s
         want_cycles = num_requests / self.per_cycle() if num_requests is not None else duration_s / cycle_s
         batch = int(min(max(1.1 * want_cycles + 16, 16), 1 << 20))  # on/off pairs per draw
         chunks: list[np.ndarray] = []
+        on_chunks: list[np.ndarray] = []
         count = 0
-        for times, t0 in self.batches(rng, batch):
+        for times, t0, on in self.batches(rng, batch, with_states=with_states):
             chunks.append(times)
+            if on is not None:
+                on_chunks.append(on)
             count += times.size
             if (num_requests is not None and count >= num_requests) or (
                 duration_s is not None and t0 >= duration_s
             ):
                 break
         out = np.concatenate(chunks)
-        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+        keep = num_requests if num_requests is not None else int(np.searchsorted(out, duration_s, side="left"))
+        on_all = np.concatenate(on_chunks)[:keep] if with_states else None
+        return out[:keep], on_all
 
     def per_cycle(self) -> float:
         """Mean arrivals of one on/off cycle (requests)."""
         return self.rate_on * self.mean_on_s + self.rate_off * self.mean_off_s
 
-    def batches(self, rng: np.random.Generator, batch: int) -> Iterator[tuple[np.ndarray, float]]:
-        """The arrival times of ``batch`` on/off pairs at a time, endlessly, with the end of the last sojourn (s):
-        the sequence :meth:`sample` cuts (and the chunked workload, kairos_gym/workload/chunked.py). The times do
-        not depend on ``batch`` (prefix-stable streams)."""
+    def batches(self, rng: np.random.Generator, batch: int,
+                with_states: bool = False) -> Iterator[tuple[np.ndarray, float, np.ndarray | None]]:
+        """The arrival times of ``batch`` on/off pairs at a time, endlessly, with the end of the last sojourn (s)
+        and (``with_states``) each arrival's state (True: on; else None): the sequence :meth:`sample` cuts (and
+        the chunked workload, kairos_gym/workload/chunked.py). The times do not depend on ``batch`` (prefix-stable
+        streams)."""
         rates = np.tile([self.rate_on, self.rate_off], batch)
         means = np.tile([self.mean_on_s, self.mean_off_s], batch)
         sojourn_rng, count_rng, position_rng = child_generators(rng, 3)
@@ -189,9 +216,16 @@ class MMPPArrival(SyntheticArrival):
             counts = count_rng.poisson(rates * lengths)
             seg = np.repeat(np.arange(lengths.size), counts)
             # sojourns are disjoint and in time order, so sorting the batch sorts each sojourn's arrivals
-            times = np.sort(starts[seg] + position_rng.random(seg.size) * lengths[seg])
+            raw = starts[seg] + position_rng.random(seg.size) * lengths[seg]
+            on: np.ndarray | None = None
+            if with_states:  # the same sorted times, and each one's sojourn (even index: on; batches are pairs)
+                order = np.argsort(raw, kind="stable")
+                times = raw[order]
+                on = seg[order] % 2 == 0
+            else:
+                times = np.sort(raw)
             t0 = float(edges[-1])
-            yield times, t0
+            yield times, t0, on
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from kairos_gym.workload.config import WorkloadConfig
 from kairos_gym.workload.lengths import (
     _MAX_DRAW,
     MIN_ACCEPTANCE,
+    ByStateLengths,
     EmpiricalLengths,
     FixedLengths,
     LognormalLengths,
@@ -133,6 +134,11 @@ class WorkloadStream:
         if not isinstance(arrival, (PoissonArrival, GammaArrival, MMPPArrival)):
             raise ConfigError("workload", "arrival.kind", getattr(arrival, "kind", arrival),
                               "poisson, gamma or mmpp for a chunked workload (a trace replay is loaded whole)")
+        if isinstance(cfg.effective_lengths, ByStateLengths):
+            raise ConfigError("workload", "lengths.kind", "by_state",
+                              "a lengths kind that does not depend on the MMPP state in a chunked (metrics.mode: "
+                              "streaming) run: by_state lengths need each arrival's state, which the chunked "
+                              "stream does not carry yet (use metrics.mode: exact)")
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_CHUNK:
             raise ConfigError("WorkloadStream", "batch", batch, f"a whole number of requests from 1 to {MAX_CHUNK}")
         self.source = cfg.describe()
@@ -144,7 +150,7 @@ class WorkloadStream:
         self._batches: Iterator[tuple[np.ndarray, float]]
         if isinstance(arrival, MMPPArrival):
             pairs = int(min(max(1.1 * batch / arrival.per_cycle() + 16, 16), 1 << 20))  # on/off pairs per draw
-            self._batches = arrival.batches(arrival_rng, pairs)
+            self._batches = ((t, end) for t, end, _ in arrival.batches(arrival_rng, pairs))
         else:
             self._batches = _renewal_batches(arrival.draw_fn(arrival_rng), batch, self._cap)
         self._lengths = _LengthStream(cfg.effective_lengths, lengths_rng)

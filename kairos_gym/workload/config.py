@@ -19,7 +19,13 @@ from kairos_gym.workload.arrivals import (
     PoissonArrival,
     TraceArrival,
 )
-from kairos_gym.workload.lengths import LENGTH_KINDS, LengthsConfig, LognormalLengths, TraceLengths
+from kairos_gym.workload.lengths import (
+    LENGTH_KINDS,
+    ByStateLengths,
+    LengthsConfig,
+    LognormalLengths,
+    TraceLengths,
+)
 from kairos_gym.workload.rules import (
     OPTIONAL_POSITIVE,
     OPTIONAL_POSITIVE_INT,
@@ -62,7 +68,8 @@ class WorkloadConfig:
 
     Attributes:
         arrival: one of PoissonArrival, GammaArrival, MMPPArrival, TraceArrival (default Poisson 8 req/s).
-        lengths: one of LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths, TraceLengths;
+        lengths: one of LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths, TraceLengths,
+            ByStateLengths (MMPP arrivals only);
             ``None`` (the default) means the default for the arrival kind, resolved when used (see
             :attr:`effective_lengths`): TraceLengths for a trace, else LognormalLengths().
         num_requests: synthetic arrivals only: exactly this many requests. ``None`` with
@@ -211,11 +218,19 @@ def _size_fields(where: str, raw: dict[str, Any]) -> dict[str, Any]:
 def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) -> None:
     """Checks across sections (``lengths``: the effective lengths config)."""
     is_trace = isinstance(arrival, TraceArrival)
-    for name in _LENGTH_SIZE_FIELDS:
-        value = getattr(lengths, name, None)
-        if value is not None and value > MAX_REQUEST_TOKENS:
-            raise ConfigError(f"{where}.lengths", name, value,
-                              f"a whole number of tokens from 1 to {MAX_REQUEST_TOKENS:,} (MAX_REQUEST_TOKENS)")
+    by_state = isinstance(lengths, ByStateLengths)
+    sections = {f".{s}": getattr(lengths, s) for s in ByStateLengths.STATES} if by_state else {"": lengths}
+    for suffix, section in sections.items():
+        for name in _LENGTH_SIZE_FIELDS:
+            value = getattr(section, name, None)
+            if value is not None and value > MAX_REQUEST_TOKENS:
+                raise ConfigError(f"{where}.lengths{suffix}", name, value, f"a whole number of tokens from 1 to "
+                                  f"{MAX_REQUEST_TOKENS:,} (MAX_REQUEST_TOKENS)")
+    if by_state and not isinstance(arrival, MMPPArrival):
+        raise ConfigError(f"{where}.lengths", "kind", "by_state",
+                          f"one of {', '.join(k for k in LENGTH_KINDS if k not in ('trace', 'by_state'))} when "
+                          f"arrival.kind is {arrival.kind!r} (lengths kind 'by_state' needs an arrival process "
+                          "with a state: arrival.kind: mmpp)")
     if isinstance(lengths, TraceLengths) and not is_trace:
         raise ConfigError(f"{where}.lengths", "kind", "trace",
                           f"one of {', '.join(k for k in LENGTH_KINDS if k != 'trace')} when arrival.kind is "

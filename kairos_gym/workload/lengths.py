@@ -11,19 +11,31 @@ Every sampler is prefix-stable: the first N of ``sample(rng, M)`` equal ``sample
 ``rng`` state) for any M > N. Prompt and output lengths of the continuous kinds come from two child
 streams of ``rng`` (:func:`child_generators`), and the rejection loop keeps accepted values in draw
 order, so neither the batch sizes nor the other side's rejections change which value request i gets.
+``by_state`` (:class:`ByStateLengths`) picks one of two such sections per request by the MMPP state at
+its arrival, each state's section drawing from a stream of its own.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from kairos_gym.errors import ConfigError
-from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Section, Text
+from kairos_gym.errors import ConfigError, check_keys
+from kairos_gym.workload.rules import (
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    TEXT,
+    Number,
+    Section,
+    Text,
+    build_section,
+    require_mapping,
+)
 from kairos_gym.workload.streams import child_generators
 from kairos_gym.workload.traces import load_trace, resolve_trace_path
 
@@ -264,7 +276,84 @@ class TraceLengths(Section):
     RULES: ClassVar[dict[str, Number | Text]] = {}
 
 
-LENGTH_KINDS: dict[str, type[Section]] = {
-    c.kind: c for c in (LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths, TraceLengths)
+SAMPLED_KINDS: dict[str, type[Section]] = {
+    c.kind: c for c in (LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths)
 }
-LengthsConfig = LognormalLengths | ParetoLengths | EmpiricalLengths | FixedLengths | TraceLengths
+"""The kinds that draw lengths themselves: what a ``by_state`` section may hold for each state."""
+
+
+@dataclass(frozen=True)
+class ByStateLengths(Section):
+    """Lengths that depend on the arrival process's state at each request's arrival (``arrival.kind: mmpp``).
+
+    A request that arrives in an on sojourn takes its (prompt, output) lengths from ``on``, one that arrives
+    in an off sojourn from ``off``. Draw order (prefix-stable): the lengths stream is split into two child
+    streams (:func:`child_generators`), the first for ``on``, the second for ``off``; the k-th request
+    (in arrival order) that arrives in state s gets the k-th pair ``s.sample`` draws from its stream, so
+    request i depends only on the states of requests 0..i and the first draws of each state's stream.
+
+    Attributes:
+        on: lengths of the requests arriving in the on state: a lognormal, pareto, empirical or fixed
+            section (:data:`SAMPLED_KINDS`; required).
+        off: the same for the off state (required).
+    """
+
+    kind: ClassVar[str] = "by_state"
+    WHERE: ClassVar[str] = _WHERE
+    RULES: ClassVar[dict[str, Number | Text]] = {}
+    STATES: ClassVar[tuple[str, str]] = ("on", "off")
+    on: SampledLengths
+    off: SampledLengths
+
+    def __post_init__(self) -> None:
+        for state in self.STATES:
+            value = getattr(self, state)
+            if not isinstance(value, tuple(SAMPLED_KINDS.values())):
+                raise ConfigError(self.WHERE, state, value, "a lengths config of kind "
+                                  + ", ".join(SAMPLED_KINDS) + " (" + ", ".join(
+                                      c.__name__ for c in SAMPLED_KINDS.values()) + ")")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str) -> ByStateLengths:
+        """Build from ``{kind: by_state, on: {...}, off: {...}}``; each state's section is checked as a
+        lengths section of its own (``where``.on, ``where``.off)."""
+        check_keys(where, dict(d), {"kind", *cls.STATES})
+        if d.get("kind", cls.kind) != cls.kind:
+            raise ConfigError(where, "kind", d["kind"], repr(cls.kind))
+        built: dict[str, Any] = {}
+        for state in cls.STATES:
+            raw = d.get(state, "<missing>")
+            if raw is None or raw == "<missing>":
+                raise ConfigError(where, state, raw, "a lengths section (a mapping with a kind: "
+                                  + ", ".join(SAMPLED_KINDS) + f") for the requests that arrive in the {state} "
+                                  "state (required)")
+            require_mapping(where, state, raw)
+            built[state] = build_section(where, state, raw, SAMPLED_KINDS, "lognormal")
+        return cls(**built)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "on": self.on.to_dict(), "off": self.off.to_dict()}
+
+    def describe(self) -> str:
+        return f"by_state(on={self.on.describe()},off={self.off.describe()})"
+
+    def sample_by_state(self, rng: np.random.Generator, on: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(prompt_tokens, output_tokens) int64 arrays for requests whose arrival states are ``on`` (a bool
+        array: True = on state); see the class docstring for the draw order. Takes two 64-bit integers
+        from ``rng`` whatever ``on`` holds."""
+        on = np.asarray(on, dtype=bool)
+        prompt = np.empty(on.size, dtype=np.int64)
+        output = np.empty(on.size, dtype=np.int64)
+        for section, mask, g in zip((self.on, self.off), (on, ~on), child_generators(rng, 2), strict=True):
+            idx = np.flatnonzero(mask)
+            p, o = section.sample(g, int(idx.size))
+            prompt[idx] = p
+            output[idx] = o
+        return prompt, output
+
+
+LENGTH_KINDS: dict[str, type[Section]] = {
+    c.kind: c for c in (LognormalLengths, ParetoLengths, EmpiricalLengths, FixedLengths, TraceLengths,
+                        ByStateLengths)
+}
+LengthsConfig = LognormalLengths | ParetoLengths | EmpiricalLengths | FixedLengths | TraceLengths | ByStateLengths
