@@ -173,6 +173,9 @@ void bind_faults(nb::class_<Simulator>& cls) {
                  return d;
              },
              "What the faults did so far (faults.hpp FaultCounters), plus held_now: requests held right now.")
+        .def_prop_ro("reentry_queue_size",
+                     [](const Simulator& s) { return static_cast<int64_t>(s.reentry_queue().size()); },
+                     "Victims of a failure still waiting for their re-entry decision (faults.reentry: policy).")
         .def("node_up",
              [](const Simulator& s, bool decode, int64_t i) {
                  const int64_t n = decode ? s.config().n_decode : s.config().n_prefill;
