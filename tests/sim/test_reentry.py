@@ -420,3 +420,29 @@ def test_the_env_runs_reentry_steps():
         n_deflected += bool(info["reentry"] and info["deflected"])
     assert n_reentry == n_flag == env.sim.fault_counters()["reentry_decisions"] > 0 and n_deflected > 0
     assert env.sim.summary()["n_completed"] == env.sim.n
+
+
+def test_fault_events_never_prolong_a_run_with_timeouts_but_wait_for_a_stalled_timed_out_transfer():
+    """The end rule with timeouts: once every request is completed, rejected or timed out, the fault events left
+    are dropped (a straggler at 500-600 s does not stretch a run whose requests are all settled by ~60 s) ... unless a
+    timed-out request's KV transfer is stalled on a cut link: then the run goes on to the link's restoration, the
+    transfer ends and its KV reservation is released (KV conserved at the end)."""
+    late = scenario([ev(500.0, "decode_slow", 0, 2.0), ev(600.0, "decode_normal", 0)], n=200,
+                    overload={"timeout_s": 0.5})
+    sim = Simulator(late, seed=3)
+    s = sim.run(make_policy("no-deflect", late))
+    _end_checks(sim, s)
+    assert s["n_timed_out"] > 0 and sim.now < 500.0 and s["faults"]["events"] == 0
+    cut = scenario([ev(1.0, "link_cut", 0), ev(1.0, "link_cut", 1), ev(30.0, "link_restored", 0),
+                    ev(30.0, "link_restored", 1)], n=60, overload={"timeout_s": 1.5})
+    sim = Simulator(cut, seed=3)
+    ctx = sim.next_decision()
+    while ctx is not None:
+        sim.apply(Decision.prefill_path())
+        ctx = sim.next_decision()
+    s = sim.summary()
+    _end_checks(sim, s)  # KV reserved 0 on every node: the stalled transfers ended after the restoration
+    to = np.asarray(sim.timed_out)
+    xe = np.asarray(sim.xfer_end)
+    stalled_at_end = int(((~np.isnan(to)) & (xe >= 30.0)).sum())
+    assert stalled_at_end > 0 and s["faults"]["events"] == 4 and sim.now >= 30.0
