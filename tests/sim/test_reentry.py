@@ -112,7 +112,8 @@ def test_every_victim_is_offered_one_reentry_decision_at_the_failure_time(events
 
 def test_the_reentry_menu_prices_the_prefill_of_prompt_plus_emitted_tokens():
     """At a re-entry with tokens out, ttft_prefill_s - predicted_wait_s is the prefill of prompt + gen tokens (and
-    its transfer), not of the prompt alone; Kairos prices the same size (its estimate equals the context's)."""
+    its transfer), not of the prompt alone; Kairos prices the same size (its estimate equals the context's) and
+    deflects a re-entry when its rule says so (here: once)."""
     sc = scenario(DECODE_DOWN, n=300)
     sim = Simulator(sc, seed=3)
     kairos = make_policy("kairos", sc)
@@ -129,7 +130,7 @@ def test_the_reentry_menu_prices_the_prefill_of_prompt_plus_emitted_tokens():
             n_checked += 1
         sim.apply(kairos.decide(ctx))
         ctx = sim.next_decision()
-    assert n_checked > 0
+    assert n_checked > 0 and sim.fault_counters()["reentry_deflected"] > 0
 
 
 def test_a_deflected_reentry_never_transfers_kv_and_its_gap_spans_the_outage():
@@ -446,3 +447,28 @@ def test_fault_events_never_prolong_a_run_with_timeouts_but_wait_for_a_stalled_t
     xe = np.asarray(sim.xfer_end)
     stalled_at_end = int(((~np.isnan(to)) & (xe >= 30.0)).sum())
     assert stalled_at_end > 0 and s["faults"]["events"] == 4 and sim.now >= 30.0
+
+
+def test_reentries_are_served_stale_and_noisy_like_arrivals_on_the_realistic_track():
+    """On the realistic track a re-entry's menu is served like an arrival's (one error draw per node at each
+    decision, the dispatcher's copy refreshed by staleness): Kairos's recovered error factors at a re-entry with
+    tokens out are the served ones (it prices prompt + gen as the menu does)."""
+    sc = scenario(DECODE_DOWN, n=300, information={"track": "realistic"})
+    sim = Simulator(sc, seed=3)
+    kairos = make_policy("kairos", sc)
+    n_checked = 0
+    ctx = sim.next_decision()
+    while ctx is not None:
+        if ctx.kind == REENTRY:
+            served = sim.noise_factors()
+            assert len(served) == len(ctx.prefill) + len(ctx.decode) and any(f != 1.0 for f in served)
+            if ctx.emitted_tokens > 0:
+                got = kairos.error_factors(ctx)
+                for p, view in enumerate(ctx.prefill):
+                    if view.up:
+                        assert got[p] == pytest.approx(served[p], rel=1e-9)
+                n_checked += 1
+        sim.apply(kairos.decide(ctx))
+        ctx = sim.next_decision()
+    assert n_checked > 0
+    _end_checks(sim, sim.summary())
