@@ -106,8 +106,10 @@ def test_every_victim_is_offered_one_reentry_decision_at_the_failure_time(events
         assert ctx.emitted_tokens == gen and ctx.request.prompt_tokens == int(sim.prompt[ctx.request.rid])
     if events is DECODE_DOWN:
         assert any(gen > 0 for _, _, gen in pol.seen)
-    if events is PREFILL_DOWN_ALL:  # no prefill node up: every prefill price is inf, deflection still possible
-        assert any(all(math.isinf(t) for t in ctx.ttft_prefill_s) for ctx, _, _ in pol.seen)
+    if events is PREFILL_DOWN_ALL:  # no prefill node up: every prefill price is inf, a deflection still taken
+        none_up = [ctx.request.rid for ctx, _, _ in pol.seen if all(math.isinf(t) for t in ctx.ttft_prefill_s)]
+        assert any(int(sim.path[r]) == PATH_DEFLECT for r in none_up)
+        assert f["held"] > 0  # the others (no decode node free either) were held
 
 
 def test_the_reentry_menu_prices_the_prefill_of_prompt_plus_emitted_tokens():
