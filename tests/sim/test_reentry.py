@@ -474,3 +474,16 @@ def test_reentries_are_served_stale_and_noisy_like_arrivals_on_the_realistic_tra
         ctx = sim.next_decision()
     assert n_checked > 0
     _end_checks(sim, sim.summary())
+
+
+def test_a_partial_summary_at_a_reentry_decision_counts_its_request_in_flight():
+    """A partial summary taken at a pending re-entry decision: its request was routed before (in flight), so
+    n_pending is exactly the requests not arrived yet, and every request is accounted for."""
+    sim = Simulator(scenario(DECODE_DOWN, n=300), seed=3)
+    ctx = sim.next_decision()
+    while ctx.kind != REENTRY:
+        sim.apply(Decision.prefill_path())
+        ctx = sim.next_decision()
+    s = sim.summary()
+    assert s["n_pending"] == sim.n - sim.n_arrived > 0
+    assert s["n_completed"] + s["n_rejected"] + s["n_pending"] + s["n_in_flight"] == sim.n
