@@ -151,7 +151,7 @@ class SL(BasePolicy):
         self.chunk = check_chunk(where, chunk, scenario_or_none(scenario))
 
     def _decide(self, ctx: DecisionContext) -> Decision:
-        if ctx.request.prompt_tokens < self.length_threshold:
+        if ctx.request.prompt_tokens + ctx.emitted_tokens < self.length_threshold:  # + gen at a re-entry
             check_chunk_in_menu(f"policy {self.name}", self.chunk, ctx)
             d = least_loaded_deflectable(ctx)
             if d is not None:

@@ -47,6 +47,11 @@ arrival-only rule and answers every pull with the prefill path (stay), drawing n
 untouched, so its run is bit for bit its arrival-only run. :class:`kairos_gym.agents.kairos_pull.KairosPull`
 (``kairos-pull``) applies the same rule to the pull's candidate.
 
+Re-entry decisions (faults, ``faults.reentry: policy``, ``ctx.kind == "reentry"``): a request a node failure sent
+back is decided by the same rule as an arrival, on the prefill it now needs (``L`` = prompt + the
+``ctx.emitted_tokens`` it already emitted), on the same served view (stale and noisy on the realistic track):
+deflected when its model says so, else the shortest up prefill queue (held when none is up).
+
 Decision cost: every ``decide`` is timed (``decision_times_us``, ``decision_us_p50``/``_p99``).
 """
 
@@ -200,7 +205,7 @@ class Kairos(BasePolicy):
         n_p, n_d = len(ctx.prefill), len(ctx.decode)
         if not self.realistic:
             return [1.0] * (n_p + n_d)
-        prompt = ctx.request.prompt_tokens
+        prompt = ctx.request.prompt_tokens + ctx.emitted_tokens  # + gen at a re-entry (faults)
         alone = self.own_prefill_s(prompt) + self.transfer_s(prompt)
         out = [(t - p.predicted_wait_s) / alone for t, p in zip(ctx.ttft_prefill_s, ctx.prefill, strict=True)]
         out.extend(self.decode_factor(ctx, d) for d in range(n_d))
@@ -212,14 +217,14 @@ class Kairos(BasePolicy):
         if not self.realistic:
             return 1.0
         view = ctx.decode[d]
-        chunk = min(ctx.chunk_menu[0], ctx.request.prompt_tokens)
+        chunk = min(ctx.chunk_menu[0], ctx.request.prompt_tokens + ctx.emitted_tokens)
         own = self.pricer.step(view.batch_size, float(view.total_context + view.batch_size), chunk, 0)
         return ctx.step_s[d][0] / own
 
     def _decide(self, ctx: DecisionContext) -> Decision:
         if ctx.kind == PULL:
             return self.decide_pull(ctx)
-        prompt = ctx.request.prompt_tokens
+        prompt = ctx.request.prompt_tokens + ctx.emitted_tokens  # + gen at a re-entry (faults)
         prefill, decode = ctx.prefill, ctx.decode
         n_p = len(prefill)
         n_d = len(decode)

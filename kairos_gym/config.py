@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from kairos_gym.configs import SCENARIO_DIR
 from kairos_gym.errors import ConfigError, check_keys
-from kairos_gym.faults import FaultsConfig
+from kairos_gym.faults import REENTRY_DEFAULT, FaultsConfig
 from kairos_gym.latency.calibration import default_calibration
 from kairos_gym.latency.presets import check_tp, get_model, gpu_presets, model_presets
 from kairos_gym.workload import TraceArrival, WorkloadConfig
@@ -428,9 +428,6 @@ class ScenarioConfig:
         faults = FaultsConfig.from_dict(d.get("faults"), f"{where}: faults")
         faults.cross_check(f"{where}: faults", cluster.prefill_nodes, cluster.decode_nodes)
         overload = OverloadConfig.from_dict(d.get("overload"), f"{where}: overload")
-        if faults.enabled and overload.timeout_s is not None:  # docs/reliability.md: no removal path yet for a
-            raise ConfigError(f"{where}: overload", "timeout_s", overload.timeout_s,  # request held by a fault
-                              "null (per-request timeouts and a faults section cannot be combined yet)")
         workload = WorkloadConfig.from_dict(d.get("workload") or {}, f"{where}: workload")
         metrics = MetricsConfig.from_dict(d.get("metrics"), f"{where}: metrics")
         # a workload generated whole (exact metrics, or a trace replay) keeps MAX_REQUESTS; streaming metrics
@@ -452,14 +449,15 @@ class ScenarioConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict that :meth:`from_dict` turns back into an equal scenario (``faults`` only when it has any)."""
+        """Plain dict that :meth:`from_dict` turns back into an equal scenario (``faults`` only when it has any
+        event or generator, or a non-default ``reentry``: a scenario without faults has none)."""
         out = {
             "name": self.name, "description": self.description, "cluster": self.cluster.to_dict(),
             "transfer": self.transfer.to_dict(), "slo": self.slo.to_dict(), "deflection": self.deflection.to_dict(),
             "workload": self.workload.to_dict(), "information": self.information.to_dict(),
             "overload": self.overload.to_dict(), "metrics": self.metrics.to_dict(),
         }
-        if self.faults.enabled:
+        if self.faults.enabled or self.faults.reentry != REENTRY_DEFAULT:
             out["faults"] = self.faults.to_dict()
         return out
 

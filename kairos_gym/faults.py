@@ -34,6 +34,14 @@ MAX_FAULT_TIME_S = 1.0e7
 """Latest fault time and longest ``horizon_s``, ``mtbf_s``, ``mttr_s`` (seconds; about 116 days)."""
 MAX_SLOW_FACTOR = 100.0
 """Largest straggler factor (step times x 100)."""
+REENTRY_MODES = ("policy", "prefill")
+"""``faults.reentry``: what a request a node failure sends back does. ``policy``: it is offered to the policy as a
+re-entry decision (``DecisionContext.kind == "reentry"``: the prefill path or a deflection, like an arrival);
+``prefill``: it takes the shortest up prefill queue by rule (held while none is up), the behaviour before re-entry
+decisions existed, bit for bit."""
+REENTRY_DEFAULT = "policy"
+"""The default ``faults.reentry`` (issue 14: the victims re-enter prefill "or are deflected, by the policy's
+choice")."""
 
 _CLASS = {"prefill": "prefill", "decode": "decode", "link": "link"}
 _STATE_PAIRS = {  # kind -> (state machine, state it needs, state it leaves)
@@ -160,11 +168,13 @@ class RandomFailures:
 
 @dataclass(frozen=True)
 class FaultsConfig:
-    """The ``faults:`` section: ``events`` (timed, see :class:`FaultEvent`) and ``random`` (see
-    :class:`RandomFailures`). Empty (the default): no fault, the run is the fault-free one bit for bit."""
+    """The ``faults:`` section: ``events`` (timed, see :class:`FaultEvent`), ``random`` (see
+    :class:`RandomFailures`) and ``reentry`` (one of :data:`REENTRY_MODES`, default :data:`REENTRY_DEFAULT`). No
+    event and no generator (the default): no fault, the run is the fault-free one bit for bit."""
 
     events: tuple[FaultEvent, ...] = ()
     random: RandomFailures | None = None
+    reentry: str = REENTRY_DEFAULT
 
     @property
     def enabled(self) -> bool:
@@ -176,8 +186,8 @@ class FaultsConfig:
         if d is None:
             return cls()
         if not isinstance(d, dict):
-            raise ConfigError(where, "faults", d, "a mapping with keys events, random")
-        check_keys(where, d, ("events", "random"))
+            raise ConfigError(where, "faults", d, "a mapping with keys events, random, reentry")
+        check_keys(where, d, ("events", "random", "reentry"))
         raw = d.get("events") or []
         if not isinstance(raw, list):
             raise ConfigError(where, "events", raw, "a list of events")
@@ -185,12 +195,16 @@ class FaultsConfig:
             raise ConfigError(where, "events", f"{len(raw)} events", f"at most {MAX_TIMED_EVENTS} events")
         events = tuple(FaultEvent.from_dict(e, f"{where}: events[{i}]") for i, e in enumerate(raw))
         rnd = RandomFailures.from_dict(d["random"], f"{where}: random") if d.get("random") is not None else None
-        return cls(events, rnd)
+        reentry = d.get("reentry", REENTRY_DEFAULT)
+        if not isinstance(reentry, str) or reentry not in REENTRY_MODES:
+            raise ConfigError(where, "reentry", reentry, " or ".join(REENTRY_MODES))
+        return cls(events, rnd, reentry)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"events": [e.to_dict() for e in self.events]}
         if self.random is not None:
             out["random"] = self.random.to_dict()
+        out["reentry"] = self.reentry
         return out
 
     def ordered(self) -> list[FaultEvent]:

@@ -122,6 +122,7 @@ class KairosEnv(gym.Env):
         self._native_obs, self._native_mask = self._native.buffers()
         self._n_actions = self.action_layout.n
         self._pull = sc.deflection.decision_points == "arrival+pull"  # info["pull"]: the step answered a pull
+        self._faults = sc.faults.enabled  # info["reentry"]: the step answered a re-entry decision (a failure's victim)
         self._native_live = False  # a decision is pending
 
     # ------------------------------------------------------------------ gymnasium API
@@ -173,7 +174,9 @@ class KairosEnv(gym.Env):
             raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "
                                "was never called); call reset()")
         a = action if type(action) is int and 0 <= action < self._n_actions else self.action_layout.index(action)
-        was_pull = self._pull and self.sim._core.pending_kind == 1
+        kind = self.sim._core.pending_kind  # 0 arrival, 1 pull, 2 re-entry (src/core/pull.hpp)
+        was_pull = self._pull and kind == 1
+        was_reentry = kind == 2
         valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now = self._native.step(a)
         if not valid:
             self._n_invalid += 1
@@ -183,7 +186,8 @@ class KairosEnv(gym.Env):
         sim = self.sim
         track = self._track_slo
         if track:
-            self._slo.add(rid)
+            if not was_reentry:  # a re-entry's request is tracked since its arrival
+                self._slo.add(rid)
             met, met_tokens, missed = self._slo.update(sim)
             reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
                                  ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
@@ -209,6 +213,8 @@ class KairosEnv(gym.Env):
         }
         if self._pull:
             info["pull"] = was_pull
+        if self._faults:
+            info["reentry"] = was_reentry
         return self._end_step(obs, reward, terminated, truncated, info, a, valid,
                               (met, missed) if track else None)
 

@@ -14,7 +14,8 @@ The layout (flat order = the order of :attr:`ObservationLayout.features`) is gro
 ``dict`` observation mode is a set of reshaped slices of the flat vector: ``global`` (2), ``request``
 (1, plus 1 with ``oracle``, plus 1 under ``deflection.decision_points: arrival+pull``), ``prefill``
 (P x 5), ``decode`` (D x 12), ``deflect_step`` (D x K) and ``deflect_ttft`` (D x K), plus ``availability``
-(P + D: 1 when the node is up) only when the scenario has a ``faults:`` section (docs/reliability.md).
+(P + D: 1 when the node is up; then ``decision_reentry``: 1 at a re-entry decision) only when the scenario has a
+``faults:`` section (docs/reliability.md).
 See ``docs/env.md`` for the full table.
 """
 
@@ -27,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from kairos_gym.config import ScenarioConfig
-from kairos_gym.sim.hook import PULL, DecisionContext
+from kairos_gym.sim.hook import PULL, REENTRY, DecisionContext
 
 # Fixed scales of the squashed token / request counts (documented in docs/env.md).
 QUEUE_TOKENS_SCALE = 16384.0
@@ -152,6 +153,8 @@ class ObservationLayout:
             for d in range(self.D):
                 add(f"d{d}_up", "unit", 1.0, "1 if decode node d is up (faults: a down node takes no work)",
                     "availability")
+            add("decision_reentry", "unit", 1.0, "1 at a re-entry decision (a request a node failure sent back; "
+                "faults.reentry: policy), 0 at an arrival or a pull", "availability")
         self.features: tuple[Feature, ...] = tuple(feats)
         self.size = len(feats)
         self.names = tuple(f.name for f in feats)
@@ -168,7 +171,7 @@ class ObservationLayout:
                   "decode": (self.D, len(DECODE_FIELDS)), "deflect_step": (self.D, self.K),
                   "deflect_ttft": (self.D, self.K)}
         if self.faults:
-            shapes["availability"] = (self.P + self.D,)
+            shapes["availability"] = (self.P + self.D + 1,)
         self.groups: dict[str, tuple[slice, tuple[int, ...]]] = {}
         off = 0
         for g, shape in shapes.items():
@@ -239,6 +242,7 @@ class ObservationLayout:
         if self.faults:
             v += [1.0 if pv.up else 0.0 for pv in ctx.prefill]
             v += [1.0 if dv.up else 0.0 for dv in ctx.decode]
+            v.append(1.0 if ctx.kind == REENTRY else 0.0)
         return v
 
     def encode(self, ctx: DecisionContext, out: np.ndarray) -> np.ndarray:

@@ -8,6 +8,10 @@ With ``deflection.decision_points: arrival+pull`` the simulator also asks at *pu
 "pull"``): a decode node's deflection slot just freed (``ctx.pull_node``) and ``ctx.request`` is a request still
 queued, not started, on a prefill node. The same menu is priced for it; the prefill path means "stay where it
 is", a deflection to ``pull_node`` pulls it off its queue (docs/scenarios.md, "Decision points").
+
+With a ``faults:`` section (``faults.reentry: policy``, the default) a request a node failure sends back is a
+*re-entry* decision (``ctx.kind == "reentry"``): the same menu as at an arrival, priced for the prefill it now needs
+(``request.prompt_tokens + ctx.emitted_tokens`` tokens), answered like an arrival (docs/reliability.md, "Faults").
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ ARRIVAL = "arrival"
 """``DecisionContext.kind`` of a decision about an arriving request."""
 PULL = "pull"
 """``DecisionContext.kind`` of a pull decision (a freed deflection slot; ``decision_points: arrival+pull``)."""
+REENTRY = "reentry"
+"""``DecisionContext.kind`` of a re-entry decision (a request a node failure sent back; ``faults.reentry: policy``)."""
 """``Decision.chunk`` value asking for a LargestSafe schedule instead of a fixed chunk size."""
 
 
@@ -77,6 +83,13 @@ class DecisionContext(NamedTuple):
     and ``inf`` at every other prefill node (no option: it cannot move), ``pull_node`` names the freed decode node
     and ``decode[d].can_deflect`` is False for every other node. Its time already waited is
     ``now_s - request.arrival_s``.
+
+    ``kind == "reentry"`` (faults): ``request`` was sent back by a node failure (it keeps its arrival time, and its
+    first token if it had one); it already emitted ``emitted_tokens`` tokens, so its prefill builds
+    ``request.prompt_tokens + emitted_tokens`` tokens and every prefill and deflection price (``ttft_prefill_s``,
+    ``step_s``, ``ttft_deflect_s``, ``largest_safe_*``) and ``can_deflect`` are for that size. It is answered like an
+    arrival (the prefill path: a named up node or the shortest up queue, held while none is up; or a deflection).
+    ``emitted_tokens`` is 0 at arrival and pull decisions.
     """
 
     now_s: float
@@ -95,6 +108,7 @@ class DecisionContext(NamedTuple):
     beta: float
     kind: str = ARRIVAL
     pull_node: int | None = None
+    emitted_tokens: int = 0
 
 
 class StaleContextError(RuntimeError):

@@ -355,6 +355,8 @@ def summarize_streaming(sim: Any, wall_time_s: float) -> dict[str, Any]:
     }
     if sc.overload.enabled:
         out.update(_overload_counts(sim, n_done))
+    if sc.faults.enabled:  # as in the exact summary: what the faults did
+        out["faults"] = sim.fault_counters()
     if not sim.done:
         n_pending = sim.n - sim.n_arrived
         settled = n_done + sim.n_rejected + sim.n_timed_out
@@ -375,8 +377,9 @@ def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) ->
     """``n_pending``, ``n_in_flight`` and ``slo_attainment`` over the settled requests of a partial run."""
     # PATH_PENDING marks requests not routed yet: every request not yet arrived, plus the one (if any)
     # that arrived and waits for its decision (decisions are taken in arrival order)
-    # (a pending pull decision is about a request already routed: it does not count)
-    awaiting_decision = 1 if sim._pending_rid is not None and getattr(sim, "pending_kind", None) != "pull" else 0
+    # (a pending pull or re-entry decision is about a request already routed: it does not count)
+    awaiting_decision = 1 if sim._pending_rid is not None and getattr(sim, "pending_kind", None) not in (
+        "pull", "reentry") else 0
     n_pending = int((path == PATH_PENDING).sum()) - awaiting_decision
     settled = n_done + sim.n_rejected + getattr(sim, "n_timed_out", 0)
     return {

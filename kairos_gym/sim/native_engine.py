@@ -30,6 +30,7 @@ from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.hook import (
     ARRIVAL,
     PULL,
+    REENTRY,
     Decision,
     DecisionContext,
     DecodeNodeView,
@@ -53,6 +54,13 @@ from kairos_gym.workload import Workload
 _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_safe_feasible": 8,
                 "largest_safe_ttft_s": 9, "largest_safe_first_chunk": 10}
 """Context field -> index of its buffer in ``_core.Simulator.menu_buffers()``."""
+
+_KINDS = (ARRIVAL, PULL, REENTRY)
+"""``_core.Simulator.pending_kind`` codes (src/core/pull.hpp DECISION_*) as ``DecisionContext.kind`` values."""
+
+_LOG_KIND_DECISION = (0, 0, 1, 1, 2, 2)
+"""Decision-log kind (prefill / deflect at an arrival, stay / deflect at a pull, prefill / deflect at a re-entry) ->
+the pending kind it answered."""
 
 _REFUSALS = (None, "deflection in flight", "batch full", "memory", "node down")
 """``_core.Simulator.node_refuses`` codes as reasons."""
@@ -206,6 +214,7 @@ class NativeSimulator:
             "info_realistic": sc.information.realistic, "info_staleness_s": float(sc.information.staleness_s),
             "info_model_error": float(sc.information.model_error),
             "pull": sc.deflection.decision_points == "arrival+pull",
+            "reentry_policy": sc.faults.enabled and sc.faults.reentry == "policy",
             **_overload_config(sc.overload), "ttft_slo_s": float(sc.slo.ttft_s),
             "stream_slots": sc.metrics.window if sc.metrics.mode == "streaming" else -1,
             "sketch_alpha": float(sc.metrics.relative_accuracy),
@@ -380,7 +389,10 @@ class NativeSimulator:
         """What the faults did so far (src/core/faults.hpp FaultCounters): ``events`` applied, re-entries by cause
         (``requeued``: queued or prefilling on a failed prefill node; ``transfers_lost``: KV lost with a prefill node;
         ``decode_reentries``: resident on a failed decode node; ``rerouted``: in transfer to one), ``refused_down``
-        (decisions naming a down node), ``held`` (held for want of an up prefill node) and ``held_now``."""
+        (decisions naming a down node), ``held`` (held for want of an up prefill node), ``held_now``,
+        ``reentry_decisions`` (re-entries offered to the policy, ``faults.reentry: policy``), ``reentry_deflected``
+        (of them, deflections accepted) and ``dropped_timed_out`` (victims that had already timed out: removed by the
+        failure, not re-entered)."""
         return dict(self._core.fault_counters())
 
     def node_up(self, kind: str, node: int) -> bool:
@@ -432,9 +444,10 @@ class NativeSimulator:
 
     @property
     def pending_kind(self) -> str | None:
-        """The pending decision's kind: ``"arrival"``, ``"pull"`` (``decision_points: arrival+pull``) or None."""
+        """The pending decision's kind: ``"arrival"``, ``"pull"`` (``decision_points: arrival+pull``), ``"reentry"``
+        (a request a node failure sent back; ``faults.reentry: policy``) or None."""
         core = self._core
-        return None if core.pending_rid < 0 else (PULL if core.pending_kind == 1 else ARRIVAL)
+        return None if core.pending_rid < 0 else _KINDS[core.pending_kind]
 
     @property
     def n_pull_decisions(self) -> int:
@@ -556,14 +569,12 @@ class NativeSimulator:
         """The pending decision's context: a :class:`~kairos_gym.sim.hook.LazyDecisionContext` over the core's
         menu buffers (priced in C++, decision_menu.cpp). The scalars are set now; the node views and price
         rows are built on first read (see :meth:`_ctx_field`), with the values the eager NamedTuple had."""
-        now, rid, arrival, prompt, output, kind, pull_node = self._core.menu_request()
+        now, rid, arrival, prompt, output, kind, pull_node, gen = self._core.menu_request()
         eager = self._ctx_base
         eager["now_s"] = now
         eager["request"] = tuple.__new__(RequestView, (rid, arrival, prompt, output if self.oracle else None))
-        if kind:
-            eager["kind"], eager["pull_node"] = PULL, pull_node
-        else:
-            eager["kind"], eager["pull_node"] = ARRIVAL, None
+        eager["kind"], eager["pull_node"] = _KINDS[kind], (pull_node if kind == 1 else None)
+        eager["emitted_tokens"] = gen
         ctx = self._ctx = LazyDecisionContext(self, self._ctx_gen, eager)
         return ctx
 
@@ -809,7 +820,8 @@ class NativeSimulator:
 
     def decision_log(self) -> np.ndarray:
         """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect at
-        an arrival, 2 stay / 3 deflect at a pull, node asked for or -1, chunk or 0 for LargestSafe): a copy."""
+        an arrival, 2 stay / 3 deflect at a pull, 4 prefill / 5 deflect at a re-entry, node asked for or -1, chunk
+        or 0 for LargestSafe): a copy."""
         return self._core.decision_log().reshape(-1, 4)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -853,9 +865,9 @@ def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:
         sim._noise_seed = state["noise_seed"]
         core.seed_noise(sim._noise_seed)
     for rid, kind, node, chunk in np.asarray(state["log"], dtype=np.int64).reshape(-1, 4).tolist():
-        if not core.next_decision() or core.pending_rid != rid or core.pending_kind != (kind >= 2):
+        if not core.next_decision() or core.pending_rid != rid or core.pending_kind != _LOG_KIND_DECISION[kind]:
             raise RuntimeError(f"NativeSimulator unpickle: the replay diverged at request {rid}")
-        if kind in (0, 2):
+        if kind in (0, 2, 4):
             core.apply_prefill(node)
         else:
             core.apply_deflect(node, chunk)

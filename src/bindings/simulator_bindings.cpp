@@ -90,6 +90,8 @@ CoreConfig config_from(const nb::dict& c) {
     cfg.admit_max_waiting = get<int64_t>(c, "admit_max_waiting");
     cfg.admit_max_ttft_s = get<double>(c, "admit_max_ttft_s");
     cfg.timeout_s = get<double>(c, "timeout_s");
+    // faults.reentry (reentry.cpp): true = policy (re-entry decisions), false or absent = prefill (by rule)
+    cfg.reentry_policy = c.contains("reentry_policy") && nb::cast<bool>(c["reentry_policy"]);
     cfg.ttft_slo_s = get<double>(c, "ttft_slo_s");
     cfg.stream_slots = get<int64_t>(c, "stream_slots");
     cfg.sketch_alpha = get<double>(c, "sketch_alpha");
@@ -164,10 +166,16 @@ void bind_faults(nb::class_<Simulator>& cls) {
                  d["rerouted"] = c.n_rerouted;
                  d["refused_down"] = c.n_refused_down;
                  d["held"] = c.n_held;
+                 d["reentry_decisions"] = c.n_reentry_decisions;
+                 d["reentry_deflected"] = c.n_reentry_deflected;
+                 d["dropped_timed_out"] = c.n_dropped_timed_out;
                  d["held_now"] = static_cast<int64_t>(s.held().size());
                  return d;
              },
              "What the faults did so far (faults.hpp FaultCounters), plus held_now: requests held right now.")
+        .def_prop_ro("reentry_queue_size",
+                     [](const Simulator& s) { return static_cast<int64_t>(s.reentry_queue().size()); },
+                     "Victims of a failure still waiting for their re-entry decision (faults.reentry: policy).")
         .def("node_up",
              [](const Simulator& s, bool decode, int64_t i) {
                  const int64_t n = decode ? s.config().n_decode : s.config().n_prefill;
@@ -374,7 +382,7 @@ void bind_simulator(nb::module_& m) {
              "The pending decision's error factors 1 + e: prefill nodes, then decode nodes (empty on exact).")
         .def("column", &request_column, nb::arg("name"), "A per-request column as a read-only numpy view.")
         .def_prop_ro("pending_rid", &Simulator::pending_rid)
-        .def_prop_ro("pending_kind", &Simulator::pending_kind, "0: an arrival decision, 1: a pull decision (pull.hpp).")
+        .def_prop_ro("pending_kind", &Simulator::pending_kind, "0: an arrival decision, 1: a pull decision, 2: a re-entry decision (pull.hpp).")
         .def_prop_ro("pull_node", &Simulator::pull_node, "At a pull: the decode node whose slot freed, else -1.")
         .def_prop_ro("n_pull_decisions", [](const Simulator& s) { return s.counters().n_pull_decisions; })
         .def_prop_ro("n_pulled", [](const Simulator& s) { return s.counters().n_pulled; })
@@ -416,10 +424,10 @@ void bind_simulator(nb::module_& m) {
         .def("menu_request",
              [](const Simulator& s) {
                  const DecisionMenu& m = s.menu();
-                 return nb::make_tuple(m.now, m.rid, m.arrival, m.prompt, m.output, m.kind, m.pull_node);
+                 return nb::make_tuple(m.now, m.rid, m.arrival, m.prompt, m.output, m.kind, m.pull_node, m.gen);
              },
-             "(now, rid, arrival, prompt, output or -1, kind 0 arrival / 1 pull, pull node or -1) of the last "
-             "decision's menu.")
+             "(now, rid, arrival, prompt, output or -1, kind 0 arrival / 1 pull / 2 re-entry, pull node or -1, "
+             "tokens already emitted) of the last decision's menu.")
         .def_rw("trace_on", &Simulator::trace_on)
         .def("trace",
              [](const Simulator& s) {

@@ -66,7 +66,7 @@ Action BaseDecider::decide(const DecisionMenu& m) {
             return Action{0, -1, 0};
         }
         default: {  // BASE_SL
-            if (dbl(m.prompt) < s.threshold) {
+            if (dbl(m.prompt + m.gen) < s.threshold) {  // the prefill's tokens (+ gen at a re-entry)
                 int64_t d = least_loaded_deflectable(m);
                 if (d >= 0) return Action{1, d, s.chunk};
             }
@@ -113,7 +113,7 @@ double BaseDecider::queue_wait_s(int64_t queued_tokens, int64_t queued_requests)
 // Kairos._decide with a fresh view (refreshed at every decision) and factors 1.0
 Action BaseDecider::kairos(const DecisionMenu& m) {
     const BaseSpec& s = spec_;
-    const int64_t prompt = m.prompt;
+    const int64_t prompt = m.prompt + m.gen;  // the prefill's tokens (a re-entry after a failure: + gen)
     double xfer = 0.0;
     if (!(s.xfer_per_token_s == 0.0 && s.xfer_setup_s == 0.0)) xfer = s.xfer_setup_s + dbl(prompt) * s.xfer_per_token_s;
     const double base_p = own_prefill_s(prompt) + xfer;

@@ -7,7 +7,8 @@
 //   sq                  SQ: deflect when the shortest prefill queue (tokens or requests) > threshold (sq-ls: chunk 0)
 //   sl                  SL: deflect prompts shorter than threshold tokens (sl-ls: chunk 0)
 // Every one is Markov in the simulator state (no memory between decisions), which the Oracle's improvement
-// property needs. Times in seconds, sizes in tokens.
+// property needs. At a re-entry decision (faults.reentry: policy) each decides as at an arrival, on the prefill
+// the request now needs (prompt + gen tokens: DecisionMenu::gen). Times in seconds, sizes in tokens.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -70,18 +70,21 @@ void Simulator::menu_request_terms(int64_t rid, double& own, double& xfer) {
     m.arrival = wl_->arrival[rid];
     m.prompt = prompt;
     m.output = oracle_ ? wl_->output[rid] : -1;
-    m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) rewrites the kind and its rows after this
+    m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) / raise_reentry (reentry.cpp) rewrite it after this
     m.pull_node = -1;
-    own = pricer_.prefill_alone(prompt, cfg_.prefill_token_budget);
+    m.gen = R_->gen[rid];
+    // the prefill it needs: prompt + gen tokens (gen = 0 but for a re-entry after a failure: then the arrival's)
+    const int64_t pre = pre_len(rid);
+    own = pricer_.prefill_alone(pre, cfg_.prefill_token_budget);
     xfer = (cfg_.transfer_enabled && cfg_.ttft_includes_transfer)
-               ? cfg_.transfer_setup_s + dbl(prompt * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth
+               ? cfg_.transfer_setup_s + dbl(pre * cfg_.kv_bytes_per_token) / cfg_.transfer_bandwidth
                : 0.0;
 }
 
 void Simulator::build_exact_menu(int64_t rid) {
     DecisionMenu& m = menu_;
     const double now = now_;
-    const int64_t prompt = wl_->prompt[rid];
+    const int64_t prompt = pre_len(rid);  // the tokens its prefill builds (the prompt but for a re-entry)
     double own = 0.0, xfer = 0.0;
     menu_request_terms(rid, own, xfer);
     // utilization proxy of every node now: the EWMA decayed over the idle time since its last step

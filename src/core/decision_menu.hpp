@@ -21,7 +21,9 @@ struct DecisionMenu {
     double arrival = 0.0;
     int64_t prompt = 0;
     int64_t output = -1;  // -1 unless the simulator runs with oracle=True
-    int64_t kind = 0;       // DECISION_ARRIVAL (0) or DECISION_PULL (1, pull.hpp)
+    int64_t kind = 0;       // DECISION_ARRIVAL (0), DECISION_PULL (1) or DECISION_REENTRY (2, pull.hpp)
+    int64_t gen = 0;        // tokens the request already emitted (a re-entry after a failure; else 0): the
+                            // menu prices its prefill of prompt + gen tokens (faults.hpp, reentry.cpp)
     int64_t pull_node = -1; // at a pull: the decode node whose deflection slot freed (else -1)
     std::vector<int64_t> prefill_i;  // [P, 2]: queued_tokens, queued_requests
     std::vector<double> prefill_f;   // [P, 2]: predicted_wait_s, utilization

@@ -3,8 +3,9 @@
 //
 // A request a failure touches re-enters the prefill path (Simulator::reenter) with the tokens it already emitted
 // (`gen`, vLLM's recompute: its re-prefill builds prompt + gen tokens) and its worst gap so far; it keeps its
-// arrival time (TTFT) and its first token if it had one. Victims are re-dispatched in arrival (rid) order, each to
-// the up prefill node with the fewest queued tokens (ties: the lowest index), or held until a prefill node is up.
+// arrival time (TTFT) and its first token if it had one. Victims go back in arrival (rid) order (send_back,
+// reentry.cpp): each offered to the policy as a re-entry decision (faults.reentry: policy), or (reentry: prefill)
+// sent to the up prefill node with the fewest queued tokens (ties: the lowest index), or held until one is up.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -13,6 +14,14 @@
 #include "simulator.hpp"
 
 namespace kairos {
+
+// The requests a fault's scan visits, in id order: the arrived ones (a request not arrived yet holds nothing).
+// In streaming mode (a ring of per-request slots) only the last `slots` arrivals can still hold their slot, and
+// one whose slot a later request took has retired (the slot's data is the later request's): skipped.
+static int64_t scan_begin(const Requests& R, int64_t arrived) {
+    return R.ring() ? std::max<int64_t>(0, arrived - static_cast<int64_t>(R.path.size())) : 0;
+}
+static bool in_scan(const Requests& R, int64_t r) { return !R.ring() || R.occupant[r] == r; }
 
 namespace {
 double dbl(int64_t v) { return static_cast<double>(v); }
@@ -138,7 +147,8 @@ void Simulator::fail_prefill(PrefillNode& node) {
                     break;
                 }
     }
-    for (const PrefillItem& it : node.queue) v.push_back({it.rid, R.gen[it.rid], R.carry_gap[it.rid]});
+    for (const PrefillItem& it : node.queue)  // (one timed out in the aborted step is removed now: reentry.cpp)
+        if (!drop_if_timed_out(it.rid)) v.push_back({it.rid, R.gen[it.rid], R.carry_gap[it.rid]});
     fc_.n_requeued += static_cast<int64_t>(v.size());
     node.queue.clear();
     node.queued_tokens = 0;
@@ -151,14 +161,15 @@ void Simulator::fail_prefill(PrefillNode& node) {
     // (their decode-side reservation is released) and requests awaiting decode memory
     FairShareLink& link = links_[static_cast<size_t>(node.idx)];
     const size_t n_queued = v.size();
-    for (int64_t r = 0; r < n_; ++r) {
+    for (int64_t r = scan_begin(R, c_.n_arrived); r < c_.n_arrived; ++r) {
+        if (!in_scan(R, r)) continue;
         if (R.p_node[r] != node.idx || R.path[r] != PATH_PREFILL) continue;
         if (std::isnan(R.xfer_start[r]) || !std::isnan(R.xfer_end[r])) continue;
         DecodeNode& d = dnodes_[static_cast<size_t>(R.d_node[r])];
         d.kv_reserved -= kv_need(r);
         d.incoming -= 1;
         if (link.contains(r)) link.remove(r, now_);
-        v.push_back({r, emitted_waiting(r), R.carry_gap[r]});
+        if (!drop_if_timed_out(r)) v.push_back({r, emitted_waiting(r), R.carry_gap[r]});
     }
     for (auto it = awaiting_memory_.begin(); it != awaiting_memory_.end();) {
         if (R.p_node[*it] == node.idx) {
@@ -171,7 +182,7 @@ void Simulator::fail_prefill(PrefillNode& node) {
     fc_.n_transfers_lost += static_cast<int64_t>(v.size() - n_queued);
     std::sort(v.begin(), v.end());
     for (const Victim& x : v) reenter(x.rid, x.gen, x.gap);
-    for (const Victim& x : v) dispatch_prefill(x.rid);
+    for (const Victim& x : v) send_back(x.rid);  // reentry.cpp: a decision each, or the shortest up queue
     schedule_link(node.idx);
     retry_memory();  // decode memory the lost transfers held is free
 }
@@ -208,7 +219,8 @@ void Simulator::fail_decode(DecodeNode& d) {
         v.push_back({r, gen, gap});
         r = next;
     }
-    if (d.has_defl) v.push_back({d.defl.rid, R.gen[d.defl.rid], R.carry_gap[d.defl.rid]});  // its prefill is lost
+    if (d.has_defl && !drop_if_timed_out(d.defl.rid))  // its prefill is lost (timed out in its chunk step: removed)
+        v.push_back({d.defl.rid, R.gen[d.defl.rid], R.carry_gap[d.defl.rid]});
     auto swapped_out = [&](int64_t r) {
         R.swapped[r] = 0;
         n_swap_state_ -= 1;
@@ -220,7 +232,8 @@ void Simulator::fail_decode(DecodeNode& d) {
     }
     for (int64_t r : d.swapped) swapped_out(r);
     std::vector<int64_t> moving;  // transfers to this node: the KV is still on its prefill node, sent again
-    for (int64_t r = 0; r < n_; ++r) {
+    for (int64_t r = scan_begin(R, c_.n_arrived); r < c_.n_arrived; ++r) {
+        if (!in_scan(R, r)) continue;
         if (n_swap_state_ && R.swapped[r] && R.d_node[r] == d.idx) swapped_out(r);  // swapping in
         else if (R.path[r] == PATH_PREFILL && R.d_node[r] == d.idx && !std::isnan(R.xfer_start[r]) &&
                  std::isnan(R.xfer_end[r]))
@@ -245,7 +258,7 @@ void Simulator::fail_decode(DecodeNode& d) {
     fc_.n_decode_reentries += static_cast<int64_t>(v.size());
     std::sort(v.begin(), v.end());
     for (const Victim& x : v) reenter(x.rid, x.gen, x.gap);
-    for (const Victim& x : v) dispatch_prefill(x.rid);
+    for (const Victim& x : v) send_back(x.rid);  // reentry.cpp: a decision each, or the shortest up queue
     std::vector<int64_t> links;
     for (int64_t r : moving) {
         const int64_t pi = R.p_node[r];
@@ -258,9 +271,10 @@ void Simulator::fail_decode(DecodeNode& d) {
         R.xfer_start[r] = NaN;
         R.d_node[r] = -1;
         R.kv_moved[r] = 0;
-        fc_.n_rerouted += 1;
+        if (!is_timed_out(r)) fc_.n_rerouted += 1;
     }
-    for (int64_t r : moving) route_to_decode(r);  // another up node with room, or awaiting memory
+    for (int64_t r : moving)  // another up node with room, or awaiting memory (timed out in transfer: removed now)
+        if (!drop_if_timed_out(r)) route_to_decode(r);
     std::sort(links.begin(), links.end());
     links.erase(std::unique(links.begin(), links.end()), links.end());
     for (int64_t pi : links) schedule_link(pi);

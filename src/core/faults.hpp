@@ -48,6 +48,9 @@ struct FaultCounters {
     int64_t n_rerouted = 0;         // in transfer to a decode node that went down: the transfer starts again
     int64_t n_refused_down = 0;     // decisions that named a down node (refused, counted, then the prefill path)
     int64_t n_held = 0;             // re-entries or decisions held because no prefill node was up (total)
+    int64_t n_reentry_decisions = 0;  // re-entries offered to the policy (faults.reentry: policy; reentry.cpp)
+    int64_t n_reentry_deflected = 0;  // of them, deflections accepted (prefilled on a decode node, no transfer)
+    int64_t n_dropped_timed_out = 0;  // victims that had already timed out (overload.timeout_s): removed, not re-entered
 };
 
 }  // namespace kairos

@@ -100,7 +100,7 @@ void Simulator::refresh_decode_copy(size_t i) {
 
 void Simulator::note_prefill(int64_t pn, int64_t rid) {
     if (!info_.view.valid) return;  // no decision served yet (a replay starts at a decision: never here)
-    info_.view.p[static_cast<size_t>(pn)].enqueue(rid, wl_->prompt[rid]);
+    info_.view.p[static_cast<size_t>(pn)].enqueue(rid, pre_len(rid));
 }
 
 void Simulator::note_deflect(int64_t d, int64_t rid, bool ok) {
@@ -108,14 +108,14 @@ void Simulator::note_deflect(int64_t d, int64_t rid, bool ok) {
     DecodeCopy& c = info_.view.d[static_cast<size_t>(d)];
     if (ok) {
         c.in_flight = true;
-        c.remaining = wl_->prompt[rid];
+        c.remaining = pre_len(rid);
         return;
     }
     if (menu_.decode_b[static_cast<size_t>(2 * d + 1)]) info_.n_stale_refusals += 1;  // offered, then refused
     c.refused = true;
     // the refused request takes the shortest (true) prefill queue (apply_deflect); the dispatcher routed it
     const int64_t sq = shortest_queue();  // -1: no prefill node up (faults), the request is held
-    if (sq >= 0) info_.view.p[static_cast<size_t>(sq)].enqueue(rid, wl_->prompt[rid]);
+    if (sq >= 0) info_.view.p[static_cast<size_t>(sq)].enqueue(rid, pre_len(rid));
 }
 
 // A pull answered (pull.cpp): a pulled request leaves its prefill queue in the copy and marks the freed node busy;
@@ -146,7 +146,7 @@ void Simulator::build_served_menu(int64_t rid) {
         const double sigma = ic.model_error * std::sqrt(PI / 2.0);
         for (double& f : I.factors) f = std::max(MIN_ERROR_FACTOR, 1.0 + sigma * I.rng.normal());
     }
-    const int64_t prompt = wl_->prompt[rid];
+    const int64_t prompt = pre_len(rid);  // the tokens its prefill builds (the prompt but for a re-entry)
     double own = 0.0, xfer = 0.0;
     menu_request_terms(rid, own, xfer);
     for (int64_t i = 0; i < P; ++i) {

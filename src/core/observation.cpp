@@ -12,7 +12,7 @@ double dbl(int64_t v) { return static_cast<double>(v); }
 }  // namespace
 
 int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull, bool faults) {
-    return 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 * P + 12 * D + 2 * D * K + (faults ? P + D : 0);
+    return 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 * P + 12 * D + 2 * D * K + (faults ? P + D + 1 : 0);
 }
 
 void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
@@ -73,6 +73,7 @@ void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
     if (p.faults) {  // availability (faults.hpp)
         for (int64_t i = 0; i < m.P; ++i) put(m.up_p[static_cast<size_t>(i)] ? 1.0 : 0.0);
         for (int64_t j = 0; j < m.D; ++j) put(m.up_d[static_cast<size_t>(j)] ? 1.0 : 0.0);
+        put(m.kind == DECISION_REENTRY ? 1.0 : 0.0);  // a re-entry decision (reentry.cpp)
     }
 }
 

@@ -24,10 +24,11 @@ struct ObsParams {
     bool oracle = false;         // one more request feature: log1p(output) * log_den
     bool pull = false;           // decision_points arrival+pull: one more request feature, 1 at a pull decision
     bool faults = false;         // a faults: section: P + D availability features at the end (1: the node is up)
+                                 // and one more, 1 at a re-entry decision (DECISION_REENTRY)
 };
 
 // number of features of a menu's shape: 2 + (oracle ? 2 : 1) + (pull ? 1 : 0) + 5 P + 12 D + 2 D K
-// (+ P + D with faults)
+// (+ P + D + 1 with faults)
 int64_t obs_size(int64_t P, int64_t D, int64_t K, bool oracle, bool pull = false, bool faults = false);
 // write the observation of `m` into out[0, obs_size)
 void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out);

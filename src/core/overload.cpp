@@ -17,6 +17,10 @@
 // - KV arrived, waiting for a decode step (pending): removed now, its reservation released;
 // - a deflection not on its last chunk: the chunk step in progress ends, then the deflection is cancelled and
 //   its reservation released (at once when no chunk step runs).
+// - faults: held while no prefill node is up: removed now (from the held queue); a victim of a failure that had
+//   already timed out (flagged above, its step or transfer cut short by the failure) is removed by the failure
+//   instead of re-entering (reentry.cpp drop_if_timed_out). A request with a first token never times out, before
+//   or after a failure (it keeps its first token when it re-enters).
 // Every release is followed by a retry of the requests waiting for memory, so KV is conserved: at the end no
 // node holds a reservation.
 #include <algorithm>
@@ -55,7 +59,24 @@ void Simulator::on_timeout(int64_t rid) {
     Requests& R = *R_;
     if (R.ring() && R.occupant[rid] != rid) return;  // streaming: retired, its slot taken by a later request
     if (!std::isnan(R.first_token[rid]) || is_timed_out(rid)) return;  // served in time (or already out)
-    const int64_t p = wl_->prompt[rid], o = wl_->output[rid];
+    const int64_t p = wl_->prompt[rid] + R.gen[rid], o = wl_->output[rid];  // its prefill: prompt + gen (faults)
+    if (R.path[rid] == PATH_PREFILL && R.p_node[rid] < 0 && std::isnan(R.prefill_end[rid])) {
+        // faults: held while no prefill node is up (or waiting for its re-entry decision, which no event
+        // precedes): removed now
+        auto it = std::find(held_.begin(), held_.end(), rid);
+        if (it != held_.end()) {
+            held_.erase(it);
+        } else {
+            auto q = std::find(reentry_q_.begin(), reentry_q_.end(), rid);
+            if (q == reentry_q_.end()) throw std::logic_error("simulator: a timed-out request is lost (no node)");
+            reentry_q_.erase(q);
+        }
+        R.timed_out[rid] = now_;
+        c_.n_timed_out += 1;
+        c_.waiting -= 1;
+        retire(rid);
+        return;
+    }
     // 1. is the step that makes its first token running? Then it is served, late; nothing changes.
     bool remove_now = false;  // false: flagged, removed at the end of the step it is in
     DecodeNode* dn = R.d_node[rid] >= 0 ? &dnodes_[static_cast<size_t>(R.d_node[rid])] : nullptr;

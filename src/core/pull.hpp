@@ -16,11 +16,14 @@ namespace kairos {
 
 constexpr int64_t DECISION_ARRIVAL = 0;  // a request arrived: route it
 constexpr int64_t DECISION_PULL = 1;     // a deflection slot freed: pull the nominated candidate or not
+constexpr int64_t DECISION_REENTRY = 2;  // faults.reentry: policy: a failure's victim re-enters (reentry.cpp)
 
 // LoggedDecision.kind values
 constexpr int64_t LOG_PREFILL = 0;
 constexpr int64_t LOG_DEFLECT = 1;
 constexpr int64_t LOG_PULL_STAY = 2;
 constexpr int64_t LOG_PULL_DEFLECT = 3;
+constexpr int64_t LOG_REENTRY_PREFILL = 4;  // a re-entry decision (reentry.cpp): the prefill path
+constexpr int64_t LOG_REENTRY_DEFLECT = 5;  // a re-entry decision: a deflection
 
 }  // namespace kairos

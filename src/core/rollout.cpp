@@ -36,6 +36,7 @@ Objective objective(const Simulator& sim, double ttft_slo_s, double tbt_slo_s) {
 
 std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks) {
     const DecisionMenu& m = sim.menu();
+    const int64_t L = m.prompt + m.gen;  // the prefill's tokens (a re-entry after a failure: + gen)
     std::vector<Action> out{Action{0, -1, 0}};
     const std::vector<int64_t>& menu = sim.config().menu;  // increasing
     const int64_t smallest = *std::min_element(menu.begin(), menu.end());
@@ -44,10 +45,10 @@ std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks) {
     for (int64_t d = 0; d < m.D; ++d) {
         if (m.decode_b[static_cast<size_t>(2 * d + 1)] == 0) continue;
         out.push_back(Action{1, d, 0});
-        if (!fixed_chunks || m.prompt <= smallest) continue;
+        if (!fixed_chunks || L <= smallest) continue;
         for (int64_t c : sizes) {
             out.push_back(Action{1, d, c});
-            if (c >= m.prompt) break;  // larger sizes: the same single chunk
+            if (c >= L) break;  // larger sizes: the same single chunk
         }
     }
     return out;
@@ -67,9 +68,10 @@ Action canonical_action(const Simulator& sim, const Action& a) {
     if (a.chunk == 0) return a;
     std::vector<int64_t> sizes(sim.config().menu);
     std::sort(sizes.begin(), sizes.end());
-    if (m.prompt <= sizes.front()) return Action{1, a.node, 0};
+    const int64_t L = m.prompt + m.gen;  // the prefill's tokens
+    if (L <= sizes.front()) return Action{1, a.node, 0};
     for (int64_t c : sizes)
-        if (c >= m.prompt) return a.chunk >= m.prompt ? Action{1, a.node, c} : a;
+        if (c >= L) return a.chunk >= L ? Action{1, a.node, c} : a;
     return a;
 }
 

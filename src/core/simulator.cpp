@@ -84,6 +84,7 @@ void Simulator::reset(WorkloadPtr wl) {
     faults_set_ = false;
     faults_queued_ = 0;
     held_.clear();
+    reentry_q_.clear();
     fc_ = FaultCounters{};
     push(wl_->arrival[0], EV_ARRIVAL, 0, 0);
 }
@@ -140,6 +141,7 @@ SimSnapshot Simulator::snapshot() const {
     s.faults_set = faults_set_;
     s.faults_queued = faults_queued_;
     s.held = held_;
+    s.reentry_q = reentry_q_;
     s.fc = fc_;
     return s;
 }
@@ -177,6 +179,7 @@ void Simulator::restore(const SimSnapshot& s) {
     menu_.prompt = m.prompt;
     menu_.output = m.output;
     menu_.kind = m.kind;
+    menu_.gen = m.gen;
     menu_.pull_node = m.pull_node;
     wl_ring_ = s.wl->ring() ? std::make_shared<Workload>(*s.wl) : nullptr;  // the snapshot's ring stays reusable
     wl_ = wl_ring_ ? WorkloadPtr(wl_ring_) : s.wl;
@@ -204,6 +207,7 @@ void Simulator::restore(const SimSnapshot& s) {
     faults_set_ = s.faults_set;
     faults_queued_ = s.faults_queued;
     held_ = s.held;
+    reentry_q_ = s.reentry_q;
     fc_ = s.fc;
 }
 
@@ -259,14 +263,14 @@ bool Simulator::next_decision() {
 
 int Simulator::advance() {
     if (pending_rid_ >= 0) return ADVANCE_DECISION;
-    while (!events_.empty()) {
+    while (!events_.empty() || !reentry_q_.empty()) {
+        if (!reentry_q_.empty() && raise_reentry()) return ADVANCE_DECISION;  // reentry.cpp: before any event
         // chunked workload: stop before the last loaded arrival while more may follow (its handler pushes the
         // next arrival, which must be loaded by then: the event order stays the whole workload's)
         if (wl_ring_ && !wl_->complete && events_.top().kind == EV_ARRIVAL && events_.top().a == n_ - 1)
             return ADVANCE_NEEDS_WORKLOAD;
         // faults never prolong a run: once every request is accounted for, the fault events left are dropped
-        if (faults_queued_ > 0 && static_cast<size_t>(faults_queued_) == events_.size() &&
-            c_.n_finished + c_.n_rejected == n_) {
+        if (faults_queued_ > 0 && static_cast<size_t>(faults_queued_) == events_.size() && all_settled()) {
             events_ = EventQueue{};
             faults_queued_ = 0;
             break;
@@ -391,9 +395,11 @@ void Simulator::apply_prefill(int64_t pn) {
     if (rid < 0) throw std::logic_error("simulator: apply with no pending decision");
     if (pn < -1 || pn >= cfg_.n_prefill) throw std::out_of_range("simulator: prefill node index");
     if (pending_kind_ == DECISION_PULL) return apply_pull_stay(pn);
+    const bool reentry = pending_kind_ == DECISION_REENTRY;  // reentry.cpp: answered like an arrival
     pending_rid_ = -1;
+    pending_kind_ = DECISION_ARRIVAL;
     c_.n_decisions += 1;
-    if (!R_->ring()) log_.push_back({rid, 0, pn, 0});  // streaming mode keeps no decision log (O(run))
+    if (!R_->ring()) log_.push_back({rid, reentry ? LOG_REENTRY_PREFILL : LOG_PREFILL, pn, 0});  // streaming: no log
     if (pn >= 0 && pnodes_[static_cast<size_t>(pn)].down) {  // a down node takes no work: refused, counted
         fc_.n_refused_down += 1;
         c_.n_invalid += 1;
@@ -412,12 +418,15 @@ bool Simulator::apply_deflect(int64_t d, int64_t chunk) {
     if (chunk != 0 && std::find(cfg_.menu.begin(), cfg_.menu.end(), chunk) == cfg_.menu.end())
         throw std::out_of_range("simulator: a chunk size off the menu");
     if (pending_kind_ == DECISION_PULL) return apply_pull_deflect(d, chunk);
+    const bool reentry = pending_kind_ == DECISION_REENTRY;  // reentry.cpp: answered like an arrival
     pending_rid_ = -1;
+    pending_kind_ = DECISION_ARRIVAL;
     c_.n_decisions += 1;
-    if (!R_->ring()) log_.push_back({rid, 1, d, chunk});
+    if (!R_->ring()) log_.push_back({rid, reentry ? LOG_REENTRY_DEFLECT : LOG_DEFLECT, d, chunk});
     const bool ok = node_refuses(d, kv_need(rid)) == REFUSE_NONE;
     if (cfg_.info.realistic) note_deflect(d, rid, ok);  // before the physics: the copy is of the state before
     if (ok) {
+        if (reentry) fc_.n_reentry_deflected += 1;
         start_deflection(rid, dnodes_[static_cast<size_t>(d)], chunk);
         return true;
     }
@@ -619,7 +628,11 @@ void Simulator::advance_deflection(DecodeNode& d) {
         retry_memory();
         return;
     }
-    // joins the batch with its KV in place: no transfer (a re-entered request: gen tokens out already)
+    if (R_->gen[rid] > 0) {  // a re-entry with gen tokens out (reentry.cpp): admitted like the prefill path's
+        d.pending.push_front(rid);  // (plan_decode, next): its next token's gap spans the outage; KV in place
+        return;
+    }
+    // joins the batch with its KV in place: no transfer
     d.join(*R_, rid, prompt, wl_->output[rid] - std::max<int64_t>(R_->gen[rid], 1), R_->carry_gap[rid]);
 }
 

@@ -83,6 +83,9 @@ struct CoreConfig {
     int64_t admit_max_waiting = -1;  // reject an arrival when this many admitted requests wait (-1: no bound)
     double admit_max_ttft_s = -1.0;  // reject when the best predicted prefill-path TTFT exceeds it (s; < 0: none)
     double timeout_s = -1.0;         // a request without a first token this long after arrival times out (s)
+    // faults.reentry (reentry.cpp): true (`policy`): a failure's victims are offered to the policy one at a time
+    // (DECISION_REENTRY); false (`prefill`): each takes the shortest up prefill queue by rule (or is held)
+    bool reentry_policy = false;
     double ttft_slo_s = 1.0;         // s (the streaming summary's SLO attainment)
     // streaming metrics (streaming_metrics.hpp; scenario section `metrics`): -1 exact mode, else the ring's
     // request slots (a power of two) and the sketches' relative accuracy
@@ -149,7 +152,7 @@ public:
     // before the first decision) and read its state (refreshes, stale refusals, this decision's factors)
     void seed_noise(uint64_t seed) { info_.rng.seed(seed); }
     const InfoState& information() const { return info_; }
-    bool done() const { return pending_rid_ < 0 && events_.empty(); }
+    bool done() const { return pending_rid_ < 0 && events_.empty() && reentry_q_.empty(); }
 
     // state read by Python
     const CoreConfig& config() const { return cfg_; }
@@ -172,7 +175,7 @@ public:
     // Pricer::share_memos_from (VecStepper: N simulators of one scenario share their pricing memos)
     bool share_pricer_memos(const Simulator& o) { return pricer_.share_memos_from(o.pricer_); }
     int64_t pending_rid() const { return pending_rid_; }
-    // the pending decision's kind (DECISION_ARRIVAL / DECISION_PULL) and, at a pull, the freed decode node (else -1)
+    // the pending decision's kind (DECISION_ARRIVAL / DECISION_PULL / DECISION_REENTRY) and, at a pull, the freed decode node (else -1)
     int64_t pending_kind() const { return pending_kind_; }
     int64_t pull_node() const { return pull_node_; }
     double now() const { return now_; }
@@ -197,6 +200,8 @@ public:
     const std::vector<FaultEvent>& faults() const { return faults_; }
     const FaultCounters& fault_counters() const { return fc_; }
     const std::deque<int64_t>& held() const { return held_; }  // waiting for a prefill node to come up
+    // victims of a failure waiting for their re-entry decision (faults.reentry: policy; served before any event)
+    const std::deque<int64_t>& reentry_queue() const { return reentry_q_; }
     bool prefill_up(int64_t p) const { return pnodes_[static_cast<size_t>(p)].down == 0; }
     bool decode_up(int64_t d) const { return dnodes_[static_cast<size_t>(d)].down == 0; }
 
@@ -281,6 +286,13 @@ private:
     void reenter(int64_t rid, int64_t gen, double gap);  // back to the prefill path, its earlier attempt forgotten
     void dispatch_prefill(int64_t rid);  // the shortest up prefill queue, or held until one is up
     int64_t emitted_waiting(int64_t rid) const;  // tokens out of a request outside a batch (pending, transfer)
+    // re-entry decisions (reentry.cpp): a re-entered victim's way back (a decision, or the shortest up queue), the
+    // next re-entry decision, and a victim that had already timed out (removed now, never re-entered: true)
+    void send_back(int64_t rid);
+    bool raise_reentry();
+    bool drop_if_timed_out(int64_t rid);
+    // every request completed, rejected or timed out, and no timed-out request's KV left on a link (a cut one)
+    bool all_settled() const;
     int64_t pre_len(int64_t rid) const { return wl_->prompt[rid] + R_->gen[rid]; }  // tokens its prefill builds
     void account_stretch(DecodeNode& d, double end);  // a stretch's accounting and tokens (on_decode_boundary)
 
@@ -318,6 +330,7 @@ private:
     bool faults_set_ = false;
     int64_t faults_queued_ = 0;  // EV_FAULT events in the queue
     std::deque<int64_t> held_;
+    std::deque<int64_t> reentry_q_;
     FaultCounters fc_;
 };
 
@@ -350,6 +363,7 @@ struct SimSnapshot {
     bool faults_set = false;
     int64_t faults_queued = 0;
     std::deque<int64_t> held;
+    std::deque<int64_t> reentry_q;
     FaultCounters fc;
 };
 

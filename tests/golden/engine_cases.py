@@ -171,8 +171,8 @@ RECORDED_CONTEXT_FIELDS = ("now_s", "request", "prefill", "decode", "chunk_menu"
                            "ttft_prefill_s", "largest_safe_feasible", "largest_safe_ttft_s",
                            "largest_safe_first_chunk", "ttft_slo_s", "tbt_slo_s", "beta")
 """The DecisionContext fields the Python engine had when these cases were recorded. Fields added since (``kind``,
-``pull_node``: pull decisions) are checked to hold their arrival-only defaults and left out of the digests, so the
-records stay the Python engine's."""
+``pull_node``: pull decisions; ``emitted_tokens``: re-entry decisions) are checked to hold their arrival-only
+defaults and left out of the digests, so the records stay the Python engine's."""
 
 
 _RECORDED_VIEWS = {name: NamedTuple(name, [(f, Any) for f in cls._fields if f != "up"])  # type: ignore[misc]
@@ -192,7 +192,7 @@ def recorded_field(ctx: Any, f: str) -> Any:
 
 def context_repr(ctx: Any) -> str:
     """``repr(ctx)`` as the recorded DecisionContext printed it (its recorded fields, in order)."""
-    assert ctx.kind == "arrival" and ctx.pull_node is None, (ctx.kind, ctx.pull_node)
+    assert ctx.kind == "arrival" and ctx.pull_node is None and ctx.emitted_tokens == 0, (ctx.kind, ctx.pull_node)
     return "DecisionContext(" + ", ".join(f"{f}={recorded_field(ctx, f)!r}" for f in RECORDED_CONTEXT_FIELDS) + ")"
 
 

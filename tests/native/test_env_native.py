@@ -47,7 +47,7 @@ def test_lazy_context_is_tuple_like_and_materializes():
     b = nat.next_decision()
     a = NativeSimulator("small", seed=1).next_decision().materialize()
     assert type(a) is DecisionContext
-    assert len(b) == len(a) == 16 and b._fields == a._fields
+    assert len(b) == len(a) == 17 and b._fields == a._fields
     assert b[0] == a[0] and b[-1] == a[-1] and b[2:5] == a[2:5] and list(b) == list(a)
     assert b == a and a == b and hash(b) == hash(a) and repr(b) == repr(a)
     assert b._asdict() == a._asdict() and b._replace(beta=2.0) == a._replace(beta=2.0)

@@ -217,14 +217,14 @@ def test_down_nodes_are_unavailable_to_policies_refused_and_counted():
 
 
 def test_env_observation_and_mask_show_availability():
-    """The env of a fault scenario: P + D availability features (1 = up) at the end (the native encoder and the
-    Python table agree), and the mask closes a down decode node's actions; gym.make of the shipped fault ids
-    works."""
+    """The env of a fault scenario: P + D availability features (1 = up) and the re-entry flag (0 at an arrival) at
+    the end (the native encoder and the Python table agree), and the mask closes a down decode node's actions;
+    gym.make of the shipped fault ids works."""
     env = gym.make(scenario_env_id("bursty-prefill-failure")).unwrapped
     base = gym.make(scenario_env_id("bursty")).unwrapped
-    assert env.observation_space.shape[0] == base.observation_space.shape[0] + 4
+    assert env.observation_space.shape[0] == base.observation_space.shape[0] + 5
     obs, _ = env.reset(seed=0)
-    assert (obs[-4:] == 1.0).all()
+    assert (obs[-5:-1] == 1.0).all() and obs[-1] == 0.0
     sc = scenario([ev(2.0, "decode_down", 1), ev(8.0, "decode_up", 1)], n=200)
     from kairos_gym.env.core import KairosEnv
 
@@ -416,32 +416,30 @@ def test_ppo_checkpoint_refuses_a_fault_scenario():
         make_policy("ppo", load_scenario("bursty-prefill-failure"))
 
 
+@pytest.mark.parametrize("reentry", ["policy", "prefill"])
 @pytest.mark.parametrize("policy, over", [
     ("kairos-pull", {"deflection": {"decision_points": "arrival+pull"}}),
     ("kairos", {"information": {"track": "realistic"}}),
     ("always-deflect", {"cluster": {"ttft_includes_transfer": False}}),
 ])
-def test_faults_with_pulls_the_realistic_track_and_early_first_tokens(policy, over):
+def test_faults_with_pulls_the_realistic_track_and_early_first_tokens(policy, over, reentry):
     """Pull decisions, the realistic information track and first tokens at prefill end (ttft_includes_transfer
-    false) under prefill and decode failures and random failures: nothing lost, KV conserved at every decision."""
+    false) under prefill and decode failures and random failures, both re-entry modes: nothing lost, KV conserved
+    at every decision. Under ``reentry: prefill`` a request with tokens out resumes on the prefill path (it is no
+    pull candidate); under ``policy`` every re-entry was a decision."""
     events = [ev(4.0, "decode_down", 0), ev(6.0, "decode_up", 0), ev(5.0, "prefill_down", 1),
               ev(9.0, "prefill_up", 1), ev(7.0, "decode_down", 1), ev(7.5, "decode_up", 1)]
-    sc = scenario(events, random=RANDOM, **over)
+    sc = scenario(events, random=RANDOM, **over).with_overrides({"faults": {"reentry": reentry}})
     sim = Simulator(sc, seed=2)
     s = run_checked(sim, make_policy(policy, sc))
     check_end(sim, s)
-    assert s["faults"]["decode_reentries"] > 0 and s["faults"]["requeued"] > 0
+    f = s["faults"]
+    assert f["decode_reentries"] > 0 and f["requeued"] > 0
     if "deflection" in over:
         assert s["n_pull_decisions"] > 0
     gen = np.asarray(sim._core.column("gen"))
-    assert (np.asarray(sim.path)[gen > 0] == PATH_PREFILL).all()  # tokens out: resumed on the prefill path
-
-
-def test_timeouts_and_faults_cannot_be_combined_yet():
-    """A timed-out request held while no prefill node is up has no removal path yet: the combination is one
-    ConfigError naming overload.timeout_s, never a run that mis-accounts it (docs/reliability.md)."""
-    sc = load_scenario("bursty-prefill-failure").to_dict()
-    with pytest.raises(ConfigError) as e:
-        ScenarioConfig.from_dict({**sc, "overload": {"timeout_s": 5.0}})
-    assert e.value.field == "timeout_s"
-    ScenarioConfig.from_dict({**sc, "overload": {"admission_max_waiting": 100}})  # admission control is fine
+    if reentry == "prefill":
+        assert f["reentry_decisions"] == 0
+        assert (np.asarray(sim.path)[gen > 0] == PATH_PREFILL).all()  # tokens out: resumed on the prefill path
+    else:
+        assert f["reentry_decisions"] == f["decode_reentries"] + f["requeued"] + f["transfers_lost"]
