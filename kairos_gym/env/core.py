@@ -186,7 +186,7 @@ class KairosEnv(gym.Env):
         sim = self.sim
         track = self._track_slo
         if track:
-            if not was_reentry:  # a re-entry's request is tracked since its arrival
+            if kind == 0:  # a pulled or re-entering request is tracked since its arrival
                 self._slo.add(rid)
             met, met_tokens, missed = self._slo.update(sim)
             reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,

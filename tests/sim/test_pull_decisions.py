@@ -412,3 +412,27 @@ def test_pulls_on_the_realistic_track():
     assert arrivals == sim.n and pulls == sim.n_pull_decisions > 0 and pulled == sim.n_pulled > 0
     s = sim.summary()
     assert s["n_completed"] + s["n_rejected"] == sim.n
+
+
+@pytest.mark.parametrize("reward", ["slo", "goodput"])
+def test_env_slo_reward_counts_a_pulled_request_once(reward):
+    """A pulled request is tracked for the SLO rewards since its arrival: the pull step must not add it to the
+    tracker a second time (it would be counted met or missed twice when it finishes). Over an episode the
+    counts sum to the completed requests."""
+    env = KairosEnv(scenario(), max_decisions=None, reward=reward)
+    _, info = env.reset(seed=0)
+    W = env.action_layout.W
+    n_pull = counted = 0
+    done = False
+    while not done:
+        ctx = env.decision_context
+        if ctx.kind == PULL:
+            n_pull += 1
+            action = 1 + ctx.pull_node * W
+        else:
+            action = int(np.flatnonzero(info["action_mask"])[-1])
+        _, _, term, trunc, info = env.step(action)
+        counted += info["slo_met"] + info["slo_missed"]
+        done = term or trunc
+    assert n_pull > 0
+    assert counted == env.sim.summary()["n_completed"]
