@@ -141,6 +141,14 @@ class PPOAgent(BasePolicy):
             ls_layout = ActionLayout(sc.with_overrides({"deflection": {"largest_safe_action": True}}))
             if n_actions == ls_layout.n:
                 act_layout = ls_layout
+        if not dict_obs and shape is not None and shape != (obs_layout.size,) and sc.faults.enabled:
+            # a model trained without faults on a fault scenario: its observation has no availability group (the
+            # mask still closes a down decode node's actions, and the prefill path never picks a down node)
+            plain = ScenarioConfig.from_dict({k: v for k, v in sc.to_dict().items() if k != "faults"},
+                                             f"scenario {sc.name!r} without faults")
+            plain_layout = ObservationLayout(plain, oracle=self.oracle_obs, max_context=model.model.max_context)
+            if shape == (plain_layout.size,):
+                obs_layout = plain_layout
         if not dict_obs and shape is not None and shape != (obs_layout.size,):
             raise ConfigError("policy ppo", "path", self.path,
                               f"a model trained on this scenario's observation ({obs_layout.size} features; the model "

@@ -329,8 +329,8 @@ DECODE_FAILURE = ("bursty", {"faults": {"events": [ev(5.0, "decode_down", 0), ev
                                                    ev(11.0, "decode_down", 1), ev(13.0, "decode_up", 1)]}})
 
 
-# ppo refuses fault scenarios (its checkpoint's observation has no faults group: tests/sim/test_faults.py)
-@pytest.mark.parametrize("policy", sorted(p for p in POLICIES if p != "ppo"))
+# ppo included: on fault scenarios it reads the fault-free observation (tests/sim/test_faults.py)
+@pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("name", ["bursty-prefill-failure", "decode-failure"])
 def test_every_shipped_policy_with_faults_and_timeouts_conserves_and_is_deterministic(name, policy):
     """Faults + 3 s timeouts + re-entry decisions: conservation (completed + rejected + timed out = arrived, at
