@@ -144,11 +144,11 @@ class PPOAgent(BasePolicy):
             if n_actions == ls_layout.n:
                 act_layout = ls_layout
         if not dict_obs and shape is not None and shape != (obs_layout.size,):
-            raise ConfigError("policy ppo", "path", self.path,
+            raise ConfigError(f"policy {self.name}", "path", self.path,
                               f"a model trained on this scenario's observation ({obs_layout.size} features; the model "
                               f"expects shape {shape})")
         if n_actions is not None and n_actions != act_layout.n:
-            raise ConfigError("policy ppo", "path", self.path,
+            raise ConfigError(f"policy {self.name}", "path", self.path,
                               f"a model trained on this scenario's action space ({act_layout.n} actions; the model "
                               f"has {n_actions})")
         buf = np.zeros(obs_layout.size, dtype=np.float32)

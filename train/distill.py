@@ -547,7 +547,7 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
     save_dataset(out / "data.npz", data)
     cases, kairos = validation_suite(cfg)
     meta["validation_kairos"] = kairos
-    validate = functools_partial(validate_actor, cases=cases, kairos=kairos)
+    validate = _bind(validate_actor, cases=cases, kairos=kairos)
     for r in range(1, cfg.dagger_rounds + 1):
         t1 = time.perf_counter()
         student = train_student(data, cfg, cfg.seeds[0], validate, log=log).actor
@@ -582,7 +582,8 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
     return meta
 
 
-def functools_partial(fn: Callable[..., Any], **kw: Any) -> Callable[[Any], Any]:
+def _bind(fn: Callable[..., Any], **kw: Any) -> Callable[[Any], Any]:
+    """``actor -> fn(actor, **kw)``."""
     return lambda actor: fn(actor, **kw)
 
 
