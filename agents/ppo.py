@@ -38,12 +38,14 @@ from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision, DecisionContext
 
-__all__ = ["DEFAULT_CHECKPOINT", "GreedyActor", "PPOAgent"]
+__all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "GreedyActor", "PPOAgent", "PPOGeneral"]
 
 ALGOS = ("auto", "maskable_ppo", "ppo")
 ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO"}
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-kairos-v0" / "policy.json"
 """The shipped agent (agents/checkpoints/ppo-kairos-v0/README.md, safe format): used when no path is given."""
+GENERAL_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-general" / "policy.json"
+"""The general agent distilled from the Oracle (issue 13; agents/checkpoints/ppo-general/README.md): ``ppo-general``."""
 
 
 class PPOAgent(BasePolicy):
@@ -150,11 +152,11 @@ class PPOAgent(BasePolicy):
             if shape == (plain_layout.size,):
                 obs_layout = plain_layout
         if not dict_obs and shape is not None and shape != (obs_layout.size,):
-            raise ConfigError("policy ppo", "path", self.path,
+            raise ConfigError(f"policy {self.name}", "path", self.path,
                               f"a model trained on this scenario's observation ({obs_layout.size} features; the model "
                               f"expects shape {shape})")
         if n_actions is not None and n_actions != act_layout.n:
-            raise ConfigError("policy ppo", "path", self.path,
+            raise ConfigError(f"policy {self.name}", "path", self.path,
                               f"a model trained on this scenario's action space ({act_layout.n} actions; the model "
                               f"has {n_actions})")
         buf = np.zeros(obs_layout.size, dtype=np.float32)
@@ -215,3 +217,19 @@ class PPOAgent(BasePolicy):
     def describe(self) -> dict[str, Any]:
         algo = type(self.model).__name__ if self.model is not None else ALGO_CLASS[self.actor.algo]  # type: ignore[union-attr]
         return {**super().describe(), "path": self.path, "algo": algo}
+
+
+class PPOGeneral(PPOAgent):
+    """``ppo-general``: :class:`PPOAgent` with the general agent's checkpoint (:data:`GENERAL_CHECKPOINT`: the
+    rollout Oracle distilled into a 128x128 Tanh MLP over the benchmark's train split, train/distill.py) as its
+    default ``path``; everything else is PPOAgent's (safe format, 13 actions: the LargestSafe deflection is
+    offered on any task)."""
+
+    name = "ppo-general"
+
+    def __init__(self, scenario: Any = None, seed: int | None = 0, path: str | Path | None = None,
+                 algo: str = "auto", device: str = "cpu", obs_builder: Any = None, action_decoder: Any = None,
+                 mask_builder: Any = None, oracle: bool = False, model: Any = None,
+                 trust_checkpoint: bool = False) -> None:
+        super().__init__(scenario, seed, GENERAL_CHECKPOINT if path is None and model is None else path, algo,
+                         device, obs_builder, action_decoder, mask_builder, oracle, model, trust_checkpoint)

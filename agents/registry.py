@@ -15,7 +15,7 @@ from kairos_gym.agents.baselines import SL, SLLS, SQ, SQLS, AlwaysDeflect, Alway
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
-from kairos_gym.agents.ppo import PPOAgent
+from kairos_gym.agents.ppo import PPOAgent, PPOGeneral
 
 from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
@@ -54,6 +54,7 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
     "kairos-pull": KairosPull,
     "oracle": Oracle,
     "ppo": PPOAgent,
+    "ppo-general": PPOGeneral,
 }
 
 

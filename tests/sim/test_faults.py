@@ -399,8 +399,8 @@ def test_random_draws_past_the_event_bound_are_an_error_not_a_truncation(monkeyp
 SHIPPED = ("bursty-prefill-failure", "bursty-link-degraded")
 
 
-# ppo included: the shipped checkpoint (trained without faults) reads the fault-free observation on these scenarios
-# (agents/ppo.py), the mask keeps it off down decode nodes
+# ppo and ppo-general included: the shipped checkpoints (trained without faults) read the fault-free observation on
+# these scenarios (agents/ppo.py), the mask keeps them off down decode nodes
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_policy_on_the_shipped_fault_scenarios_loses_nothing(name, policy):
@@ -411,14 +411,15 @@ def test_every_shipped_policy_on_the_shipped_fault_scenarios_loses_nothing(name,
     assert (np.asarray(sim.first_token)[np.asarray(sim.path) >= 0] > 0).all()
 
 
-def test_ppo_checkpoint_reads_the_fault_free_observation_on_a_fault_scenario():
+@pytest.mark.parametrize("policy", ["ppo", "ppo-general"])
+def test_ppo_checkpoint_reads_the_fault_free_observation_on_a_fault_scenario(policy):
     """The shipped checkpoint's observation has no availability group (57 features; a fault scenario's has P + D + 1
     more): on a fault scenario it is served the same scenario's fault-free observation, and never deflects to a
     down decode node (the mask). A model whose size fits neither layout is still refused, naming the features."""
     sc = load_scenario("bursty-prefill-failure").with_overrides(
         {"workload": {"num_requests": 300},
          "faults": {"events": [ev(3.0, "decode_down", 0), ev(8.0, "decode_up", 0)]}})
-    pol = make_policy("ppo", sc)
+    pol = make_policy(policy, sc)
     sim = Simulator(sc, seed=0)
     ctx = sim.next_decision()
     n_down = 0
@@ -432,7 +433,7 @@ def test_ppo_checkpoint_reads_the_fault_free_observation_on_a_fault_scenario():
     assert n_down > 0 and sim.summary()["faults"]["refused_down"] == 0
     plain = load_scenario("bursty")
     with pytest.raises(ConfigError, match="features"):
-        make_policy("ppo", plain.with_overrides({"cluster": {"decode_nodes": 3}}))
+        make_policy(policy, plain.with_overrides({"cluster": {"decode_nodes": 3}}))
 
 
 @pytest.mark.parametrize("reentry", ["policy", "prefill"])
