@@ -82,7 +82,7 @@ REQUIRED = (BASELINE, COMPARISON, REFERENCE)
 BEST_STATIC = "best-static"
 """The entry that tunes a static rule (:data:`STATIC_GRID`) per task on the train instances."""
 DEFAULT_POLICIES = ("no-deflect,always-deflect,always-deflect-ls,sq,sq-ls,sl,sl-ls,best-static,kairos,kairos-exact,"
-                    "ppo,oracle")
+                    "ppo,ppo-general,oracle")
 REFUSED: dict[str, str] = {}
 """Registry names the leaderboard refuses, with why."""
 METRIC = "slo_attainment"
