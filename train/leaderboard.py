@@ -74,7 +74,7 @@ REFERENCE = "oracle"
 REFERENCE_LABEL = ("the clairvoyant rollout Oracle (agents/oracle.py: it knows the workload's future and rolls every "
                    "action out to the end of the instance under no-deflect, kairos-exact, always-deflect-ls, sq-ls, "
                    "sl-ls and the task's best-static rule; never below any of them on an instance)")
-NOT_HEURISTICS = (REFERENCE, "ppo")
+NOT_HEURISTICS = (REFERENCE, "ppo", "ppo-general")
 """Built-in entries that are not shipped heuristics (the headroom compares the Oracle with the best of the rest)."""
 COMPARISON = "kairos"
 """The policy every other is compared with, paired on the instances (probability of improvement, differences)."""
@@ -518,17 +518,17 @@ def headroom(figures: Mapping[str, Mapping[str, Mapping[str, list[float]]]], tas
              heuristics: Sequence[str]) -> dict[str, Any]:
     """The Oracle minus the best shipped heuristic on ``task``: the heuristic with the highest mean SLO attainment
     over the test instances (first in entry order on ties), the per-instance differences' mean with its 95%
-    Student-t half-width, wins/ties/losses of the Oracle, and ``where``: "headroom" when the interval lies
-    above 0, "none" when the mean difference is below :data:`MIN_HEADROOM` (one SLO-attainment point), else
-    "unclear"."""
+    Student-t half-width, wins/ties/losses of the Oracle, and ``where``: "none" when the mean difference is
+    below :data:`MIN_HEADROOM` (one SLO-attainment point: a gap that small is no room to schedule better, even
+    when its interval lies above 0), else "headroom" when the interval lies above 0, else "unclear"."""
     means = {h: float(np.mean(figures[h][task][METRIC])) for h in heuristics}
     best_h = max(heuristics, key=lambda h: (means[h], -list(heuristics).index(h)))
     x, y = figures[REFERENCE][task][METRIC], figures[best_h][task][METRIC]
     d = [a - b for a, b in zip(x, y, strict=True)]
     c = _ci(d)
     half = c["ci95"] if c["ci95"] is not None else math.inf
-    where = ("headroom" if c["mean"] is not None and c["mean"] - half > 0 else
-             "none" if c["mean"] is not None and c["mean"] < MIN_HEADROOM else "unclear")
+    where = ("none" if c["mean"] is not None and c["mean"] < MIN_HEADROOM else
+             "headroom" if c["mean"] is not None and c["mean"] - half > 0 else "unclear")
     return {"best": best_h, "best_mean": means[best_h], "oracle_mean": float(np.mean(x)), **c,
             "wins": sum(a > b for a, b in zip(x, y, strict=True)),
             "ties": sum(a == b for a, b in zip(x, y, strict=True)),
@@ -681,8 +681,8 @@ def _headroom_table(res: Mapping[str, Any]) -> list[str]:
         "Per task, the shipped heuristic with the best mean SLO attainment over the test instances (every built-in "
         f"entry but {', '.join(NOT_HEURISTICS)}; best-static included), and the Oracle's SLO attainment minus its on "
         "the same instance: mean ± half-width of the 95% Student-t interval, then the Oracle's wins / ties / "
-        f"losses. headroom: the interval lies above 0; none: the mean difference is below {MIN_HEADROOM:g}; "
-        "unclear: neither."
+        f"losses. none: the mean difference is below {MIN_HEADROOM:g}; headroom: otherwise, when the interval lies "
+        "above 0; unclear: neither."
         + (f" Oracle figures: {src.get('cache', 0)} instances from the cache (train/oracle_scores.json, checked "
            f"against fresh no-deflect and always-deflect-ls runs), {src.get('run', 0)} run now." if src else ""),
         "",

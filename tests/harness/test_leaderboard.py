@@ -131,6 +131,10 @@ def test_score_normalises_per_task_and_leaves_saturated_tasks_out():
     assert res["headroom"]["flat"]["best"] == "no-deflect"  # first in entry order on ties (1.0)
     assert res["headroom"]["flat"]["mean"] == 0.0 and res["headroom"]["flat"]["where"] == "none"
     assert score(figures, ["a"], reps=10, heuristics=["kairos"])["headroom"]["a"]["best"] == "kairos"
+    # a gap below one point is "none" even when its interval lies above 0 (0.002 on every instance)
+    tiny = {"no-deflect": {"a": _fig([0.1, 0.3])}, "oracle": {"a": _fig([0.502, 0.702])},
+            "kairos": {"a": _fig([0.5, 0.7])}}
+    assert score(tiny, ["a"], reps=10)["headroom"]["a"]["where"] == "none"
     # paired with kairos, instance by instance: x wins on the first (0.6 > 0.3), ties the second (0.5 = 0.5)
     p = res["paired"]["x"]["a"]
     assert (p["wins"], p["ties"], p["losses"]) == (1, 1, 0) and p["mean"] == pytest.approx(0.15)
