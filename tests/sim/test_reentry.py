@@ -26,7 +26,7 @@ from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE, REENTRY
 from kairos_gym.sim.metrics import PATH_DEFLECT
 
-from .test_faults import RANDOM, check_kv, ev, scenario
+from .test_faults import RANDOM, check_kv, ev, run_checked, scenario
 
 DECODE_DOWN = [ev(6.0, "decode_down", 1), ev(9.0, "decode_up", 1)]
 PREFILL_DOWN_ALL = [ev(6.0, "prefill_down", 0), ev(6.5, "prefill_down", 1), ev(9.0, "prefill_up", 1),
@@ -49,16 +49,6 @@ class DeflectReentries:
         self.seen.append((ctx.materialize(), self.sim.now, int(self.sim._core.column("gen")[rid])))
         d = least_loaded_deflectable(ctx)
         return Decision.prefill_path() if d is None else Decision.deflect(d, LARGEST_SAFE)
-
-
-def _drive(sim: Simulator, policy: Any, every: bool = True) -> dict[str, Any]:
-    ctx = sim.next_decision()
-    while ctx is not None:
-        if every:
-            check_kv(sim)
-        sim.apply(policy.decide(ctx))
-        ctx = sim.next_decision()
-    return sim.summary()
 
 
 def _end_checks(sim: Simulator, s: dict[str, Any]) -> None:
@@ -92,7 +82,7 @@ def test_every_victim_is_offered_one_reentry_decision_at_the_failure_time(events
     sc = scenario(events, n=300)
     sim = Simulator(sc, seed=3)
     pol = DeflectReentries(sim)
-    s = _drive(sim, pol)
+    s = run_checked(sim, pol)
     _end_checks(sim, s)
     f = s["faults"]
     assert f["reentry_decisions"] == f["decode_reentries"] + f["requeued"] + f["transfers_lost"] == len(pol.seen) > 0
@@ -290,7 +280,7 @@ def test_a_request_with_a_first_token_before_a_failure_never_times_out():
     sc = scenario(events, n=300, overload={"timeout_s": 1.0})
     sim = Simulator(sc, seed=3)
     pol = DeflectReentries(sim)
-    s = _drive(sim, pol, every=False)
+    s = run_checked(sim, pol, every_decision=False)
     _end_checks(sim, s)
     protected = [ctx.request.rid for ctx, _, gen in pol.seen if gen > 0]
     assert protected and s["n_timed_out"] > 0
@@ -308,7 +298,7 @@ def test_victims_that_already_timed_out_are_removed_not_reentered():
     for seed in range(4):
         sim = Simulator(sc, seed=seed)
         pol = DeflectReentries(sim)
-        s = _drive(sim, pol, every=False)
+        s = run_checked(sim, pol, every_decision=False)
         _end_checks(sim, s)
         if s["faults"]["dropped_timed_out"]:
             break
