@@ -15,7 +15,6 @@ Times in seconds, lengths in tokens, sizes in requests.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -24,13 +23,12 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.workload.arrivals import GammaArrival, MMPPArrival, PoissonArrival
 from kairos_gym.workload.config import WorkloadConfig
 from kairos_gym.workload.lengths import (
-    _MAX_DRAW,
-    MIN_ACCEPTANCE,
     ByStateLengths,
     EmpiricalLengths,
     FixedLengths,
     LognormalLengths,
     ParetoLengths,
+    TruncatedStream,
 )
 from kairos_gym.workload.streams import child_generators
 from kairos_gym.workload.traces import load_trace
@@ -39,37 +37,6 @@ MAX_CHUNK = 1 << 22
 """Largest chunk a :class:`WorkloadStream` hands out at once (requests)."""
 
 _EMPTY_F = np.empty(0, dtype=np.float64)
-_EMPTY_I = np.empty(0, dtype=np.int64)
-
-
-class TruncatedStream:
-    """:func:`~kairos_gym.workload.lengths.sample_truncated` resumable: value i is the i-th draw of ``draw`` that
-    rounds (``floor(x + 0.5)``) into ``[1, cap]``, whatever the sizes asked for. Accepted values of a batch not
-    handed out yet are kept for the next call (the whole sampler drops them: it never needs them)."""
-
-    def __init__(self, draw: Callable[[int], np.ndarray], cap: int, acceptance: float) -> None:
-        self._draw, self._cap, self._acceptance = draw, cap, acceptance
-        self._buf = _EMPTY_I
-
-    def take(self, n: int) -> np.ndarray:
-        """The next ``n`` values (int64 tokens)."""
-        parts = [self._buf]
-        have = self._buf.size
-        empty_rounds = 0
-        while have < n:
-            need = n - have
-            m = int(min(math.ceil(need / max(self._acceptance, MIN_ACCEPTANCE) * 1.1) + 64, _MAX_DRAW))
-            x = np.floor(self._draw(m) + 0.5)
-            x = x[(x >= 1) & (x <= self._cap)].astype(np.int64)
-            parts.append(x)
-            have += x.size
-            empty_rounds = 0 if x.size else empty_rounds + 1
-            if empty_rounds >= 1000:
-                raise RuntimeError(f"truncated sampling accepted nothing in 1000 batches "
-                                   f"(expected {self._acceptance:.3%})")
-        allv = np.concatenate(parts) if len(parts) > 1 else self._buf
-        self._buf = allv[n:].copy()
-        return allv[:n]
 
 
 class _LengthStream:

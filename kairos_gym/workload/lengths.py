@@ -59,30 +59,45 @@ class SampledLengths(Section):
         raise NotImplementedError
 
 
-def sample_truncated(draw: Callable[[int], np.ndarray], n: int, cap: int, acceptance: float) -> np.ndarray:
-    """``n`` int64 values ``floor(x + 0.5)`` of draws ``x`` that round into ``[1, cap]``, by rejection.
+class TruncatedStream:
+    """Truncated sampling by rejection, resumable: value i is the i-th draw of ``draw`` that rounds
+    (``floor(x + 0.5)``) into ``[1, cap]``, whatever the sizes asked for (prefix-stable). ``draw(m)`` returns the
+    next ``m`` i.i.d. draws of one sequential stream; ``acceptance`` (the probability that one is kept) sizes the
+    batches. Accepted values of a batch not handed out yet are kept for the next :meth:`take` (the chunked
+    workload, kairos_gym/workload/chunked.py, asks a chunk at a time; :func:`sample_truncated` asks once)."""
 
-    ``draw(m)`` returns the next ``m`` i.i.d. draws of one sequential stream; ``acceptance`` (the
-    probability that one is kept) sizes the batches. Accepted values keep their draw order, so the
-    output is i.i.d. from the truncated distribution, fully determined by the stream behind ``draw``,
-    and value i is the stream's i-th accepted draw whatever ``n`` is (prefix-stable). Raises ``RuntimeError`` if
-    1000 batches in a row accept nothing (``acceptance`` was wrong; config checks prevent this).
-    """
-    out = np.empty(n, dtype=np.int64)
-    filled = 0
-    empty_rounds = 0
-    while filled < n:
-        need = n - filled
-        m = int(min(math.ceil(need / max(acceptance, MIN_ACCEPTANCE) * 1.1) + 64, _MAX_DRAW))
-        x = np.floor(draw(m) + 0.5)
-        x = x[(x >= 1) & (x <= cap)]
-        take = min(need, x.size)
-        out[filled:filled + take] = x[:take]
-        filled += take
-        empty_rounds = 0 if take else empty_rounds + 1
-        if empty_rounds >= 1000:
-            raise RuntimeError(f"truncated sampling accepted nothing in 1000 batches (expected {acceptance:.3%})")
-    return out
+    def __init__(self, draw: Callable[[int], np.ndarray], cap: int, acceptance: float) -> None:
+        self._draw, self._cap, self._acceptance = draw, cap, acceptance
+        self._buf = np.empty(0, dtype=np.int64)
+
+    def take(self, n: int) -> np.ndarray:
+        """The next ``n`` values (int64 tokens). Raises ``RuntimeError`` if 1000 batches in a row accept nothing
+        (``acceptance`` was wrong; config checks prevent this)."""
+        parts = [self._buf]
+        have = self._buf.size
+        empty_rounds = 0
+        while have < n:
+            need = n - have
+            m = int(min(math.ceil(need / max(self._acceptance, MIN_ACCEPTANCE) * 1.1) + 64, _MAX_DRAW))
+            x = np.floor(self._draw(m) + 0.5)
+            x = x[(x >= 1) & (x <= self._cap)].astype(np.int64)
+            parts.append(x)
+            have += x.size
+            empty_rounds = 0 if x.size else empty_rounds + 1
+            if empty_rounds >= 1000:
+                raise RuntimeError(f"truncated sampling accepted nothing in 1000 batches "
+                                   f"(expected {self._acceptance:.3%})")
+        allv = np.concatenate(parts) if len(parts) > 1 else self._buf
+        self._buf = allv[n:].copy()
+        return allv[:n]
+
+
+def sample_truncated(draw: Callable[[int], np.ndarray], n: int, cap: int, acceptance: float) -> np.ndarray:
+    """``n`` int64 values ``floor(x + 0.5)`` of draws ``x`` that round into ``[1, cap]``, by rejection
+    (:class:`TruncatedStream`, asked once). Accepted values keep their draw order, so the output is i.i.d. from the
+    truncated distribution, fully determined by the stream behind ``draw``, and value i is the stream's i-th
+    accepted draw whatever ``n`` is (prefix-stable)."""
+    return TruncatedStream(draw, cap, acceptance).take(n)
 
 
 def _check_mass(
