@@ -12,6 +12,7 @@ Pure numpy; configs arrive as already-parsed dicts. See ``docs/workloads.md``.
 from __future__ import annotations
 
 from kairos_gym.workload.arrivals import (
+    MAX_MMPP_CYCLES,
     ArrivalConfig,
     GammaArrival,
     MMPPArrival,
@@ -20,7 +21,6 @@ from kairos_gym.workload.arrivals import (
 )
 from kairos_gym.workload.config import (
     DEFAULT_NUM_REQUESTS,
-    MAX_MMPP_CYCLES,
     MAX_REQUESTS,
     MAX_STREAMED_REQUESTS,
     WorkloadConfig,

@@ -35,6 +35,10 @@ from kairos_gym.workload.traces import load_trace, resolve_trace_path
 from kairos_gym.workload.workload import Workload
 
 _WHERE = "workload.arrival"
+MAX_MMPP_CYCLES = 10_000_000
+"""Upper bound on the expected number of MMPP on/off cycles a run needs (guards against tiny sojourns and
+sub-normal rates: checked by :meth:`MMPPArrival.check_cycles`, both when a scenario is loaded and when a sampler
+built directly in Python is asked for arrivals)."""
 
 
 class SyntheticArrival(Section):
@@ -172,11 +176,27 @@ class MMPPArrival(SyntheticArrival):
         assert on is not None
         return times, on
 
+    def cycles_needed(self, num_requests: int | None, duration_s: float | None) -> float:
+        """Expected on/off cycles a run of ``num_requests`` requests or ``duration_s`` seconds needs."""
+        if num_requests is not None:
+            return num_requests / self.per_cycle()
+        assert duration_s is not None
+        return duration_s / (self.mean_on_s + self.mean_off_s)
+
+    def check_cycles(self, where: str, num_requests: int | None, duration_s: float | None) -> float:
+        """:meth:`cycles_needed`, or a ConfigError when it exceeds :data:`MAX_MMPP_CYCLES` (a sub-normal rate or
+        tiny sojourns would otherwise draw for hours)."""
+        cycles = self.cycles_needed(num_requests, duration_s)
+        if not cycles <= MAX_MMPP_CYCLES:
+            raise ConfigError(where, "mean_on_s, mean_off_s", [self.mean_on_s, self.mean_off_s],
+                              f"sojourns (and rates: {self.rate_on:g}, {self.rate_off:g} req/s) long enough that the "
+                              f"run needs at most {MAX_MMPP_CYCLES} on/off cycles (now about {cycles:.3g})")
+        return cycles
+
     def _sample(self, rng: np.random.Generator, num_requests: int | None, duration_s: float | None,
                 with_states: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """The sampler behind :meth:`sample` and :meth:`sample_with_states` (``on``: None unless asked)."""
-        cycle_s = self.mean_on_s + self.mean_off_s
-        want_cycles = num_requests / self.per_cycle() if num_requests is not None else duration_s / cycle_s
+        want_cycles = self.check_cycles(_WHERE, num_requests, duration_s)
         batch = int(min(max(1.1 * want_cycles + 16, 16), 1 << 20))  # on/off pairs per draw
         chunks: list[np.ndarray] = []
         on_chunks: list[np.ndarray] = []

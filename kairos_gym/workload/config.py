@@ -47,9 +47,6 @@ MAX_STREAMED_REQUESTS = 1_000_000_000
 chunk as the run goes, kairos_gym/workload/chunked.py): num_requests, max_requests and rate * duration_s. Below
 the core's 2^31 - 1 request ids; what :class:`WorkloadConfig` alone accepts."""
 
-MAX_MMPP_CYCLES = 10_000_000
-"""Upper bound on the expected number of MMPP on/off cycles a run needs (guards against tiny sojourns)."""
-
 MAX_REQUEST_TOKENS = 1 << 24
 """Upper bound (16,777,216 tokens) on a length field: ``prompt_max``/``output_max`` (lognormal, Pareto) and
 ``prompt_tokens``/``output_tokens`` (fixed). Far above every model's context (the largest preset: 163,840), so
@@ -254,11 +251,5 @@ def _cross_check(where: str, arrival: Any, lengths: Any, num: dict[str, Any]) ->
                           f"({arrival.mean_rate():g} req/s) * duration_s <= {MAX_STREAMED_REQUESTS:,} requests "
                           f"(MAX_STREAMED_REQUESTS; a workload generated whole: {MAX_REQUESTS:,})")
     if isinstance(arrival, MMPPArrival):
-        per_cycle = arrival.rate_on * arrival.mean_on_s + arrival.rate_off * arrival.mean_off_s
-        cycles = n / per_cycle if n is not None else dur / (arrival.mean_on_s + arrival.mean_off_s)
-        if cycles > MAX_MMPP_CYCLES:
-            raise ConfigError(f"{where}.arrival", "mean_on_s, mean_off_s",
-                              [arrival.mean_on_s, arrival.mean_off_s],
-                              f"sojourns long enough that the run needs at most {MAX_MMPP_CYCLES} on/off "
-                              f"cycles (now about {cycles:.3g})")
+        arrival.check_cycles(f"{where}.arrival", n, dur)
 

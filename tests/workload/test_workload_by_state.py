@@ -56,8 +56,8 @@ def _assert_prefix(short: Workload, long: Workload) -> None:
 
 
 # ------------------------------------------------------------------------------------ the MMPP's states
-# rates 0 or >= 0.5 req/s: a sub-normal rate would need astronomically many cycles (configs refuse it:
-# MAX_MMPP_CYCLES; the sampler built directly does not check)
+# rates 0 or >= 0.5 req/s: a sub-normal rate would need astronomically many cycles (refused: MAX_MMPP_CYCLES,
+# test_a_sampler_built_directly_refuses_a_run_of_too_many_cycles)
 _RATE = st.one_of(st.just(0.0), st.floats(0.5, 60.0))
 
 
@@ -287,3 +287,15 @@ def test_the_states_line_up_with_the_simulators_requests() -> None:
     overall, on_share, off_share = check.per_state(sc, "no-deflect", 4, {})
     n_on = int(on.sum())
     assert overall == pytest.approx((on_share * n_on + off_share * (120 - n_on)) / 120, abs=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{"num_requests": 10}, {"duration_s": 1e9}])
+def test_a_sampler_built_directly_refuses_a_run_of_too_many_cycles(kw: dict[str, float]) -> None:
+    # a sub-normal rate (or sojourns far shorter than the run) once made the sampler loop for hours; the scenario
+    # loader refused it, the sampler itself did not
+    a = MMPPArrival(rate_on=1e-300, rate_off=0.0, mean_on_s=1.0, mean_off_s=1.0) if "num_requests" in kw else \
+        MMPPArrival(rate_on=5.0, rate_off=0.0, mean_on_s=1e-3, mean_off_s=1e-3)
+    with pytest.raises(ConfigError, match="on/off cycles"):
+        a.sample(np.random.default_rng(0), **kw)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="on/off cycles"):
+        a.sample_with_states(np.random.default_rng(0), **kw)  # type: ignore[arg-type]
