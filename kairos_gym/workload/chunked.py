@@ -5,7 +5,8 @@
 The chunks, concatenated, are **bit for bit** the arrays ``generate(cfg, rng)`` returns for the same ``rng``
 state: the samplers are prefix-stable (kairos_gym/workload/streams.py) and each stream below keeps the state a
 whole draw carries from one batch to the next (the running sum of inter-arrival times, the MMPP sojourn
-streams, the rejection sampler's accepted values not handed out yet), so batch sizes never change a value.
+streams, the rejection sampler's accepted values not handed out yet; for ``lengths: {kind: by_state}`` the MMPP
+state of every buffered arrival and one length stream per state), so batch sizes never change a value.
 ``rng`` is consumed exactly as ``generate`` consumes it (two 64-bit integers, at construction), so what the run
 draws from it afterwards (the realistic track's noise seed, the faults) is unchanged too.
 
@@ -37,6 +38,7 @@ MAX_CHUNK = 1 << 22
 """Largest chunk a :class:`WorkloadStream` hands out at once (requests)."""
 
 _EMPTY_F = np.empty(0, dtype=np.float64)
+_EMPTY_B = np.empty(0, dtype=bool)
 
 
 class _LengthStream:
@@ -65,6 +67,27 @@ class _LengthStream:
             return self._pool.prompt_tokens[idx], self._pool.output_tokens[idx]
         assert self._fixed is not None
         return np.full(n, self._fixed[0], dtype=np.int64), np.full(n, self._fixed[1], dtype=np.int64)
+
+
+class _ByStateLengthStream:
+    """The (prompt, output) pairs of a ``by_state`` config, in request order, a chunk at a time: one
+    :class:`_LengthStream` per MMPP state on the two child streams ``ByStateLengths.sample_by_state`` splits the
+    lengths stream into (the k-th request arriving in state s takes the k-th pair of state s's stream)."""
+
+    def __init__(self, lengths: ByStateLengths, rng: np.random.Generator) -> None:
+        g_on, g_off = child_generators(rng, 2)
+        self._on = _LengthStream(lengths.on, g_on)
+        self._off = _LengthStream(lengths.off, g_off)
+
+    def take(self, on: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs of requests whose arrival states are ``on`` (bool: True = on)."""
+        prompt = np.empty(on.size, dtype=np.int64)
+        output = np.empty(on.size, dtype=np.int64)
+        for stream, mask in ((self._on, on), (self._off, ~on)):
+            idx = np.flatnonzero(mask)
+            if idx.size:
+                prompt[idx], output[idx] = stream.take(int(idx.size))
+        return prompt, output
 
 
 def _renewal_batches(draw: Callable[[int], np.ndarray], batch: int,
@@ -101,11 +124,6 @@ class WorkloadStream:
         if not isinstance(arrival, (PoissonArrival, GammaArrival, MMPPArrival)):
             raise ConfigError("workload", "arrival.kind", getattr(arrival, "kind", arrival),
                               "poisson, gamma or mmpp for a chunked workload (a trace replay is loaded whole)")
-        if isinstance(cfg.effective_lengths, ByStateLengths):
-            raise ConfigError("workload", "lengths.kind", "by_state",
-                              "a lengths kind that does not depend on the MMPP state in a chunked (metrics.mode: "
-                              "streaming) run: by_state lengths need each arrival's state, which the chunked "
-                              "stream does not carry yet (use metrics.mode: exact)")
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_CHUNK:
             raise ConfigError("WorkloadStream", "batch", batch, f"a whole number of requests from 1 to {MAX_CHUNK}")
         self.source = cfg.describe()
@@ -114,14 +132,20 @@ class WorkloadStream:
         self._duration = cfg.duration_s
         caps = [c for c in (count, cfg.max_requests) if c is not None]
         self._cap: int | None = min(caps) if caps else None  # most requests (None: until duration_s)
-        self._batches: Iterator[tuple[np.ndarray, float]]
+        lengths = cfg.effective_lengths
+        self._by_state = isinstance(lengths, ByStateLengths)
+        self._batches: Iterator[tuple[np.ndarray, float, np.ndarray | None]]
         if isinstance(arrival, MMPPArrival):
             pairs = int(min(max(1.1 * batch / arrival.per_cycle() + 16, 16), 1 << 20))  # on/off pairs per draw
-            self._batches = ((t, end) for t, end, _ in arrival.batches(arrival_rng, pairs))
-        else:
-            self._batches = _renewal_batches(arrival.draw_fn(arrival_rng), batch, self._cap)
-        self._lengths = _LengthStream(cfg.effective_lengths, lengths_rng)
+            self._batches = arrival.batches(arrival_rng, pairs, with_states=self._by_state)
+        else:  # a config check refuses by_state lengths without mmpp arrivals
+            self._batches = ((t, end, None) for t, end in _renewal_batches(arrival.draw_fn(arrival_rng), batch,
+                                                                           self._cap))
+        self._lengths: _LengthStream | _ByStateLengthStream = (
+            _ByStateLengthStream(lengths, lengths_rng) if isinstance(lengths, ByStateLengths)
+            else _LengthStream(lengths, lengths_rng))
         self._buf = _EMPTY_F  # arrival times drawn, not handed out yet
+        self._buf_on = _EMPTY_B  # by_state: the MMPP state (True: on) of each buffered arrival
         self._exhausted = False  # no time after the buffer's
         self._made = 0  # times put into the buffer so far
         self.loaded = 0
@@ -130,9 +154,10 @@ class WorkloadStream:
     def _fill(self, k: int) -> None:
         """Draw until the buffer holds more than ``k`` times or no time is left."""
         parts = [self._buf]
+        on_parts = [self._buf_on]
         have = self._buf.size
         while have <= k and not self._exhausted:
-            times, end = next(self._batches)
+            times, end, on = next(self._batches)
             if self._duration is not None:
                 if end >= self._duration:
                     times = times[times < self._duration]  # non-decreasing: a prefix
@@ -142,9 +167,13 @@ class WorkloadStream:
                 self._exhausted = True
             self._made += times.size
             parts.append(times)
+            if on is not None:
+                on_parts.append(on[: times.size])  # the states of the times kept (a prefix)
             have += times.size
         if len(parts) > 1:
             self._buf = np.concatenate(parts)
+            if self._by_state:
+                self._buf_on = np.concatenate(on_parts)
 
     def take(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
         """The next at most ``k`` requests (1 <= k <= :data:`MAX_CHUNK`): (float64 arrival s, int64 prompt tokens,
@@ -157,7 +186,11 @@ class WorkloadStream:
         self._fill(k)
         times, self._buf = self._buf[:k], self._buf[k:].copy()
         last = self._exhausted and self._buf.size == 0
-        prompt, output = self._lengths.take(times.size)
+        if isinstance(self._lengths, _ByStateLengthStream):
+            on, self._buf_on = self._buf_on[:k], self._buf_on[k:].copy()
+            prompt, output = self._lengths.take(on)
+        else:
+            prompt, output = self._lengths.take(times.size)
         self.loaded += times.size
         self.done = last
         return times, prompt, output, last

@@ -37,6 +37,18 @@ WORKLOADS = {  # one per arrival kind, a duration-bounded one, and the other len
                                                                    "output_tokens": 60}, "duration_s": 45.0},
     "poisson-empirical": {"arrival": {"kind": "poisson", "rate": 25.0},
                           "lengths": {"kind": "empirical", "path": "sharegpt8k_lengths_only"}, "duration_s": 40.0},
+    # lengths by the MMPP state at each arrival: each state's own stream, the states carried with the times
+    "mmpp-by-state": {"arrival": {"kind": "mmpp", "rate_on": 80.0, "rate_off": 6.0, "mean_on_s": 1.5,
+                                  "mean_off_s": 3.0},
+                      "lengths": {"kind": "by_state", "on": {**LOGNORMAL, "prompt_median": 1800},
+                                  "off": {"kind": "empirical", "path": "sharegpt8k_lengths_only"}},
+                      "num_requests": 1300, "max_requests": 1250},
+    "mmpp-by-state-duration": {"arrival": {"kind": "mmpp", "rate_on": 50.0, "rate_off": 0.0, "mean_on_s": 2.0,
+                                           "mean_off_s": 2.0},
+                               "lengths": {"kind": "by_state", "on": {"kind": "pareto", "prompt_max": 8000,
+                                                                      "output_max": 1000},
+                                           "off": {"kind": "fixed", "prompt_tokens": 10, "output_tokens": 5}},
+                               "duration_s": 40.0},
 }
 
 
@@ -113,7 +125,8 @@ def _run(sc: ScenarioConfig, seed: int, policy, monkeypatch, chunk: int | None) 
     return json.dumps(summary, sort_keys=True), _csv_text(rows), counters
 
 
-@pytest.mark.parametrize("name", ["gamma", "poisson-pareto", "mmpp", "gamma-duration", "mmpp-duration"])
+@pytest.mark.parametrize("name", ["gamma", "poisson-pareto", "mmpp", "gamma-duration", "mmpp-duration",
+                                  "mmpp-by-state"])
 def test_chunked_run_equals_the_whole_run(name, monkeypatch):
     """Summary, requests CSV and counters of a chunked run equal the same scenario's run with its workload whole,
     over several seeds, chunk sizes and arrival kinds (with admission control and timeouts on)."""
