@@ -164,21 +164,13 @@ def validation_instance(task: Any) -> Any:
 
 
 def scale_load(sc: ScenarioConfig, factor: float) -> ScenarioConfig:
-    """``sc`` with every arrival rate multiplied by ``factor`` (Poisson / Gamma ``rate``, MMPP ``rate_on`` and
-    ``rate_off``, trace ``rate_scale``); ``factor == 1`` returns ``sc`` itself."""
+    """``sc`` with every arrival rate multiplied by ``factor`` (the arrival section's ``rate_overrides``: Poisson,
+    Gamma and profile ``rate``, MMPP ``rate_on`` and ``rate_off``, trace ``rate_scale``); ``factor == 1`` returns
+    ``sc`` itself."""
     if factor == 1.0:
         return sc
     arr = sc.workload.arrival
-    if arr.kind in ("poisson", "gamma"):
-        over = {"rate": arr.rate * factor}
-    elif arr.kind == "mmpp":
-        over = {"rate_on": arr.rate_on * factor, "rate_off": arr.rate_off * factor}
-    elif arr.kind == "trace":
-        over = {"rate_scale": arr.rate_scale * factor}
-    else:
-        raise ConfigError(WHERE, "workload.arrival.kind", arr.kind, "poisson, gamma, mmpp or trace (a process whose "
-                          "rate the load factor can scale)")
-    return sc.with_overrides({"workload": {"arrival": {"kind": arr.kind, **over}}})
+    return sc.with_overrides({"workload": {"arrival": {"kind": arr.kind, **arr.rate_overrides(factor)}}})
 
 
 @functools.lru_cache(maxsize=64)

@@ -38,17 +38,8 @@ def scale_load(sc: ScenarioConfig, factor: float) -> ScenarioConfig:
                                         and 0 < factor <= MAX_LOAD):
         raise ConfigError("sweep", "--loads", factor, f"finite numbers > 0 and <= {MAX_LOAD:g} (multipliers of "
                           "the arrival rate)")
-    arr = sc.workload.to_dict()["arrival"]
-    kind = arr["kind"]
-    if kind == "trace":
-        new = {"rate_scale": arr["rate_scale"] * factor}
-    elif kind in ("poisson", "gamma"):
-        new = {"rate": arr["rate"] * factor}
-    elif kind == "mmpp":
-        new = {"rate_on": arr["rate_on"] * factor, "rate_off": arr["rate_off"] * factor}
-    else:  # pragma: no cover - every arrival kind is listed above
-        raise ConfigError("sweep", "arrival.kind", kind, "poisson, gamma, mmpp or trace")
-    return sc.with_overrides({"workload": {"arrival": {"kind": kind, **new}}})
+    arr = sc.workload.arrival
+    return sc.with_overrides({"workload": {"arrival": {"kind": arr.kind, **arr.rate_overrides(factor)}}})
 
 
 def _row(runs: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

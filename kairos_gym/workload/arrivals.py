@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.workload.rate_profile import MAX_WINDOWS
 from kairos_gym.workload.rules import (
     NON_NEGATIVE,
     OPTIONAL_NON_NEGATIVE,
@@ -49,6 +50,10 @@ class SyntheticArrival(Section):
     def mean_rate(self) -> float:
         """Long-run mean arrival rate in requests per second."""
         raise NotImplementedError
+
+    def rate_overrides(self, factor: float) -> dict[str, float]:
+        """The fields that multiply every arrival rate by ``factor`` (a ``with_overrides`` section): ``rate``."""
+        return {"rate": self.rate * factor}  # type: ignore[attr-defined]
 
     def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
                duration_s: float | None = None) -> np.ndarray:
@@ -142,6 +147,10 @@ class MMPPArrival(SyntheticArrival):
         if values["rate_on"] == 0 and values["rate_off"] == 0:
             raise ConfigError(where, "rate_on", values["rate_on"], "> 0 when rate_off is 0 too "
                               "(with rate_on = rate_off = 0 no request ever arrives)")
+
+    def rate_overrides(self, factor: float) -> dict[str, float]:
+        """Both states' rates times ``factor`` (the sojourns unchanged)."""
+        return {"rate_on": self.rate_on * factor, "rate_off": self.rate_off * factor}
 
     def p_on(self) -> float:
         """Long-run fraction of time in the on state."""
@@ -277,6 +286,10 @@ class TraceArrival(Section):
             raise ConfigError(where, "end_s", end, f"> start_s = {start:g} seconds, or null")
         resolve_trace_path(values["path"], where=where)
 
+    def rate_overrides(self, factor: float) -> dict[str, float]:
+        """The replay ``factor`` times as fast (``rate_scale`` times ``factor``)."""
+        return {"rate_scale": self.rate_scale * factor}
+
     def describe(self) -> str:
         name = resolve_trace_path(self.path, where=self.WHERE).name if "/" not in self.path else self.path
         text = f"trace:{name} rate_scale={fmt_value(self.rate_scale)}"
@@ -308,10 +321,123 @@ class TraceArrival(Section):
         return Workload(t[:n], w.prompt_tokens[:n], w.output_tokens[:n], self.describe())
 
 
+MAX_PEAK_RATIO = 50.0
+"""Largest ratio of a rate profile's peak window rate to its mean (the thinning sampler draws peak / mean
+candidates per request; :class:`ProfileArrival`)."""
+
+
+@dataclass(frozen=True)
+class ProfileArrival(SyntheticArrival):
+    """Non-homogeneous Poisson process whose rate follows a rate profile (piecewise constant per window).
+
+    The profile (kairos_gym/workload/rate_profile.py: a model's per-window aggregate rates, e.g. ServeGen's
+    10-minute windows over 14 days) is cut to windows ``first_window .. first_window + num_windows - 1``,
+    scaled so its mean is ``rate`` and compressed so that one window lasts ``window_s`` simulated seconds; it
+    repeats after its last window. Window ``j`` (simulated ``[j * window_s, (j + 1) * window_s)``, modulo the
+    profile's length) has rate ``rate * r_j / mean(r)``.
+
+    Sampling (prefix-stable) is thinning: candidates from a Poisson process at the peak rate (running sums of
+    exponential gaps, one child stream), each kept with probability ``rate_j / peak`` by a uniform of a second
+    child stream drawn in candidate order, so request ``i`` depends only on the first candidates.
+
+    Attributes:
+        path: packaged profile name (``servegen_rate_profiles``) or CSV path.
+        model: the profile's ``model`` column value (``m-large``, ``m-mid``, ``m-small``, ``deepseek-r1``,
+            ``mm-image`` in the packaged file).
+        rate: mean arrival rate over the windows used (requests per second), > 0.
+        window_s: simulated seconds per profile window, > 0 (600: real time for ServeGen's windows).
+        first_window: the first window used (0-based), >= 0.
+        num_windows: windows used (null: every window from ``first_window`` to the end), 1 to ``MAX_WINDOWS``.
+    """
+
+    kind: ClassVar[str] = "profile"
+    RULES: ClassVar[dict[str, Number | Text]] = {
+        "path": TEXT, "model": TEXT, "rate": POSITIVE, "window_s": POSITIVE,
+        "first_window": Number(integer=True, low=0, high=MAX_WINDOWS),
+        "num_windows": Number(integer=True, low=1, optional=True, high=MAX_WINDOWS),
+    }
+    path: str = "servegen_rate_profiles"
+    model: str = "m-large"
+    rate: float = 15.0
+    window_s: float = 6.0
+    first_window: int = 0
+    num_windows: int | None = None
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        _profile_rates(where, values["path"], values["model"], values["rate"], values["first_window"],
+                       values["num_windows"])
+
+    def window_rates(self) -> np.ndarray:
+        """The rate of each window used (requests per second, read-only), mean ``rate``."""
+        return _profile_rates(self.WHERE, self.path, self.model, self.rate, self.first_window, self.num_windows)
+
+    def mean_rate(self) -> float:
+        return self.rate
+
+    def batches(self, rng: np.random.Generator, batch: int) -> Iterator[tuple[np.ndarray, float, None]]:
+        """The kept arrival times among ``batch`` candidates at a time, endlessly, with the last candidate's time
+        (s): the sequence :meth:`sample` cuts (and the chunked workload). The times do not depend on ``batch``."""
+        rates = self.window_rates()
+        peak = float(rates.max())
+        candidate_rng, keep_rng = child_generators(rng, 2)
+        n = rates.size
+        t0 = 0.0
+        while True:
+            times = np.cumsum(np.concatenate(([t0], candidate_rng.exponential(1.0 / peak, batch))))[1:]
+            t0 = float(times[-1])
+            window = np.floor(times / self.window_s).astype(np.int64) % n
+            keep = keep_rng.random(batch) * peak < rates[window]
+            yield times[keep], t0, None
+
+    def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
+               duration_s: float | None = None) -> np.ndarray:
+        """Arrival times; see :meth:`SyntheticArrival.sample` and the class docstring."""
+        rates = self.window_rates()
+        ratio = float(rates.max()) / self.rate  # candidates per request
+        want = num_requests * ratio if num_requests is not None else float(rates.max()) * duration_s
+        batch = int(min(max(1.1 * want + 16, 16), 1 << 22))
+        chunks: list[np.ndarray] = []
+        count = 0
+        for times, t0, _ in self.batches(rng, batch):
+            chunks.append(times)
+            count += times.size
+            if (num_requests is not None and count >= num_requests) or (duration_s is not None and t0 >= duration_s):
+                break
+        out = np.concatenate(chunks)
+        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+
+
+def _profile_rates(where: str, path: str, model: str, rate: float, first: int, count: int | None) -> np.ndarray:
+    """The windows ``first .. first + count - 1`` of ``model``'s profile scaled to mean ``rate`` (read-only)."""
+    from kairos_gym.workload.rate_profile import load_profile
+
+    prof = load_profile(path, model, where=where)
+    total = prof.rates.size
+    if first >= total:
+        raise ConfigError(where, "first_window", first, f"a window of {model}'s profile: 0 to {total - 1}")
+    end = total if count is None else first + count
+    if end > total:
+        raise ConfigError(where, "num_windows", count, f"at most {total - first} ({model}'s profile has {total} "
+                          f"windows; first_window is {first}), or null")
+    raw = prof.rates[first:end]
+    mean = float(raw.mean())
+    if not mean > 0:
+        raise ConfigError(where, "model", model, f"a profile whose windows {first}..{end - 1} have a rate > 0 "
+                          "somewhere (all are 0)")
+    if raw.max() / mean > MAX_PEAK_RATIO:
+        raise ConfigError(where, "num_windows", count, f"windows whose peak rate is at most {MAX_PEAK_RATIO:g}x "
+                          f"their mean (now {raw.max() / mean:.3g}x: the thinning sampler would draw that many "
+                          "candidates per request)")
+    out = raw * (rate / mean)
+    out.setflags(write=False)
+    return out
+
+
 ARRIVAL_KINDS: dict[str, type[Section]] = {
-    c.kind: c for c in (PoissonArrival, GammaArrival, MMPPArrival, TraceArrival)
+    c.kind: c for c in (PoissonArrival, GammaArrival, MMPPArrival, ProfileArrival, TraceArrival)
 }
-ArrivalConfig = PoissonArrival | GammaArrival | MMPPArrival | TraceArrival
+ArrivalConfig = PoissonArrival | GammaArrival | MMPPArrival | ProfileArrival | TraceArrival
 
 
 def _renewal(draw: Callable[[int], np.ndarray], rate: float, num_requests: int | None,

@@ -10,7 +10,7 @@ state of every buffered arrival and one length stream per state), so batch sizes
 ``rng`` is consumed exactly as ``generate`` consumes it (two 64-bit integers, at construction), so what the run
 draws from it afterwards (the realistic track's noise seed, the faults) is unchanged too.
 
-Only synthetic arrivals (poisson, gamma, mmpp) stream; a trace replay is bounded by its file and stays whole.
+Only synthetic arrivals (poisson, gamma, mmpp, profile) stream; a trace replay is bounded by its file and stays whole.
 Times in seconds, lengths in tokens, sizes in requests.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from kairos_gym.errors import ConfigError
-from kairos_gym.workload.arrivals import GammaArrival, MMPPArrival, PoissonArrival
+from kairos_gym.workload.arrivals import GammaArrival, MMPPArrival, PoissonArrival, ProfileArrival
 from kairos_gym.workload.config import WorkloadConfig
 from kairos_gym.workload.lengths import (
     ByStateLengths,
@@ -109,7 +109,7 @@ class WorkloadStream:
     """The workload ``generate(cfg, rng)`` would return, a chunk at a time (see the module docstring).
 
     Args:
-        cfg: a workload config with synthetic arrivals (poisson, gamma, mmpp).
+        cfg: a workload config with synthetic arrivals (poisson, gamma, mmpp, profile).
         rng: the run's generator (consumed as ``generate`` consumes it).
         batch: requests the samplers draw at a time (any value gives the same requests; memory ~ batch).
 
@@ -121,9 +121,10 @@ class WorkloadStream:
 
     def __init__(self, cfg: WorkloadConfig, rng: np.random.Generator, batch: int = 1 << 15) -> None:
         arrival = cfg.arrival
-        if not isinstance(arrival, (PoissonArrival, GammaArrival, MMPPArrival)):
+        if not isinstance(arrival, (PoissonArrival, GammaArrival, MMPPArrival, ProfileArrival)):
             raise ConfigError("workload", "arrival.kind", getattr(arrival, "kind", arrival),
-                              "poisson, gamma or mmpp for a chunked workload (a trace replay is loaded whole)")
+                              "poisson, gamma, mmpp or profile for a chunked workload (a trace replay is loaded "
+                              "whole)")
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_CHUNK:
             raise ConfigError("WorkloadStream", "batch", batch, f"a whole number of requests from 1 to {MAX_CHUNK}")
         self.source = cfg.describe()
@@ -138,6 +139,10 @@ class WorkloadStream:
         if isinstance(arrival, MMPPArrival):
             pairs = int(min(max(1.1 * batch / arrival.per_cycle() + 16, 16), 1 << 20))  # on/off pairs per draw
             self._batches = arrival.batches(arrival_rng, pairs, with_states=self._by_state)
+        elif isinstance(arrival, ProfileArrival):  # thinning: candidates per draw, about batch kept
+            candidates = int(min(max(1.1 * batch * float(arrival.window_rates().max()) / arrival.rate + 16, 16),
+                                 1 << 22))
+            self._batches = arrival.batches(arrival_rng, candidates)
         else:  # a config check refuses by_state lengths without mmpp arrivals
             self._batches = ((t, end, None) for t, end in _renewal_batches(arrival.draw_fn(arrival_rng), batch,
                                                                            self._cap))

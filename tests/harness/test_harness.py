@@ -40,6 +40,10 @@ def test_scale_load_synthetic_and_trace():
     assert b.workload.arrival.rate == 2 * load_scenario("bursty").workload.arrival.rate
     t = scale_load(load_scenario("azure-code"), 0.5)
     assert t.workload.arrival.rate_scale == 3.0
+    m = scale_load(load_scenario("regime-shift"), 1.5)  # both states' rates, the sojourns unchanged
+    assert (m.workload.arrival.rate_on, m.workload.arrival.rate_off, m.workload.arrival.mean_on_s) == (45.0, 12.0, 20.0)
+    p = scale_load(load_scenario("servegen-day"), 0.5)  # a rate profile: its mean rate
+    assert p.workload.arrival.rate == 12.0 and p.workload.arrival.num_windows == 144
     with pytest.raises(ConfigError, match="--loads"):
         scale_load(load_scenario("bursty"), 0.0)
 
