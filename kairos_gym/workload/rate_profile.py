@@ -20,14 +20,13 @@ import csv
 import functools
 import io
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from kairos_gym.errors import ConfigError
-from kairos_gym.workload.traces import TRACE_DIR
+from kairos_gym.workload.traces import resolve_data_file
 
 PACKAGED_PROFILES: tuple[str, ...] = ("servegen_rate_profiles.csv",)
 """File names of the packaged rate profiles."""
@@ -52,16 +51,7 @@ class RateProfile:
 def resolve_profile_path(name_or_path: str, *, where: str) -> Path:
     """The file of a packaged profile name (``servegen_rate_profiles``, with or without ``.csv``) or of a path
     (relative to the current directory); a ConfigError (field ``path``) when nothing is found."""
-    text = os.fspath(name_or_path)
-    if "/" not in text and os.sep not in text:
-        name = text if text.endswith(".csv") else text + ".csv"
-        if name in PACKAGED_PROFILES:
-            return TRACE_DIR / name
-    path = Path(text).expanduser()
-    if path.is_file():
-        return path.resolve()
-    raise ConfigError(where, "path", name_or_path, "a rate-profile CSV file or one of "
-                      + ", ".join(p[:-4] for p in PACKAGED_PROFILES))
+    return resolve_data_file(name_or_path, PACKAGED_PROFILES, where=where, what="rate profile")
 
 
 def load_profile(path: str, model: str, *, where: str) -> RateProfile:

@@ -52,10 +52,6 @@ _TOKENS_ALLOWED = "a whole number of tokens >= 1 written as digits (e.g. 12)"
 _TIME_ALLOWED = "a finite number of seconds >= 0 (e.g. 4.314579)"
 
 
-def _packaged_list() -> str:
-    return ", ".join(PACKAGED_TRACES)
-
-
 def resolve_trace_path(name_or_path: str | os.PathLike[str], *, where: str = "trace") -> Path:
     """Find a trace file.
 
@@ -65,12 +61,20 @@ def resolve_trace_path(name_or_path: str | os.PathLike[str], *, where: str = "tr
     resolved against the current directory. Raises :class:`ConfigError` (field ``path``) naming the
     path and listing the packaged traces when nothing is found.
     """
+    return resolve_data_file(name_or_path, PACKAGED_TRACES, where=where, what="trace")
+
+
+def resolve_data_file(name_or_path: str | os.PathLike[str], packaged: tuple[str, ...], *, where: str,
+                      what: str) -> Path:
+    """:func:`resolve_trace_path` for any packaged CSV files of :data:`TRACE_DIR` (``packaged``: their file names;
+    ``what``: what the error calls them, e.g. ``"trace"``, ``"rate profile"``)."""
+    names = ", ".join(packaged)
     if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path).strip():
-        raise ConfigError(where, "path", name_or_path, "a trace file path or one of " + _packaged_list())
+        raise ConfigError(where, "path", name_or_path, f"a {what} file path or one of {names}")
     text = os.fspath(name_or_path)
     if isinstance(name_or_path, str) and "/" not in text and os.sep not in text:
         name = text if text.endswith(".csv") else text + ".csv"
-        if name in PACKAGED_TRACES:
+        if name in packaged:
             return TRACE_DIR / name
     path = Path(text).expanduser()
     if path.is_file():
@@ -79,7 +83,7 @@ def resolve_trace_path(name_or_path: str | os.PathLike[str], *, where: str = "tr
         where,
         "path",
         text,
-        f"an existing CSV file (no file at {path.absolute()}) or a packaged trace name: {_packaged_list()}",
+        f"an existing CSV file (no file at {path.absolute()}) or a packaged {what} name: {names}",
     )
 
 

@@ -118,20 +118,24 @@ def test_a_spiky_window_range_is_refused_before_sampling(tmp_path: Path) -> None
     assert ok.arrival.window_rates().max() == pytest.approx(3 * DAY["rate"])
 
 
-def test_bad_profile_files_are_refused_naming_line_and_column(tmp_path: Path) -> None:
-    bad_rate = tmp_path / "p1.csv"
-    bad_rate.write_text("model,window_start_s,total_rate\nx,0,1.0\nx,10,-2\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"line 3: total_rate"):
-        load_profile(str(bad_rate), "x", where="t")
-    gap = tmp_path / "p2.csv"
-    gap.write_text("model,window_start_s,total_rate\nx,0,1\nx,10,1\nx,30,1\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"consecutive windows 10 s apart"):
-        load_profile(str(gap), "x", where="t")
-    header = tmp_path / "p3.csv"
-    header.write_text("model,start,rate\nx,0,1\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"header"):
-        load_profile(str(header), "x", where="t")
+@pytest.mark.parametrize(("text", "match"), [
+    ("model,window_start_s,total_rate\nx,0,1.0\nx,10,-2\n", r"line 3: total_rate"),
+    ("model,window_start_s,total_rate\nx,0,1\nx,10,1\nx,30,1\n", r"consecutive windows 10 s apart"),
+    ("model,start,rate\nx,0,1\n", r"header"),
+    ("model,window_start_s,total_rate\nx,0.5,1\nx,10,1\n", r"line 2: window_start_s"),
+    ("model,window_start_s,total_rate\nx,0,1\n", r"at least two windows"),
+])
+def test_bad_profile_files_are_refused_naming_line_and_column(tmp_path: Path, text: str, match: str) -> None:
+    bad = tmp_path / "p.csv"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=match):
+        load_profile(str(bad), "x", where="t")
+
+
+def test_a_profile_file_of_ones_own(tmp_path: Path) -> None:
     ok = tmp_path / "p4.csv"
     ok.write_text("model,window_start_s,total_rate\nx,0,1\nx,10,3\n", encoding="utf-8")
     a = ProfileArrival(path=str(ok), model="x", rate=2.0, window_s=1.0)
     assert list(a.window_rates()) == [1.0, 3.0]
+    with pytest.raises(ConfigError, match="packaged rate profile name: servegen_rate_profiles"):
+        ProfileArrival(path=str(tmp_path / "missing.csv"))
