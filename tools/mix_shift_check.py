@@ -26,6 +26,8 @@ Per tier it prints:
    upper bound.
 3. **Paired differences** over the test seeds (95% Student-t, :func:`kairos_gym.stats.mean_ci`):
    state-switch - best-static and kairos - best-static, SLO attainment, with wins / ties / losses.
+4. With ``--grid``: every rule of the static grid in the episode (test seeds), overall and per state, so that
+   which static rules fail in which state can be read off.
 
 Deterministic (the same figures on every run). About 1 s per 1,000 requests per run on the 2-core machine:
 ~3 minutes at the defaults.
@@ -41,7 +43,7 @@ from typing import Any
 import numpy as np
 from kairos_gym.agents.base import least_loaded_deflectable
 from kairos_gym.agents.runner import simulate
-from kairos_gym.train.leaderboard import TIER_NAMES, Task, seeds, tune_static
+from kairos_gym.train.leaderboard import STATIC_GRID, TIER_NAMES, Task, rule_label, seeds, tune_static
 
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
@@ -138,8 +140,9 @@ def paired(a: Sequence[float], b: Sequence[float]) -> str:
     return f"{m:+.3f} ± {hw} ({wins}/{ties}/{len(d) - wins - ties})"
 
 
-def check_tier(task: Task) -> dict[str, Any]:
-    """The tool's figures for one task (see the module docstring), as markdown rows and raw numbers."""
+def check_tier(task: Task, grid: bool = False) -> dict[str, Any]:
+    """The tool's figures for one task (see the module docstring), as markdown rows and raw numbers; ``grid``:
+    also every rule of the static grid in the episode."""
     base = task.base()
     test = [i.seed for i in task.test]
     chosen = tune_static(task, base, or_silent(None))["chosen"]
@@ -160,8 +163,12 @@ def check_tier(task: Task) -> dict[str, Any]:
     bs = [r[0] for r in runs[entries[3][0]]]
     diffs = [f"| {task.name} | state-switch - best-static | {paired([r[0] for r in runs['state-switch']], bs)} |",
              f"| {task.name} | kairos - best-static | {paired([r[0] for r in runs['kairos']], bs)} |"]
+    grid_rows = []
+    for name, params in STATIC_GRID if grid else ():
+        m = np.nanmean(np.asarray([split(base, name, s, dict(params)) for s in test]), axis=0)
+        grid_rows.append(f"| {task.name} | {rule_label(name, params)} | {_f(m[0])} | {_f(m[1])} | {_f(m[2])} |")
     first = np.asarray(runs["no-deflect"])
-    return {"alone": alone, "episode": rows, "paired": diffs, "on_share": float(first[:, 3].mean()),
+    return {"alone": alone, "episode": rows, "paired": diffs, "grid": grid_rows, "on_share": float(first[:, 3].mean()),
             "switches": float(first[:, 4].mean()), "chosen": chosen["rule"], "runs": runs}
 
 
@@ -173,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"requests per instance (1-{MAX_REQUESTS:,}; default: the scenario's num_requests)")
     parser.add_argument("--seeds", type=int, default=MAX_SEEDS, help=f"test seeds 0..N-1 (1-{MAX_SEEDS}; default "
                         f"{MAX_SEEDS})")
+    parser.add_argument("--grid", action="store_true", help="also every rule of the static grid in the episode")
     args = parser.parse_args(argv)
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds: {args.seeds} is not valid; allowed: a whole number from 1 to {MAX_SEEDS}")
@@ -182,12 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [make_task(args.scenario, args.requests, tier, args.seeds) for tier in TIER_NAMES]
     except ConfigError as e:
         parser.error(str(e))
-    results = [check_tier(t) for t in tasks]
+    results = [check_tier(t, args.grid) for t in tasks]
     sc = tasks[1].base()
     print(f"{sc.name}: {sc.workload.arrival.describe()}, {sc.workload.effective_num_requests:,} requests per "
           f"instance; test seeds 0-{args.seeds - 1}, best-static tuned on seeds 1000, 1001; exact track. "
           f"On state: {results[0]['on_share']:.2f} of the requests, {results[0]['switches']:.1f} state changes "
-          "per instance (mean).\n")
+          "per instance (mean).")
+    print("SLOs (TTFT s / TBT s): " + ", ".join(f"{t.tier} {t.base().slo.ttft_s:g} / {t.base().slo.tbt_s:g}"
+                                               for t in tasks) + "\n")
     print("Each state alone (Poisson at its rate, its lengths), SLO attainment:\n")
     print("| task | state | " + " | ".join(POLICIES) + " |")
     print("|---|---|" + "---:|" * len(POLICIES))
@@ -203,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|")
     for r in results:
         print("\n".join(r["paired"]))
+    if args.grid:
+        print("\nEvery static rule in the episode, SLO attainment over all requests and per arrival state:\n")
+        print("| task | rule | all requests | on | off |")
+        print("|---|---|---:|---:|---:|")
+        for r in results:
+            print("\n".join(r["grid"]))
     return 0
 
 
