@@ -1,0 +1,118 @@
+"""The ``mix-shift`` scenario and ``tools/mix_shift_check.py`` (docs/benchmark.md, "mix-shift").
+
+Guards: the scenario is a two-state MMPP whose length sections are the ones its comment grounds (Azure-code fit in
+the on state; Azure-conversation prompts and the decode-bound family's outputs in the off state) and each request
+takes the lengths of the state it arrived in; its instances see several state changes; the tool's state-switch
+reference deflects only on-state arrivals; its per-state split and single-state scenarios are what they claim;
+a scenario the tool cannot split is one ConfigError (exit status 2 from the command line).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.errors import ConfigError
+from kairos_gym.workload import ByStateLengths, MMPPArrival, PoissonArrival, arrival_states, generate
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+def _tool(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"tools_{name}", TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_scenario_grounds_its_states_in_the_sections_it_names() -> None:
+    fit = _tool("fit_lengths")
+    sc = load_scenario("mix-shift")
+    arrival, lengths = sc.workload.arrival, sc.workload.lengths
+    assert isinstance(arrival, MMPPArrival) and isinstance(lengths, ByStateLengths)
+    assert (arrival.rate_on, arrival.rate_off, arrival.mean_on_s, arrival.mean_off_s) == (24.0, 18.0, 15.0, 45.0)
+    assert sc.workload.effective_num_requests == 3000
+    assert fit.fit_trace("azure2023_code")[1] == lengths.on  # Azure code, both sides
+    conv = fit.fit_trace("azure2023_conv")[1]
+    assert (lengths.off.prompt_median, lengths.off.prompt_sigma, lengths.off.prompt_max) == (
+        conv.prompt_median, conv.prompt_sigma, conv.prompt_max)  # Azure conversation prompts
+    bound = load_scenario("decode-bound").workload.lengths
+    assert (lengths.off.output_median, lengths.off.output_sigma, lengths.off.output_max) == (
+        bound.output_median, bound.output_sigma, bound.output_max)  # the decode-bound family's outputs
+
+
+@pytest.mark.parametrize("seed", [0, 3, 9])
+def test_each_request_takes_the_lengths_of_its_arrival_state(seed: int) -> None:
+    sc = load_scenario("mix-shift")
+    wl = generate(sc.workload, np.random.default_rng(seed))
+    on = arrival_states(sc.workload, np.random.default_rng(seed))
+    assert len(wl) == on.size == 3000 and 0 < on.sum() < on.size
+    out, prompt = np.asarray(wl.output_tokens), np.asarray(wl.prompt_tokens)
+    # on: Azure-code outputs (median 13, cap 1,899) and prompts (cap 7,437); off: long outputs (median 700)
+    assert np.median(out[on]) < 30 and out[on].max() <= 1899 and prompt[on].max() <= 7437
+    assert 600 < np.median(out[~on]) < 800 and out[~on].max() <= 4096 and prompt[~on].max() <= 14050
+
+
+def test_every_test_and_train_instance_sees_several_state_changes() -> None:
+    sc = load_scenario("mix-shift")
+    changes = [int(np.count_nonzero(np.diff(arrival_states(sc.workload, np.random.default_rng(s)))))
+               for s in [*range(10), 1000, 1001]]
+    assert min(changes) >= 3 and np.mean(changes) > 5
+
+
+def _small(lengths: dict[str, Any] | None = None) -> ScenarioConfig:
+    d = load_scenario("mix-shift").to_dict()
+    d["workload"]["num_requests"] = 150
+    d["workload"]["arrival"].update(mean_on_s=1.0, mean_off_s=2.0)
+    if lengths is not None:
+        d["workload"]["lengths"] = lengths
+    return ScenarioConfig.from_dict(d)
+
+
+def test_state_switch_deflects_on_state_arrivals_only() -> None:
+    check = _tool("mix_shift_check")
+    from kairos_gym.agents.runner import simulate
+
+    sc = _small()
+    on = arrival_states(sc.workload, np.random.default_rng(2))
+    _, sim = simulate(check.StateSwitch(on), sc, 2)
+    deflected = np.asarray(sim.requests_table()["path"]) == "deflect"
+    assert deflected.any() and not deflected[~on].any()
+    _, nd = simulate("no-deflect", sc, 2)
+    assert not (np.asarray(nd.requests_table()["path"]) == "deflect").any()
+
+
+def test_the_split_recombines_and_the_single_states_are_poisson_at_their_rates() -> None:
+    check = _tool("mix_shift_check")
+    fixed = {"kind": "by_state", "on": {"kind": "fixed", "prompt_tokens": 5000, "output_tokens": 10},
+             "off": {"kind": "fixed", "prompt_tokens": 300, "output_tokens": 200}}
+    sc = _small(fixed)
+    on = arrival_states(sc.workload, np.random.default_rng(4))
+    overall, on_share, off_share, frac, changes = check.split(sc, "always-deflect-ls", 4)
+    n_on = int(on.sum())
+    assert frac == pytest.approx(n_on / 150) and changes == np.count_nonzero(np.diff(on)) > 0
+    assert overall == pytest.approx((on_share * n_on + off_share * (150 - n_on)) / 150, abs=1e-12)
+    for state, rate, prompt in (("on", 24.0, 5000), ("off", 18.0, 300)):
+        one = check.stationary(sc, state)
+        assert isinstance(one.workload.arrival, PoissonArrival) and one.workload.arrival.rate == rate
+        assert set(np.asarray(generate(one.workload, np.random.default_rng(0)).prompt_tokens)) == {prompt}
+
+
+def test_a_scenario_the_tool_cannot_split_is_one_error() -> None:
+    check = _tool("mix_shift_check")
+    with pytest.raises(ConfigError, match=r"workload\.arrival\.kind"):
+        check.make_task("bursty", 500, "default", 2)
+    d = load_scenario("mix-shift").to_dict()
+    d["workload"]["lengths"] = d["workload"]["lengths"]["on"]
+    with pytest.raises(ConfigError, match=r"workload\.lengths\.kind"):
+        check.check_scenario(ScenarioConfig.from_dict(d))
+    for argv in (["--scenario", "bursty"], ["--requests", "0"], ["--seeds", "11"]):
+        with pytest.raises(SystemExit) as e:
+            check.main(argv)
+        assert e.value.code == 2
