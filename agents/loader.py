@@ -11,7 +11,10 @@ for every run, so per-run state cannot leak from one instance of the suite to th
 
 ``--checkpoint`` loads a checkpoint in the project's safe format (``policy.json`` + ``policy.npz`` +
 ``normalize.json``; :mod:`kairos_gym.agents.policy_file`) as :class:`~kairos_gym.agents.ppo.PPOAgent`: data
-only, nothing executed. A Stable-Baselines3 zip is refused (it carries pickles).
+only, nothing executed. It is read and checked once when the flag is parsed (a malformed file or an unknown
+``inputs`` layout is refused before any run); its input layout (``inputs``: the observation, or the observation
+plus the one-hot of Kairos's action on the run's track, :mod:`kairos_gym.agents.inputs`) is applied by PPOAgent.
+A Stable-Baselines3 zip is refused (it carries pickles).
 
 Every problem is a :class:`~kairos_gym.errors.ConfigError` naming the flag and the value: a malformed spec, a
 missing or oversized file, a file that fails to run, a missing name, a name that is not a class, a class that
@@ -148,18 +151,22 @@ def policy_from_file(spec: str, where: str = "leaderboard", flag: str = "--polic
 def policy_from_checkpoint(folder: str, where: str = "leaderboard", flag: str = "--checkpoint") -> ExternalPolicy:
     """The :class:`ExternalPolicy` of ``--checkpoint DIR``: a safe-format checkpoint (or a run folder with one)
     as :class:`~kairos_gym.agents.ppo.PPOAgent`; never unpickles (no ``trust_checkpoint``)."""
-    from kairos_gym.agents.policy_file import resolve_checkpoint
+    from kairos_gym.agents.policy_file import load_policy, resolve_checkpoint
     from kairos_gym.agents.ppo import PPOAgent
 
     if not isinstance(folder, str) or not folder:
         raise ConfigError(where, flag, folder, "a checkpoint folder in the safe format (policy.json, policy.npz)")
     try:
-        kind, _ = resolve_checkpoint(folder, f"{where} {flag}")
+        kind, target = resolve_checkpoint(folder, f"{where} {flag}")
     except ConfigError as e:
         raise ConfigError(where, flag, folder, f"a safe-format checkpoint folder: {e}") from e
     if kind != "safe":
         raise ConfigError(where, flag, folder, "a checkpoint in the safe format (policy.json + policy.npz); a "
                           "Stable-Baselines3 zip carries pickles: convert it (docs/training.md, Checkpoints and trust)")
+    try:  # read (and check: sizes, arrays, its input layout) once, before any run
+        load_policy(target)
+    except ConfigError as e:
+        raise ConfigError(where, flag, folder, f"a safe-format checkpoint that loads: {e}") from e
 
     def build(scenario: ScenarioConfig, seed: int) -> Any:
         try:

@@ -3,8 +3,9 @@
 A checkpoint is a folder with
 
 - ``policy.json``: what the network is (``format``, ``version``, ``algo``, ``maskable``,
-  ``observation_size``, ``action_count``, ``hidden_sizes``, ``activation``, ``obs_normalization`` and an
-  optional free-form ``provenance`` mapping);
+  ``observation_size``, ``action_count``, ``hidden_sizes``, ``activation``, ``obs_normalization``, an
+  optional ``inputs`` (the input layout, one of :data:`INPUTS`; absent: ``observation``, the environment's
+  observation alone) and an optional free-form ``provenance`` mapping);
 - ``policy.npz``: the actor's weights, float32, read with ``numpy.load(..., allow_pickle=False)``:
   ``layer<i>.weight`` (out x in) and ``layer<i>.bias`` per hidden layer, then ``action.weight`` and
   ``action.bias`` (the logits layer);
@@ -59,8 +60,13 @@ MAX_JSON_BYTES = 8 << 20
 MAX_NPZ_BYTES = 512 << 20
 """Largest ``policy.npz`` read (bytes, on disk and uncompressed)."""
 
+INPUTS = ("observation", "observation+kairos")
+"""Input layouts of a checkpoint (``policy.json`` ``inputs``): ``observation``, the env's observation (the default,
+and what a checkpoint without the key has); ``observation+kairos``, the observation followed by a one-hot
+(``action_count`` floats) of the action Kairos, on the scenario's information track, takes at the same decision
+(:mod:`kairos_gym.agents.inputs`)."""
 _POLICY_KEYS = ("format", "version", "algo", "maskable", "observation_size", "action_count", "hidden_sizes",
-                "activation", "obs_normalization", "provenance")
+                "activation", "obs_normalization", "inputs", "provenance")
 _NORMALIZE_KEYS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "epsilon", "gamma", "obs_mean", "obs_var",
                    "obs_count")
 _SB3_CKPT = re.compile(r"^ckpt_(\d+)_steps$")
@@ -93,12 +99,14 @@ class GreedyActor:
 
     def __init__(self, hidden: Sequence[tuple[np.ndarray, np.ndarray]], head: tuple[np.ndarray, np.ndarray],
                  activation: str = "Tanh", *, maskable: bool = True, normalizer: ObsNormalizer | None = None,
-                 algo: str = "maskable_ppo") -> None:
+                 algo: str = "maskable_ppo", inputs: str = "observation") -> None:
         import torch
         import torch.nn.functional as F
 
         if activation not in ACTIVATIONS:
             raise ConfigError("GreedyActor", "activation", activation, "one of " + ", ".join(ACTIVATIONS))
+        if inputs not in INPUTS:
+            raise ConfigError("GreedyActor", "inputs", inputs, "one of " + ", ".join(INPUTS))
         self._torch = torch
         self._linear = F.linear
         self._act = {"Tanh": torch.tanh, "ReLU": torch.relu, "ELU": F.elu, "LeakyReLU": F.leaky_relu,
@@ -113,6 +121,8 @@ class GreedyActor:
         self.maskable = bool(maskable)
         self.normalizer = normalizer
         self.algo = algo
+        self.inputs = inputs
+        """The input layout (:data:`INPUTS`): what :attr:`observation_size` features are."""
 
     @property
     def hidden_sizes(self) -> list[int]:
@@ -158,6 +168,8 @@ class GreedyActor:
                 "observation_size": self.observation_size, "action_count": self.action_count,
                 "hidden_sizes": self.hidden_sizes, "activation": self.activation,
                 "obs_normalization": self.normalizer is not None}
+        if self.inputs != "observation":  # written only when not the default (older files stay as they were)
+            spec["inputs"] = self.inputs
         return spec, arrays
 
 
@@ -289,6 +301,10 @@ def _load_policy_cached(folder_s: str, _stamp: tuple[Any, ...]) -> GreedyActor:
     if activation not in ACTIVATIONS:
         raise ConfigError(spec_where, "activation", activation, "one of " + ", ".join(ACTIVATIONS))
     norm = _bool(spec_where, "obs_normalization", spec.get("obs_normalization"))
+    inputs = spec.get("inputs", "observation")
+    if inputs not in INPUTS:
+        raise ConfigError(spec_where, "inputs", inputs, "one of " + ", ".join(INPUTS) + " (or no inputs key: "
+                          "observation)")
     if "provenance" in spec and not isinstance(spec["provenance"], dict):
         raise ConfigError(spec_where, "provenance", spec["provenance"], "a mapping")
 
@@ -302,7 +318,7 @@ def _load_policy_cached(folder_s: str, _stamp: tuple[Any, ...]) -> GreedyActor:
     hidden_layers = [(arrays[f"layer{i}.weight"], arrays[f"layer{i}.bias"]) for i in range(len(widths))]
     normalizer = _read_normalizer(folder / NORMALIZE_JSON, where, n_obs) if norm else None
     return GreedyActor(hidden_layers, (arrays["action.weight"], arrays["action.bias"]), activation,
-                       maskable=maskable, normalizer=normalizer, algo=algo)
+                       maskable=maskable, normalizer=normalizer, algo=algo, inputs=inputs)
 
 
 def _bool(where: str, field: str, value: Any) -> bool:

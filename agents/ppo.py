@@ -21,6 +21,12 @@ runs through :func:`kairos_gym.agents.runner.run_policy` like any baseline. They
 count is that of the scenario with ``deflection.largest_safe_action: true`` (1 + D x (K + 1); trained so by
 ``kairos_train/KairosGeneral-v0``, train/domain.py) gets that action layout on a scenario without it: the same
 observation, plus the LargestSafe deflection per decode node (which Kairos and the ``-ls`` baselines use anyway).
+
+A safe checkpoint whose ``policy.json`` has ``inputs: observation+kairos`` (:mod:`kairos_gym.agents.inputs`) gets,
+after the observation, the one-hot of the action a :class:`~kairos_gym.agents.kairos.Kairos` built for the same
+scenario (so on its information track) takes on the same context (``kairos_feature``; only a feature: the agent's
+own masked action is applied). A checkpoint without the key is ``observation`` (the observation alone, as before);
+an unknown ``inputs`` value is refused when the checkpoint loads.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.inputs import KairosFeature, extra_size
 from kairos_gym.agents.kairos import build_model
 from kairos_gym.agents.policy_file import GreedyActor, load_policy, require_trust, resolve_checkpoint
 
@@ -107,6 +114,7 @@ class PPOAgent(BasePolicy):
         self.path = None if path is None else str(path)
         self.oracle_obs = bool(oracle)
         self.env_adapter_error: str | None = None
+        self.kairos_feature: KairosFeature | None = None  # inputs observation+kairos: the feature's Kairos
         if obs_builder is None and action_decoder is None and scenario is not None:
             obs_builder, action_decoder, mask_builder = self._env_adapters(load_scenario(scenario), mask_builder)
         self.obs_builder = obs_builder
@@ -136,6 +144,7 @@ class PPOAgent(BasePolicy):
             self.env_adapter_error = f"{type(e).__name__}: {e}"
             return None, None, mask_builder
         dict_obs, shape, n_actions = self._spaces()
+        inputs = self.actor.inputs if self.model is None and self.actor is not None else "observation"
         if n_actions is not None and n_actions != act_layout.n and not act_layout.largest_safe:
             # a model trained with deflection.largest_safe_action (train/domain.py): the same observation, one
             # more action per decode node (deflect with the LargestSafe schedule, as Kairos does); recognised by
@@ -143,6 +152,10 @@ class PPOAgent(BasePolicy):
             ls_layout = ActionLayout(sc.with_overrides({"deflection": {"largest_safe_action": True}}))
             if n_actions == ls_layout.n:
                 act_layout = ls_layout
+        # the checkpoint's input layout (policy.json inputs): the observation, then observation+kairos's one-hot
+        extra = extra_size(inputs, act_layout.n)
+        if shape is not None and extra:
+            shape = (shape[0] - extra,)
         if not dict_obs and shape is not None and shape != (obs_layout.size,) and sc.faults.enabled:
             # a model trained without faults on a fault scenario: its observation has no availability group (the
             # mask still closes a down decode node's actions, and the prefill path never picks a down node)
@@ -154,16 +167,22 @@ class PPOAgent(BasePolicy):
         if not dict_obs and shape is not None and shape != (obs_layout.size,):
             raise ConfigError(f"policy {self.name}", "path", self.path,
                               f"a model trained on this scenario's observation ({obs_layout.size} features; the model "
-                              f"expects shape {shape})")
+                              f"expects shape {shape}" + (f" plus {extra} for its inputs {inputs})" if extra else ")"))
         if n_actions is not None and n_actions != act_layout.n:
             raise ConfigError(f"policy {self.name}", "path", self.path,
                               f"a model trained on this scenario's action space ({act_layout.n} actions; the model "
                               f"has {n_actions})")
         buf = np.zeros(obs_layout.size, dtype=np.float32)
         mask = np.zeros(act_layout.n, dtype=np.int8)
+        # observation+kairos: Kairos built for the scenario as given (its track; on a fault scenario, the faults too),
+        # deciding on the very context the policy sees; refused here if the layout lacks its LargestSafe action
+        self.kairos_feature = KairosFeature(sc, act_layout) if inputs == "observation+kairos" else None
+        feature = self.kairos_feature
 
         def obs_builder(ctx: DecisionContext) -> Any:
             flat = obs_layout.encode(ctx, buf)
+            if feature is not None:
+                return np.concatenate([flat, feature.encode(ctx)])
             return obs_layout.to_dict(flat) if dict_obs else flat.copy()
 
         def action_decoder(ctx: DecisionContext, action: Any) -> Decision:

@@ -72,6 +72,15 @@ MAX_DAGGER_ROUNDS = 8
 VIEWS = ("exact", "realistic")
 DATASET_KEYS = ("obs", "mask", "best", "hard", "view", "task", "tie")
 """Arrays of a label dataset (``.npz``, read with ``allow_pickle=False``)."""
+OPTIONAL_KEYS = ("kairos",)
+"""Arrays a dataset may hold besides :data:`DATASET_KEYS`: ``kairos``, per row the env action Kairos on that view's
+track takes at the decision (int16; datasets collected before it have none)."""
+INPUTS = ("observation", "observation+kairos")
+"""The student's input layouts (``inputs``; :mod:`kairos_gym.agents.inputs`)."""
+HARD_LABELS = ("oracle", "kairos-if-best")
+"""Hard-label rules (``hard_label``): ``oracle``, the Oracle's own action when the view offers it (else the
+lowest-index best); ``kairos-if-best``, Kairos's action (on the view's track) when it is in the best set, else
+``oracle``'s."""
 
 
 # ---------------------------------------------------------------------------------------------- config
@@ -97,6 +106,8 @@ class DistillConfig:
     eval_every: int = 10
     seeds: tuple[int, ...] = (0, 1, 2)
     label_seed: int = 0
+    inputs: str = "observation"          # INPUTS: the observation alone, or + the one-hot of Kairos's action
+    hard_label: str = "oracle"           # HARD_LABELS
 
     @classmethod
     def from_mapping(cls, raw: Any, where: str = WHERE) -> DistillConfig:
@@ -137,6 +148,12 @@ class DistillConfig:
                 or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**31 for s in seeds) \
                 or len(set(seeds)) != len(seeds):
             raise ConfigError(where, "seeds", seeds, "1 to 16 distinct whole numbers from 0 to 2**31 - 1")
+        inputs = raw.get("inputs", cls.inputs)
+        if inputs not in INPUTS:
+            raise ConfigError(where, "inputs", inputs, "one of " + ", ".join(INPUTS))
+        hard_label = raw.get("hard_label", cls.hard_label)
+        if hard_label not in HARD_LABELS:
+            raise ConfigError(where, "hard_label", hard_label, "one of " + ", ".join(HARD_LABELS))
         return cls(spec.families, spec.tiers, spec.load, integer("instances_per_task", 1, MAX_INSTANCES),
                    integer("max_requests", 10, MAX_REQUESTS), integer("dagger_rounds", 0, MAX_DAGGER_ROUNDS),
                    integer("dagger_instances_per_task", 1, MAX_INSTANCES), tuple(int(h) for h in hidden), str(act),
@@ -144,7 +161,7 @@ class DistillConfig:
                    number("learning_rate", 1e-7, 1.0), number("weight_decay", 0.0, 1.0),
                    number("hard_weight", 0.0, 100.0), number("tie_weight", 0.0, 100.0),
                    integer("eval_every", 1, MAX_EPOCHS),
-                   tuple(int(s) for s in seeds), integer("label_seed", 0, 2**31 - 1))
+                   tuple(int(s) for s in seeds), integer("label_seed", 0, 2**31 - 1), str(inputs), str(hard_label))
 
 
 def load_config(path: str | Path) -> DistillConfig:
@@ -232,7 +249,10 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
     """Labels of one instance (module docstring): ``sc`` on the exact track, workload seed ``seed``; ``student``
     (a :class:`~kairos_gym.agents.policy_file.GreedyActor`, or None: the Oracle) decides what is applied, on the
     realistic view. Returns the :data:`DATASET_KEYS` arrays (``task``: this int on every row; ``view``: 0 exact,
-    1 realistic) plus ``summary_slo`` (the behaviour's SLO attainment)."""
+    1 realistic), ``kairos`` (per row the env action of Kairos built for that view's track, deciding on that view's
+    context: :class:`~kairos_gym.agents.inputs.KairosFeature`; never applied) plus ``summary_slo`` (the behaviour's
+    SLO attainment)."""
+    from kairos_gym.agents.inputs import KairosFeature
     from kairos_gym.agents.kairos import build_model
     from kairos_gym.agents.oracle import Oracle
     from kairos_gym.train.leaderboard import on_track
@@ -253,11 +273,14 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
     oracle.attach(sim_e)
     obs_l = ObservationLayout(sc, max_context=build_model(sc).model.max_context)
     act_l = ActionLayout(sc)
-    if student is not None and (student.observation_size != obs_l.size or student.action_count != act_l.n):
+    kairos_e, kairos_r = KairosFeature(sc, act_l), KairosFeature(sc_r, act_l)
+    s_inputs = getattr(student, "inputs", "observation")
+    want = obs_l.size + (act_l.n if s_inputs == "observation+kairos" else 0)
+    if student is not None and (student.observation_size != want or student.action_count != act_l.n):
         raise ConfigError("distill", "student", f"{student.observation_size} features, {student.action_count} actions",
-                          f"{obs_l.size} features and {act_l.n} actions (this scenario's env)")
+                          f"{want} features and {act_l.n} actions (this scenario's env, inputs {s_inputs})")
     buf = np.zeros(obs_l.size, dtype=np.float32)
-    rows: dict[str, list[Any]] = {k: [] for k in DATASET_KEYS}
+    rows: dict[str, list[Any]] = {k: [] for k in (*DATASET_KEYS, "kairos")}
     searched = 0
     while True:
         ce, cr = sim_e.next_decision(), sim_r.next_decision()
@@ -275,6 +298,7 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
         chosen = action_index(act_l, dec)
         obs_r = obs_l.encode(cr, buf).copy()
         mask_r = act_l.mask(cr).astype(bool)
+        k_views = (kairos_e.action(ce), kairos_r.action(cr))
         for vi, name in enumerate(VIEWS):
             if name not in views:
                 continue
@@ -290,8 +314,10 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
             rows["view"].append(vi)
             rows["task"].append(task)
             rows["tie"].append(lab[2])
+            rows["kairos"].append(k_views[vi])
         if student is not None:
-            dec = act_l.decision(student.act(obs_r, mask_r))
+            x = obs_r if s_inputs == "observation" else np.concatenate([obs_r, one_hot(k_views[1], act_l.n)])
+            dec = act_l.decision(student.act(x, mask_r))
         sim_e.apply(dec)
         sim_r.apply(dec)
     s_e, s_r = sim_e.summary(), sim_r.summary()
@@ -302,7 +328,8 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
            "mask": np.asarray(rows["mask"], dtype=bool).reshape(n, act_l.n),
            "best": np.asarray(rows["best"], dtype=bool).reshape(n, act_l.n),
            "hard": np.asarray(rows["hard"], dtype=np.int64), "view": np.asarray(rows["view"], dtype=np.int8),
-           "task": np.asarray(rows["task"], dtype=np.int16), "tie": np.asarray(rows["tie"], dtype=bool)}
+           "task": np.asarray(rows["task"], dtype=np.int16), "tie": np.asarray(rows["tie"], dtype=bool),
+           "kairos": np.asarray(rows["kairos"], dtype=np.int16)}
     out["summary_slo"] = np.asarray(float(s_e["slo_attainment"]))
     return out
 
@@ -362,26 +389,70 @@ def collect(jobs: Sequence[LabelJob], student: Any = None, log: Callable[[str], 
             log(f"[{i + 1}/{len(jobs)}] {job.family}/{job.tier} load {job.load:.2f} {job.instance.label}: "
                 f"{len(part['hard'])} samples, behaviour SLO {float(part['summary_slo']):.3f}, "
                 f"{time.perf_counter() - t0:.1f} s")
-    return {k: np.concatenate([p[k] for p in parts]) for k in DATASET_KEYS}
+    return {k: np.concatenate([p[k] for p in parts]) for k in (*DATASET_KEYS, *OPTIONAL_KEYS)}
 
 
 def save_dataset(path: str | Path, data: Mapping[str, np.ndarray]) -> None:
-    np.savez_compressed(path, **{k: data[k] for k in DATASET_KEYS})
+    np.savez_compressed(path, **{k: data[k] for k in (*DATASET_KEYS, *OPTIONAL_KEYS) if k in data})
 
 
 def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
-    """A dataset written by :func:`save_dataset` (no pickles: ``allow_pickle=False``; shapes checked)."""
+    """A dataset written by :func:`save_dataset` (no pickles: ``allow_pickle=False``; shapes checked): the
+    :data:`DATASET_KEYS` arrays, and ``kairos`` when it holds one (:data:`OPTIONAL_KEYS`)."""
     with np.load(path, allow_pickle=False) as z:
-        if sorted(z.files) != sorted(DATASET_KEYS):
-            raise ConfigError("distill dataset", "arrays", sorted(z.files), ", ".join(DATASET_KEYS))
+        files = sorted(z.files)
+        if files not in (sorted(DATASET_KEYS), sorted((*DATASET_KEYS, *OPTIONAL_KEYS))):
+            raise ConfigError("distill dataset", "arrays", files, ", ".join(DATASET_KEYS) + " (and optionally "
+                              + ", ".join(OPTIONAL_KEYS) + ")")
         n = int(z["hard"].shape[0])
         if n > MAX_SAMPLES:
             raise ConfigError("distill dataset", "samples", n, f"at most {MAX_SAMPLES}")
-        data = {k: z[k] for k in DATASET_KEYS}
-    for k in DATASET_KEYS:
+        data = {k: z[k] for k in files}
+    for k in files:
         if data[k].shape[0] != n:
             raise ConfigError("distill dataset", k, data[k].shape, f"{n} rows")
+    if "kairos" in data:
+        k = data["kairos"]
+        n_act = data["mask"].shape[1] if data["mask"].ndim == 2 else 0
+        if k.ndim != 1 or not np.issubdtype(k.dtype, np.integer) or (n and (k.min() < 0 or k.max() >= n_act)):
+            raise ConfigError("distill dataset", "kairos", f"{k.dtype} {k.shape}", f"action indices 0 to {n_act - 1}")
     return data
+
+
+def one_hot(action: int, n: int) -> np.ndarray:
+    """float32 ``(n,)`` with a 1 at ``action``."""
+    out = np.zeros(n, dtype=np.float32)
+    out[int(action)] = 1.0
+    return out
+
+
+def student_inputs(data: Mapping[str, np.ndarray], inputs: str) -> np.ndarray:
+    """The student's raw inputs of every row (float32 ``(n, features)``): ``obs``, followed for
+    ``observation+kairos`` by the one-hot of the row's ``kairos`` action (ConfigError when the dataset has none)."""
+    if inputs == "observation":
+        return data["obs"]
+    if inputs != "observation+kairos":
+        raise ConfigError(WHERE, "inputs", inputs, "one of " + ", ".join(INPUTS))
+    if "kairos" not in data:
+        raise ConfigError("distill dataset", "arrays", sorted(data), "a kairos array (inputs observation+kairos: "
+                          "collect the labels again, datasets from before it have none)")
+    n_act = data["mask"].shape[1]
+    return np.concatenate([data["obs"], np.eye(n_act, dtype=np.float32)[data["kairos"].astype(np.int64)]], axis=1)
+
+
+def hard_labels(data: Mapping[str, np.ndarray], rule: str) -> np.ndarray:
+    """The hard label of every row (int64) under ``rule`` (:data:`HARD_LABELS`): ``oracle``, the dataset's
+    ``hard``; ``kairos-if-best``, the row's ``kairos`` action where it is in the row's ``best`` set, else ``hard``."""
+    hard = data["hard"].astype(np.int64)
+    if rule == "oracle":
+        return hard
+    if rule != "kairos-if-best":
+        raise ConfigError(WHERE, "hard_label", rule, "one of " + ", ".join(HARD_LABELS))
+    if "kairos" not in data:
+        raise ConfigError("distill dataset", "arrays", sorted(data), "a kairos array (hard_label kairos-if-best)")
+    k = data["kairos"].astype(np.int64)
+    ok = data["best"][np.arange(len(k)), k]
+    return np.where(ok, k, hard)
 
 
 # ---------------------------------------------------------------------------------------------- training
@@ -407,7 +478,7 @@ def set_loss(logits: Any, mask: Any, best: Any, hard: Any, hard_weight: float, w
     return loss.mean() if weight is None else (loss * weight).mean()
 
 
-def _actor(net: Any, stats: Mapping[str, Any], activation: str) -> Any:
+def _actor(net: Any, stats: Mapping[str, Any], activation: str, inputs: str = "observation") -> Any:
     from kairos_gym.agents.policy_file import GreedyActor, ObsNormalizer
 
     layers = [m for m in net if hasattr(m, "weight")]
@@ -416,7 +487,7 @@ def _actor(net: Any, stats: Mapping[str, Any], activation: str) -> Any:
     norm = ObsNormalizer(np.asarray(stats["obs_mean"], dtype=np.float64),
                          np.asarray(stats["obs_var"], dtype=np.float64), float(stats["epsilon"]),
                          float(stats["clip_obs"]))
-    return GreedyActor(hidden, head, activation, maskable=True, normalizer=norm, algo="maskable_ppo")
+    return GreedyActor(hidden, head, activation, maskable=True, normalizer=norm, algo="maskable_ppo", inputs=inputs)
 
 
 @dataclass
@@ -439,12 +510,13 @@ def train_student(data: Mapping[str, np.ndarray], cfg: DistillConfig, seed: int,
     t0 = time.perf_counter()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    stats = normalizer_stats(data["obs"])
+    raw = student_inputs(data, cfg.inputs)
+    stats = normalizer_stats(raw)
     std = np.sqrt(stats["obs_var"] + stats["epsilon"])
-    x = torch.from_numpy(np.clip((data["obs"] - stats["obs_mean"]) / std, -10, 10).astype(np.float32))
+    x = torch.from_numpy(np.clip((raw - stats["obs_mean"]) / std, -10, 10).astype(np.float32))
     mask = torch.from_numpy(data["mask"].astype(bool))
     best = torch.from_numpy(data["best"].astype(bool))
-    hard = torch.from_numpy(data["hard"].astype(np.int64))
+    hard = torch.from_numpy(hard_labels(data, cfg.hard_label))
     tie = torch.from_numpy(data["tie"].astype(bool))
     wt = torch.from_numpy(np.where(data["tie"], cfg.tie_weight, 1.0).astype(np.float32))
     act = getattr(torch.nn, cfg.activation)
@@ -457,7 +529,7 @@ def train_student(data: Mapping[str, np.ndarray], cfg: DistillConfig, seed: int,
     net = torch.nn.Sequential(*layers)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     n = x.shape[0]
-    res = TrainResult(_actor(net, stats, cfg.activation), stats)
+    res = TrainResult(_actor(net, stats, cfg.activation, cfg.inputs), stats)
     best_score = -np.inf
     for epoch in range(1, cfg.epochs + 1):
         perm = torch.from_numpy(rng.permutation(n))
@@ -476,7 +548,7 @@ def train_student(data: Mapping[str, np.ndarray], cfg: DistillConfig, seed: int,
                 pick = lg.argmax(dim=1)
                 hit = best[torch.arange(n), pick]
                 row["train_best_accuracy"] = float(hit[~tie].float().mean()) if bool((~tie).any()) else 1.0
-            actor = _actor(net, stats, cfg.activation)
+            actor = _actor(net, stats, cfg.activation, cfg.inputs)
             if validate is not None:
                 row.update(validate(actor))
             score = row.get("select", epoch)
@@ -504,17 +576,41 @@ def validation_suite(cfg: DistillConfig) -> tuple[list[Any], dict[str, float]]:
     return cases, {c.label: run_reference(c, "kairos")["slo_attainment"] for c in cases}
 
 
-def validate_actor(actor: Any, cases: Sequence[Any], kairos: Mapping[str, float]) -> dict[str, float]:
-    """The student's SLO attainment on ``cases`` against Kairos's: per track the mean gap and the win rate
-    (ties 1/2); ``select`` = the realistic track's mean gap."""
-    from kairos_gym.train.domain import run_actor
+def run_student(actor: Any, case: Any) -> dict[str, float]:
+    """A student's figures (:data:`~kairos_gym.train.domain.VALIDATION_KEYS`) on a validation ``case``: one whole
+    episode of a bare KairosEnv of the case's scenario with greedy actions on the actor's inputs (``inputs``
+    ``observation``: :func:`~kairos_gym.train.domain.run_actor` itself; ``observation+kairos``: the observation
+    followed by the one-hot of the action Kairos, built for the case's scenario, takes on the env's pending
+    :class:`~kairos_gym.sim.hook.DecisionContext`, as :class:`~kairos_gym.agents.ppo.PPOAgent` computes it)."""
+    from kairos_gym.agents.inputs import KairosFeature
+    from kairos_gym.train.domain import VALIDATION_KEYS, run_actor
 
+    from kairos_gym.env.core import KairosEnv
+
+    inputs = getattr(actor, "inputs", "observation")
+    if inputs == "observation":
+        return run_actor(actor, case)
+    sc = case.scenario()
+    env = KairosEnv(sc)
+    feat = KairosFeature(sc, env.action_layout)
+    obs, info = env.reset(seed=int(case.instance.seed))
+    while True:
+        x = np.concatenate([obs, feat.encode(env.decision_context)])
+        obs, _r, term, trunc, info = env.step(actor.act(x, info["action_mask"]))
+        if term or trunc:
+            return {k: float(info["summary"][k]) for k in VALIDATION_KEYS}
+
+
+def validate_actor(actor: Any, cases: Sequence[Any], kairos: Mapping[str, float]) -> dict[str, float]:
+    """The student's SLO attainment on ``cases`` against Kairos's: per track the mean gap, the worst case's gap
+    (``worst_<track>``) and the win rate (ties 1/2); ``select`` = the realistic track's mean gap."""
     out: dict[str, float] = {}
     for track in VIEWS:
-        gaps = [run_actor(actor, c)["slo_attainment"] - kairos[c.label] for c in cases if c.track == track]
+        gaps = [run_student(actor, c)["slo_attainment"] - kairos[c.label] for c in cases if c.track == track]
         if gaps:
             g = np.asarray(gaps)
             out[f"gap_{track}"] = float(g.mean())
+            out[f"worst_{track}"] = float(g.min())
             out[f"win_{track}"] = float(((g > 0) + 0.5 * (g == 0)).mean())
     out["select"] = out.get("gap_realistic", out.get("gap_exact", 0.0))
     return out
@@ -544,6 +640,8 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
         data = collect(jobs, None, log)
         meta["rounds"].append({"round": 0, "instances": len(jobs), "samples": len(data["hard"]),
                                "seconds": time.perf_counter() - t0})
+    student_inputs(data, cfg.inputs)  # a dataset without the kairos array: refused before any training
+    hard_labels(data, cfg.hard_label)
     save_dataset(out / "data.npz", data)
     cases, kairos = validation_suite(cfg)
     meta["validation_kairos"] = kairos
@@ -555,7 +653,8 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
         log(f"round {r}: {len(jobs)} instances, student behaviour (DAgger)")
         extra = collect(jobs, student, log)
         extra["task"] = extra["task"] + int(data["task"].max()) + 1
-        data = {k: np.concatenate([data[k], extra[k]]) for k in DATASET_KEYS}
+        data = {k: np.concatenate([data[k], extra[k]]) for k in (*DATASET_KEYS, *OPTIONAL_KEYS)
+                if k in data and k in extra}
         meta["rounds"].append({"round": r, "instances": len(jobs), "samples": len(extra["hard"]),
                                "seconds": time.perf_counter() - t1})
         save_dataset(out / "data.npz", data)
@@ -571,6 +670,8 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
             writer.close()
         prov = {"trainer": "kairos_gym.train.distill", "seed": seed, "best_epoch": res.best_epoch,
                 "samples": len(data["hard"]), "teacher": "oracle (exact track rollouts)"}
+        if cfg.inputs != "observation" or cfg.hard_label != "oracle":
+            prov.update({"inputs": cfg.inputs, "hard_label": cfg.hard_label})
         write_policy(folder, res.actor, res.stats, prov)
         with open(folder / "history.jsonl", "w", encoding="utf-8") as f:
             for row in res.history:
