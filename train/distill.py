@@ -81,6 +81,8 @@ HARD_LABELS = ("oracle", "kairos-if-best")
 """Hard-label rules (``hard_label``): ``oracle``, the Oracle's own action when the view offers it (else the
 lowest-index best); ``kairos-if-best``, Kairos's action (on the view's track) when it is in the best set, else
 ``oracle``'s."""
+LABEL_RNG_TAG = 0x64697374
+"""Mixed into ``label_seed``: the generator that draws the label jobs (and their DAgger rounds' jobs)."""
 
 
 # ---------------------------------------------------------------------------------------------- config
@@ -630,7 +632,7 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
     meta: dict[str, Any] = {"config": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()},
                             "command": " ".join(sys.argv), "rounds": [], "seeds": {}}
     t0 = time.perf_counter()
-    rng = np.random.default_rng([cfg.label_seed, 0x64697374])
+    rng = np.random.default_rng([cfg.label_seed, LABEL_RNG_TAG])
     if data_path is not None:
         data = load_dataset(data_path)
         meta["rounds"].append({"round": 0, "loaded": str(data_path), "samples": len(data["hard"])})
