@@ -240,7 +240,8 @@ class PPOAgent(BasePolicy):
 
 class PPOGeneral(PPOAgent):
     """``ppo-general``: :class:`PPOAgent` with the general agent's checkpoint (:data:`GENERAL_CHECKPOINT`: the
-    rollout Oracle distilled into a 128x128 Tanh MLP over the benchmark's train split, train/distill.py) as its
+    rollout Oracle distilled into a 128x128 Tanh MLP over the benchmark's train split that also reads the one-hot
+    of Kairos's action on the same track, train/distill.py, configs/ppo/distill-kairos-label.yaml) as its
     default ``path``; everything else is PPOAgent's (safe format, 13 actions: the LargestSafe deflection is
     offered on any task)."""
 

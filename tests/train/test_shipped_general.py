@@ -24,13 +24,17 @@ def test_shipped_files_are_safe_and_described() -> None:
     assert not any(p.suffix in (".pkl", ".zip", ".pt") for p in CKPT.iterdir())
     spec = json.loads((CKPT / "policy.json").read_text())
     assert spec["provenance"]["trainer"] == "kairos_gym.train.distill" and spec["provenance"]["seed"] == 0
-    assert (spec["observation_size"], spec["action_count"], spec["hidden_sizes"]) == (57, 13, [128, 128])
-    # the shipped config is the recipe's (configs/ppo/distill.yaml), and it parses
-    assert (CKPT / "config.yaml").read_text() == (ROOT / "configs" / "ppo" / "distill.yaml").read_text()
+    # 57 observation features, then the one-hot of Kairos's action over the 13 actions (inputs observation+kairos)
+    assert (spec["observation_size"], spec["action_count"], spec["hidden_sizes"]) == (70, 13, [128, 128])
+    assert spec["inputs"] == "observation+kairos" and spec["provenance"]["hard_label"] == "kairos-if-best"
+    # the shipped config is the recipe's (configs/ppo/distill-kairos-label.yaml), and it parses
+    assert (CKPT / "config.yaml").read_text() == (ROOT / "configs" / "ppo" / "distill-kairos-label.yaml").read_text()
     cfg = load_config(CKPT / "config.yaml")
     assert cfg.hidden == (128, 128) and cfg.dagger_rounds == 0 and cfg.seeds == (0, 1, 2)
+    assert (cfg.inputs, cfg.hard_label) == ("observation+kairos", "kairos-if-best")
     meta = json.loads((CKPT / "meta.json").read_text())
     assert meta["seed"] == 0 and set(meta["leaderboard"]["aggregates"]) == {"exact", "realistic"}
+    assert meta["selection"]["decision"]["ship"] is True  # the second selection protocol (docs/training.md)
 
 
 def test_shipped_actor_takes_the_recorded_actions() -> None:
