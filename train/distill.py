@@ -570,12 +570,24 @@ def train_student(data: Mapping[str, np.ndarray], cfg: DistillConfig, seed: int,
 # ---------------------------------------------------------------------------------------------- validation
 def validation_suite(cfg: DistillConfig) -> tuple[list[Any], dict[str, float]]:
     """The held-out validation cases (every family x tier of ``cfg`` x both tracks, the families' last train
-    instance) and Kairos's SLO attainment on each (run once)."""
+    instance) and Kairos's SLO attainment on each (run once). The normalisation anchors of each case (no-deflect
+    and kairos-exact, :data:`~kairos_gym.train.domain.ANCHOR_BASELINE` / ``ANCHOR_REFERENCE``) are in
+    :func:`validation_anchors`."""
     from kairos_gym.train.domain import DomainSpec, run_reference, validation_cases
 
     spec = DomainSpec(cfg.families, cfg.tiers, VIEWS, (1.0, 1.0), True)
     cases = validation_cases(spec)
     return cases, {c.label: run_reference(c, "kairos")["slo_attainment"] for c in cases}
+
+
+def validation_anchors(cases: Sequence[Any]) -> dict[str, tuple[float, float]]:
+    """``{case label: (no-deflect, kairos-exact)}`` SLO attainment: the 0 and the 1 of the validation's normalised
+    score (the training env's anchors, train/domain.py: the clairvoyant Oracle has no cached scores on train-side
+    instances, so its place is taken by Kairos with exact information)."""
+    from kairos_gym.train.domain import ANCHOR_BASELINE, ANCHOR_REFERENCE, run_reference
+
+    return {c.label: (run_reference(c, ANCHOR_BASELINE)["slo_attainment"],
+                      run_reference(c, ANCHOR_REFERENCE)["slo_attainment"]) for c in cases}
 
 
 def run_student(actor: Any, case: Any) -> dict[str, float]:
@@ -603,17 +615,37 @@ def run_student(actor: Any, case: Any) -> dict[str, float]:
             return {k: float(info["summary"][k]) for k in VALIDATION_KEYS}
 
 
-def validate_actor(actor: Any, cases: Sequence[Any], kairos: Mapping[str, float]) -> dict[str, float]:
+def validate_actor(actor: Any, cases: Sequence[Any], kairos: Mapping[str, float],
+                   anchors: Mapping[str, tuple[float, float]] | None = None) -> dict[str, float]:
     """The student's SLO attainment on ``cases`` against Kairos's: per track the mean gap, the worst case's gap
-    (``worst_<track>``) and the win rate (ties 1/2); ``select`` = the realistic track's mean gap."""
+    (``worst_<track>``) and the win rate (ties 1/2); ``select`` = the realistic track's mean gap. With ``anchors``
+    (:func:`validation_anchors`), also per track the mean and IQM of the normalised score (``norm_mean_<track>``,
+    ``norm_iqm_<track>``; cases without room to normalise in are left out, as on the leaderboard); they are
+    logged, never used to choose an epoch."""
+    from kairos_gym.train.domain import normalized_score, summarize_scores
+
     out: dict[str, float] = {}
+    norm: dict[str, float | None] = {}
     for track in VIEWS:
-        gaps = [run_student(actor, c)["slo_attainment"] - kairos[c.label] for c in cases if c.track == track]
+        gaps = []
+        for c in cases:
+            if c.track != track:
+                continue
+            x = run_student(actor, c)["slo_attainment"]
+            gaps.append(x - kairos[c.label])
+            if anchors is not None:
+                norm[c.label] = normalized_score(x, *anchors[c.label])
         if gaps:
             g = np.asarray(gaps)
             out[f"gap_{track}"] = float(g.mean())
             out[f"worst_{track}"] = float(g.min())
             out[f"win_{track}"] = float(((g > 0) + 0.5 * (g == 0)).mean())
+    if anchors is not None:
+        agg = summarize_scores(norm)
+        for track in VIEWS:
+            if track in agg and agg[track]["n"]:
+                out[f"norm_mean_{track}"] = agg[track]["mean"]
+                out[f"norm_iqm_{track}"] = agg[track]["iqm"]
     out["select"] = out.get("gap_realistic", out.get("gap_exact", 0.0))
     return out
 
@@ -646,8 +678,10 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
     hard_labels(data, cfg.hard_label)
     save_dataset(out / "data.npz", data)
     cases, kairos = validation_suite(cfg)
+    anchors = validation_anchors(cases)
     meta["validation_kairos"] = kairos
-    validate = _bind(validate_actor, cases=cases, kairos=kairos)
+    meta["validation_anchors"] = {k: list(v) for k, v in anchors.items()}
+    validate = _bind(validate_actor, cases=cases, kairos=kairos, anchors=anchors)
     for r in range(1, cfg.dagger_rounds + 1):
         t1 = time.perf_counter()
         student = train_student(data, cfg, cfg.seeds[0], validate, log=log).actor

@@ -195,6 +195,8 @@ def test_pipeline_end_to_end_tiny(tmp_path: Path) -> None:
     assert actor.observation_size == 57 and actor.action_count == 13 and actor.hidden_sizes == [16, 16]
     hist = [json.loads(x) for x in (tmp_path / "seed0" / "history.jsonl").read_text().splitlines()]
     assert len(hist) == 2 and {"gap_realistic", "win_realistic", "gap_exact"} <= set(hist[-1])
+    # the normalised score on the held-out cases (0 = no-deflect, 1 = kairos-exact) is logged per track
+    assert {"norm_mean_exact", "norm_iqm_realistic"} <= set(hist[-1])
     assert json.loads((tmp_path / "meta.json").read_text())["seeds"]["0"]["best_epoch"] in (1, 2)
     # the checkpoint runs through the ppo policy on a suite task that does not enable the LargestSafe action
     from kairos_gym.agents.ppo import PPOAgent
@@ -202,3 +204,22 @@ def test_pipeline_end_to_end_tiny(tmp_path: Path) -> None:
     base = on_track(SUITE[0].base(), "realistic").with_overrides({"workload": {"num_requests": 40}})
     out = run_policy(PPOAgent(base, path=tmp_path / "seed0"), base, 0)
     assert 0.0 <= out["slo_attainment"] <= 1.0
+
+
+def test_validation_normalised_score_uses_the_anchors() -> None:
+    cases = [SimpleNamespace(label="a@exact", track="exact"), SimpleNamespace(label="b@exact", track="exact"),
+             SimpleNamespace(label="c@realistic", track="realistic")]
+    slo = {"a@exact": 0.8, "b@exact": 0.5, "c@realistic": 0.9}
+    kairos = {"a@exact": 0.7, "b@exact": 0.6, "c@realistic": 0.9}
+    anchors = {"a@exact": (0.6, 1.0), "b@exact": (0.5, 0.505), "c@realistic": (0.4, 0.9)}  # b: no room (< 0.01)
+    orig = D.run_student
+    D.run_student = lambda actor, c: {"slo_attainment": slo[c.label]}  # type: ignore[assignment]
+    try:
+        out = D.validate_actor(None, cases, kairos, anchors)
+        plain = D.validate_actor(None, cases, kairos)
+    finally:
+        D.run_student = orig  # type: ignore[assignment]
+    assert out["norm_mean_exact"] == pytest.approx(0.5) and out["norm_iqm_exact"] == pytest.approx(0.5)  # a only
+    assert out["norm_mean_realistic"] == pytest.approx(1.0)
+    assert out["gap_exact"] == pytest.approx(0.0) and out["select"] == out["gap_realistic"] == pytest.approx(0.0)
+    assert not any(k.startswith("norm_") for k in plain) and {k: out[k] for k in plain} == plain
