@@ -73,6 +73,8 @@ def test_small_run_writes_markdown_and_json(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     md = out.read_text()
     assert "Command: `kairos-gym precision --tasks decode-bound/relaxed" in md
+    # no-deflect is at 1.000 on every pilot instance there: n0 + 1 = 4 instances, marked (not "(40)")
+    assert "1.000 ± 0.000 (4, s0 = 0)" in md
     res = json.loads(js.read_text())
     cells = res["cells"]["exact"]["decode-bound/relaxed"]
     assert set(cells) == {"no-deflect", "kairos"} and all(4 <= c["n"] <= 6 for c in cells.values())
