@@ -212,3 +212,20 @@ def test_run_precision_checks_everything_before_running(monkeypatch):
                {"max_instances": 10}):
         with pytest.raises(ConfigError):
             run_precision(["kairos"], **{"suite": select_tasks("bursty/strict"), **kw})
+
+
+def test_an_empty_trace_window_is_refused_before_any_run(monkeypatch):
+    import dataclasses
+
+    import kairos_gym.train.leaderboard as lb
+
+    def boom(*a, **k):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(lb, "run_task", boom)
+    monkeypatch.setattr(precision, "_entry_task", boom)
+    az = next(t for t in SUITE if t.name == "azure-code")
+    # the trace ends at 3,436 s: windows drawn in [3500, 3700) hold no request
+    past = dataclasses.replace(az, name="azure-past", family="azure-past", test=lb.windows([3500.0, 3600.0, 3700.0]))
+    with pytest.raises(ConfigError, match="at least one request"):
+        run_precision(["kairos"], suite=[past], tracks=("exact",), half_width=0.05, max_instances=20)
