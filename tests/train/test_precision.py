@@ -229,3 +229,14 @@ def test_an_empty_trace_window_is_refused_before_any_run(monkeypatch):
     past = dataclasses.replace(az, name="azure-past", family="azure-past", test=lb.windows([3500.0, 3600.0, 3700.0]))
     with pytest.raises(ConfigError, match="at least one request"):
         run_precision(["kairos"], suite=[past], tracks=("exact",), half_width=0.05, max_instances=20)
+
+
+def test_a_process_pool_gives_the_serial_result():
+    from kairos_gym.backends import ProcessBackend
+
+    kw = {"suite": select_tasks("long-tail/relaxed"), "tracks": ("realistic",), "half_width": 0.05, "pilot": 3,
+          "max_instances": 6}
+    serial = run_precision(["no-deflect", "kairos", "best-static"], **kw)
+    with ProcessBackend(2, 0) as pool:
+        pooled = run_precision(["no-deflect", "kairos", "best-static"], backend=pool, **kw)
+    assert pooled["cells"] == serial["cells"] and pooled["best_static"] == serial["best_static"]
