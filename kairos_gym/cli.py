@@ -343,6 +343,89 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- precision
+def _add_precision(sub: argparse._SubParsersAction) -> None:
+    from kairos_gym.train.leaderboard import SUITE, TIER_NAMES
+    from kairos_gym.train.precision import (
+        DEFAULT_MAX_INSTANCES,
+        DEFAULT_POLICIES,
+        HALF_WIDTH,
+        MAX_HALF_WIDTH,
+        MAX_INSTANCES,
+        MAX_PILOT,
+        MIN_PILOT,
+        PILOT,
+    )
+
+    p = sub.add_parser("precision", help="Stein's two-stage protocol: enough instances per task for the target "
+                       "interval of each policy's mean (docs/benchmark.md); writes PRECISION.md")
+    p.add_argument("--policies", default=DEFAULT_POLICIES,
+                   help="registry names and best-static, each once (the Oracle is refused: 2-60 s per instance); "
+                   "default: the leaderboard's default policies but the Oracle")
+    p.add_argument("--tasks", default=None, metavar="NAMES",
+                   help="task names, family names (" + ", ".join(dict.fromkeys(t.family for t in SUITE))
+                   + ") or tier names (" + ", ".join(TIER_NAMES) + "), comma-separated; default: the whole suite")
+    p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
+                   help="also measure the trained agent of this safe-format checkpoint folder (repeatable; runs in "
+                   "this process)")
+    p.add_argument("--track", default="both", metavar="exact|realistic|both",
+                   help="information track(s) (kairos-exact always on exact); default both")
+    p.add_argument("--half-width", default=str(HALF_WIDTH), metavar="D",
+                   help=f"target half-width of the 95%% interval of a mean SLO attainment, in (0, {MAX_HALF_WIDTH:g}] "
+                   f"(default {HALF_WIDTH:g}: an interval narrower than 2 SLO-attainment points)")
+    p.add_argument("--pilot", default=str(PILOT), metavar="N0",
+                   help=f"stage-1 instances per (task, policy, track), {MIN_PILOT}..{MAX_PILOT} (default {PILOT})")
+    p.add_argument("--max-instances", default=str(DEFAULT_MAX_INSTANCES), metavar="N",
+                   help=f"cap on a cell's instances, --pilot + 1..{MAX_INSTANCES} (default {DEFAULT_MAX_INSTANCES})")
+    p.add_argument("--out", default="PRECISION.md", help="markdown file to write (default PRECISION.md)")
+    p.add_argument("--json", metavar="PATH", help="also write every cell (per-instance scores included) as JSON")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
+    p.set_defaults(func=_cmd_precision)
+
+
+def _cmd_precision(args: argparse.Namespace) -> int:
+    import shlex
+
+    from kairos_gym.agents.loader import policy_from_checkpoint
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.flags import parse_names
+    from kairos_gym.train.leaderboard import BEST_STATIC, parse_tracks, select_tasks
+    from kairos_gym.train.precision import (
+        MAX_HALF_WIDTH,
+        MAX_INSTANCES,
+        MAX_PILOT,
+        MIN_PILOT,
+        WHERE,
+        check_policy_names,
+        check_settings,
+        precision_md,
+        run_precision,
+    )
+
+    w = WHERE
+    policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
+    tracks = parse_tracks(args.track, where=w)
+    suite = None if args.tasks is None else select_tasks(args.tasks, where=w)
+    half = parse_float(w, "--half-width", args.half_width, 0.0, MAX_HALF_WIDTH)
+    pilot = parse_int(w, "--pilot", args.pilot, MIN_PILOT, MAX_PILOT)
+    cap = parse_int(w, "--max-instances", args.max_instances, pilot + 1, MAX_INSTANCES)
+    check_settings(half, pilot, cap)
+    check_outputs(w, {"--out": args.out, "--json": args.json})
+    check_policy_names(policies, [])
+    externals = [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
+    check_policy_names(policies, externals)
+    command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["precision"]))])
+    with backend_from_args(w, args) as backend, _progress(args, "precision") as bar:
+        res = run_precision(policies, externals, suite=suite, tracks=tracks, half_width=half, pilot=pilot,
+                            max_instances=cap, progress=bar, command=command, backend=backend)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(precision_md(res), encoding="utf-8")
+    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['runs']:,} runs)")
+    _write_json(args.json, res)
+    return 0
+
+
 # ---------------------------------------------------------------------------- bench
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput of the simulator, the pricing and the env on this machine")
@@ -498,8 +581,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 
 COMMANDS = (
-    _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_bench, _add_demo,
-    _add_train,
+    _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_precision, _add_bench,
+    _add_demo, _add_train,
 )
 
 

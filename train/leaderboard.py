@@ -254,22 +254,23 @@ SUITE: tuple[Task, ...] = tuple(
 train instances of ``best-static``."""
 
 
-def select_tasks(spec: str, suite: Sequence[Task] | None = None) -> tuple[Task, ...]:
+def select_tasks(spec: str, suite: Sequence[Task] | None = None, where: str = "leaderboard") -> tuple[Task, ...]:
     """The tasks of a comma-separated ``--tasks`` list: task names (``bursty/strict``), family names (every
     tier of the family) or tier names (every family at that tier); in suite order, each once. ``suite``:
-    :data:`SUITE` when None."""
+    :data:`SUITE` when None; ``where``: the command errors name."""
+    w = where
     suite = SUITE if suite is None else tuple(suite)
     names = [p.strip() for p in spec.split(",")]
     fams = {t.family for t in suite}
     known = [t.name for t in suite]
     if not spec.strip() or any(not n for n in names):
-        raise ConfigError("leaderboard", "--tasks", spec, "a comma-separated list of task, family or tier names")
+        raise ConfigError(w, "--tasks", spec, "a comma-separated list of task, family or tier names")
     for n in names:
         if n not in known and n not in fams and n not in TIER_NAMES:
-            raise ConfigError("leaderboard", "--tasks", n, "task names (" + ", ".join(known) + "), family names ("
+            raise ConfigError(w, "--tasks", n, "task names (" + ", ".join(known) + "), family names ("
                               + ", ".join(sorted(fams)) + ") or tier names (" + ", ".join(TIER_NAMES) + ")")
     if len(set(names)) != len(names):
-        raise ConfigError("leaderboard", "--tasks", spec, "each name once")
+        raise ConfigError(w, "--tasks", spec, "each name once")
     return tuple(t for t in suite if t.name in names or t.family in names or t.tier in names)
 
 
@@ -852,12 +853,13 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def parse_tracks(spec: str) -> tuple[str, ...]:
-    """``--track``: ``exact``, ``realistic`` or ``both`` (every track of :data:`TRACKS`, in that order)."""
+def parse_tracks(spec: str, where: str = "leaderboard") -> tuple[str, ...]:
+    """``--track``: ``exact``, ``realistic`` or ``both`` (every track of :data:`TRACKS`, in that order); ``where``:
+    the command errors name."""
     if spec == "both":
         return TRACKS
     if spec not in TRACKS:
-        raise ConfigError("leaderboard", "--track", spec, "one of " + ", ".join(TRACKS) + " or both")
+        raise ConfigError(where, "--track", spec, "one of " + ", ".join(TRACKS) + " or both")
     return (spec,)
 
 

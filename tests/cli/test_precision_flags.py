@@ -1,0 +1,81 @@
+"""``kairos-gym precision``: every bad flag is one error line, exit status 2, before any run; a small good run
+writes the markdown and the JSON."""
+
+from __future__ import annotations
+
+import json
+
+import kairos_gym.train.leaderboard as leaderboard_mod
+import kairos_gym.train.precision as precision_mod
+import pytest
+
+from kairos_gym.cli import main
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    calls: list[str] = []
+
+    def spy(*a, **k):
+        calls.append("run")
+        raise AssertionError("the run started before the bad flag was reported")
+
+    monkeypatch.setattr(precision_mod, "run_precision", spy)
+    monkeypatch.setattr(leaderboard_mod, "run_task", spy)
+    return calls
+
+
+@pytest.mark.parametrize("flags,field", [
+    (["--half-width", "0"], "--half-width"), (["--half-width", "-0.01"], "--half-width"),
+    (["--half-width", "abc"], "--half-width"), (["--half-width", "nan"], "--half-width"),
+    (["--half-width", "0.6"], "--half-width"),
+    (["--pilot", "1"], "--pilot"), (["--pilot", "201"], "--pilot"), (["--pilot", "2.5"], "--pilot"),
+    (["--pilot", "x"], "--pilot"),
+    (["--max-instances", "10"], "--max-instances"), (["--pilot", "20", "--max-instances", "20"], "--max-instances"),
+    (["--max-instances", "5001"], "--max-instances"), (["--max-instances", "1e3"], "--max-instances"),
+    (["--track", "nope"], "--track"), (["--tasks", "nope"], "--tasks"), (["--tasks", "bursty,bursty"], "--tasks"),
+    (["--tasks", ""], "--tasks"),
+    (["--policies", "oracle"], "--policies"), (["--policies", "nope"], "--policies"),
+    (["--policies", "kairos,kairos"], "--policies"), (["--policies", ""], "--policies"),
+    (["--workers", "0"], "--workers"), (["--workers", "two"], "--workers"),
+    (["--checkpoint", "/nonexistent/ckpt"], "--checkpoint"),
+])
+def test_bad_flag_exits_2_before_any_run(flags, field, tmp_path, capsys, no_work):
+    out = tmp_path / "P.md"
+    assert main(["precision", "--out", str(out), "--no-progress", *flags]) == 2
+    o, err = capsys.readouterr()
+    assert no_work == [] and o == "" and not out.exists()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kairos-gym precision: error: precision: ") and field in lines[0]
+
+
+def test_oracle_refusal_names_its_cost(capsys, tmp_path, no_work):
+    assert main(["precision", "--policies", "kairos,oracle", "--out", str(tmp_path / "P.md")]) == 2
+    assert "2-60 s per instance" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--out", "--json"])
+def test_bad_output_path_exits_2(flag, tmp_path, capsys, no_work):
+    (tmp_path / "afile").write_text("x")
+    args = ["precision", flag, str(tmp_path / "afile" / "below")]
+    if flag == "--json":
+        args += ["--out", str(tmp_path / "P.md")]
+    assert main(args) == 2
+    assert no_work == [] and capsys.readouterr().err.startswith("kairos-gym precision: error:")
+
+
+def test_small_run_writes_markdown_and_json(tmp_path, capsys):
+    out, js = tmp_path / "P.md", tmp_path / "p.json"
+    argv = ["precision", "--tasks", "decode-bound/relaxed", "--policies", "no-deflect,kairos", "--track", "exact",
+            "--half-width", "0.05", "--pilot", "3", "--max-instances", "6", "--no-progress", "--out", str(out),
+            "--json", str(js)]
+    assert main(argv) == 0
+    assert "wrote" in capsys.readouterr().out
+    md = out.read_text()
+    assert "Command: `kairos-gym precision --tasks decode-bound/relaxed" in md
+    # no-deflect is at 1.000 on every pilot instance there: n0 + 1 = 4 instances, marked (not "(40)")
+    assert "1.000 ± 0.000 (4, s0 = 0)" in md
+    res = json.loads(js.read_text())
+    cells = res["cells"]["exact"]["decode-bound/relaxed"]
+    assert set(cells) == {"no-deflect", "kairos"} and all(4 <= c["n"] <= 6 for c in cells.values())
+    assert res["half_width"] == 0.05 and res["pilot"] == 3 and res["max_instances"] == 6
