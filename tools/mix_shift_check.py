@@ -50,7 +50,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.progress import or_silent
 from kairos_gym.sim.hook import ARRIVAL, LARGEST_SAFE, Decision, DecisionContext
 from kairos_gym.stats import mean_ci
-from kairos_gym.workload import ByStateLengths, MMPPArrival, arrival_states
+from kairos_gym.workload import ByStateLengths, MMPPArrival, arrival_states, state_only
 
 TRAIN = seeds(1000, 1001)
 """The suite's train instances (best-static's tuning and the tiers' unloaded figures)."""
@@ -119,12 +119,7 @@ def split(sc: ScenarioConfig, policy: Any, seed: int, params: dict[str, Any] | N
 def stationary(sc: ScenarioConfig, state: str) -> ScenarioConfig:
     """``sc`` with one state only: Poisson arrivals at that state's rate, that state's lengths."""
     check_scenario(sc)
-    d = sc.to_dict()
-    arrival = sc.workload.arrival
-    rate = arrival.rate_on if state == "on" else arrival.rate_off  # type: ignore[union-attr]
-    d["workload"]["arrival"] = {"kind": "poisson", "rate": rate}
-    d["workload"]["lengths"] = d["workload"]["lengths"][state]
-    return ScenarioConfig.from_dict(d)
+    return ScenarioConfig.from_dict({**sc.to_dict(), "workload": state_only(sc.workload, state).to_dict()})
 
 
 def _f(x: float) -> str:

@@ -26,7 +26,7 @@ from kairos_gym.train.leaderboard import STATIC_GRID, SUITE, Task, rule_label, t
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.progress import or_silent
-from kairos_gym.workload import arrival_states
+from kairos_gym.workload import arrival_states, state_only
 
 
 def per_state(sc: ScenarioConfig, policy: str, seed: int, params: dict[str, Any]) -> tuple[float, float, float]:
@@ -65,12 +65,7 @@ def check(task: Task, seeds: list[int]) -> list[str]:
 def stationary(task: Task, state: str) -> ScenarioConfig:
     """``task``'s scenario with one state only: Poisson arrivals at that state's rate, that state's lengths."""
     base = task.base()
-    d = base.to_dict()
-    arrival = base.workload.arrival
-    rate = arrival.rate_on if state == "on" else arrival.rate_off  # type: ignore[union-attr]
-    d["workload"]["arrival"] = {"kind": "poisson", "rate": rate}
-    d["workload"]["lengths"] = d["workload"]["lengths"][state]
-    return ScenarioConfig.from_dict(d)
+    return ScenarioConfig.from_dict({**base.to_dict(), "workload": state_only(base.workload, state).to_dict()})
 
 
 def check_stationary(task: Task, seeds: list[int]) -> list[str]:

@@ -326,28 +326,38 @@ class Entry:
 
 def check_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
     """Names once each, the anchors present, nothing refused, external labels distinct (before any run)."""
+    check_names("leaderboard", policies, externals, REFUSED, REQUIRED)
+
+
+def check_names(where: str, policies: Sequence[str], externals: Sequence[ExternalPolicy], refused: Mapping[str, str],
+                required: Sequence[str] = ()) -> None:
+    """The checks of a ``--policies`` list and ``--policy`` / ``--checkpoint`` entries (the leaderboard's and the
+    precision protocol's): at least one entry; registry names or best-static, none of ``refused`` (name -> why),
+    each once; every name of ``required`` present; at most :data:`MAX_EXTERNAL` external entries, their labels
+    distinct from each other and from the names."""
     from kairos_gym.agents.registry import POLICIES
 
-    w = "leaderboard"
-    allowed = [*POLICIES, BEST_STATIC]
+    allowed = [p for p in (*POLICIES, BEST_STATIC) if p not in refused]
+    if not policies and not externals:
+        raise ConfigError(where, "--policies", list(policies), "at least one policy")
     for p in policies:
-        if p in REFUSED:
-            raise ConfigError(w, "--policies", p, f"names from {', '.join(n for n in allowed if n not in REFUSED)} "
-                              f"({p} is left out: {REFUSED[p]})")
+        if p in refused:
+            raise ConfigError(where, "--policies", p, f"names from {', '.join(allowed)} ({p} is left out: "
+                              f"{refused[p]})")
         if p not in allowed:
-            raise ConfigError(w, "--policies", p, "names from " + ", ".join(allowed))
+            raise ConfigError(where, "--policies", p, "names from " + ", ".join(allowed))
     if len(set(policies)) != len(policies):
-        raise ConfigError(w, "--policies", ",".join(policies), "each policy once")
-    missing = [p for p in REQUIRED if p not in policies]
+        raise ConfigError(where, "--policies", ",".join(policies), "each policy once")
+    missing = [p for p in required if p not in policies]
     if missing:
-        raise ConfigError(w, "--policies", ",".join(policies), f"a list that includes {', '.join(REQUIRED)} "
+        raise ConfigError(where, "--policies", ",".join(policies), f"a list that includes {', '.join(required)} "
                           f"(the normalisation anchors and the comparison; missing: {', '.join(missing)})")
     if len(externals) > MAX_EXTERNAL:
-        raise ConfigError(w, "--policy/--checkpoint", len(externals), f"at most {MAX_EXTERNAL} entries")
+        raise ConfigError(where, "--policy/--checkpoint", len(externals), f"at most {MAX_EXTERNAL} entries")
     labels = [e.label for e in externals]
     for i, e in enumerate(externals):
         if e.label in labels[:i] or e.label in policies:
-            raise ConfigError(w, e.flag, e.spec, f"each policy once ({e.label} is given twice)")
+            raise ConfigError(where, e.flag, e.spec, f"each policy once ({e.label} is given twice)")
 
 
 def on_track(sc: ScenarioConfig, track: str) -> ScenarioConfig:

@@ -64,6 +64,7 @@ from kairos_gym.train.leaderboard import (
     _entry_task,
     _external,
     _scores,
+    check_names,
     on_track,
     provenance,
     tune_static,
@@ -212,23 +213,7 @@ def check_settings(half_width: float, pilot: int, max_instances: int) -> None:
 
 def check_policy_names(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
     """Registry names or best-static, each once, the Oracle refused; external labels distinct."""
-    from kairos_gym.agents.registry import POLICIES
-
-    allowed = [p for p in (*POLICIES, BEST_STATIC) if p not in REFUSED]
-    if not policies and not externals:
-        raise ConfigError(WHERE, "--policies", list(policies), "at least one policy")
-    for p in policies:
-        if p in REFUSED:
-            raise ConfigError(WHERE, "--policies", p, f"names from {', '.join(allowed)} ({p} is refused: "
-                              f"{REFUSED[p]})")
-        if p not in allowed:
-            raise ConfigError(WHERE, "--policies", p, "names from " + ", ".join(allowed))
-    if len(set(policies)) != len(policies):
-        raise ConfigError(WHERE, "--policies", ",".join(policies), "each policy once")
-    labels = [e.label for e in externals]
-    for i, e in enumerate(externals):
-        if e.label in labels[:i] or e.label in policies:
-            raise ConfigError(WHERE, e.flag, e.spec, f"each policy once ({e.label} is given twice)")
+    check_names(WHERE, policies, externals, REFUSED)
 
 
 # ---------------------------------------------------------------------------------------------- the run

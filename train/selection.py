@@ -64,8 +64,8 @@ class Cell:
 
     @property
     def label(self) -> str:
-        task = self.family if self.tier == "default" else f"{self.family}/{self.tier}"
-        return f"{task}@{self.track}"
+        """``task@track``, the label of its cases (every case of a cell has the same)."""
+        return self.cases[0].label
 
 
 def selection_seeds(n: int, exclude: set[int]) -> list[int]:

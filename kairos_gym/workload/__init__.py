@@ -25,7 +25,7 @@ from kairos_gym.workload.config import (
     MAX_STREAMED_REQUESTS,
     WorkloadConfig,
 )
-from kairos_gym.workload.generator import arrival_states, generate
+from kairos_gym.workload.generator import arrival_states, generate, state_only
 from kairos_gym.workload.lengths import (
     MIN_ACCEPTANCE,
     ByStateLengths,
@@ -65,4 +65,5 @@ __all__ = [
     "generate",
     "load_trace",
     "resolve_trace_path",
+    "state_only",
 ]

@@ -74,3 +74,22 @@ def arrival_states(cfg: WorkloadConfig, rng: np.random.Generator) -> np.ndarray:
     _, on = cfg.arrival.sample_with_states(arrival_rng, num_requests=cfg.effective_num_requests,
                                            duration_s=cfg.duration_s)
     return on if cfg.max_requests is None else on[: cfg.max_requests]
+
+
+def state_only(cfg: WorkloadConfig, state: str) -> WorkloadConfig:
+    """``cfg`` with one MMPP state only (for analysis: each state of a regime-shift workload alone): Poisson
+    arrivals at that state's rate and that state's lengths (``lengths: {kind: by_state}``), the count or duration
+    unchanged. ``state``: ``"on"`` or ``"off"``. Raises :class:`ConfigError` unless ``cfg`` has MMPP arrivals and
+    by-state lengths."""
+    if state not in ByStateLengths.STATES:
+        raise ConfigError("state_only", "state", state, "on or off")
+    if not isinstance(cfg.arrival, MMPPArrival):
+        raise ConfigError("state_only", "workload.arrival.kind", cfg.arrival.kind, "'mmpp' (two states)")
+    lengths = cfg.effective_lengths
+    if not isinstance(lengths, ByStateLengths):
+        raise ConfigError("state_only", "workload.lengths.kind", getattr(lengths, "kind", None),
+                          "'by_state' (one length section per MMPP state)")
+    d = cfg.to_dict()
+    d["arrival"] = {"kind": "poisson", "rate": cfg.arrival.rate_on if state == "on" else cfg.arrival.rate_off}
+    d["lengths"] = getattr(lengths, state).to_dict()
+    return WorkloadConfig.from_dict(d)

@@ -6,20 +6,17 @@ commit."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from tests.tool_loader import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "fingerprints.json"
 
 
 def _fingerprint_module():
-    spec = importlib.util.spec_from_file_location("kairos_fingerprint", ROOT / "tools" / "fingerprint.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("fingerprint")
 
 
 def test_results_match_the_golden_fingerprints():

@@ -17,16 +17,13 @@ from kairos_gym.sim import Simulator
 from kairos_gym.sim.native_engine import NativeSimulator
 from tests.golden.engine_cases import recorded, run_digests
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
+from tests.tool_loader import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _fingerprint_module():
-    spec = importlib.util.spec_from_file_location("kairos_fingerprint_sel", ROOT / "tools" / "fingerprint.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("fingerprint")
 
 
 def test_the_simulator_is_the_native_one(monkeypatch):

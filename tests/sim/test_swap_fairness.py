@@ -5,7 +5,6 @@ Native engine only."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from tests.tool_loader import load_tool
 
 from .conftest import SMALL, DeflectAll, NoDeflect, tight_memory_sim
 
@@ -25,11 +25,7 @@ tests/golden/fingerprints.json: tight-swap/nodef, /d256, /rand, tight-swap-slow)
 
 
 def _fingerprint_module():
-    spec = importlib.util.spec_from_file_location("kairos_fingerprint_swap", ROOT / "tools" / "fingerprint.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("fingerprint")
 
 
 def _service_time_bound(sim) -> float:

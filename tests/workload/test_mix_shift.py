@@ -9,7 +9,6 @@ a scenario the tool cannot split is one ConfigError (exit status 2 from the comm
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,13 @@ import pytest
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.workload import ByStateLengths, MMPPArrival, PoissonArrival, arrival_states, generate
+from tests.tool_loader import load_tool
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _tool(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"tools_{name}", TOOLS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool(name)
 
 
 def test_the_scenario_grounds_its_states_in_the_sections_it_names() -> None:

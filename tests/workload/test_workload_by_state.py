@@ -27,6 +27,7 @@ from kairos_gym.workload import (
     generate,
 )
 from kairos_gym.workload.lengths import SAMPLED_KINDS
+from tests.tool_loader import load_tool
 
 MMPP = {"kind": "mmpp", "rate_on": 30.0, "rate_off": 8.0, "mean_on_s": 6.0, "mean_off_s": 12.0}
 SPARSE = {"kind": "mmpp", "rate_on": 1.0, "rate_off": 0.5, "mean_on_s": 0.1, "mean_off_s": 1.0}  # several batches
@@ -245,15 +246,7 @@ def test_the_regime_shift_scenario_and_its_suite_tasks_use_by_state_lengths() ->
 
 
 def _tool(name: str) -> Any:
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "tools" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"tools_{name}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool(name)
 
 
 def test_fit_lengths_recovers_a_lognormal_and_grounds_the_regime_shift_states() -> None:
@@ -299,3 +292,20 @@ def test_a_sampler_built_directly_refuses_a_run_of_too_many_cycles(kw: dict[str,
         a.sample(np.random.default_rng(0), **kw)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="on/off cycles"):
         a.sample_with_states(np.random.default_rng(0), **kw)  # type: ignore[arg-type]
+
+
+def test_state_only_keeps_one_state_and_refuses_what_has_none() -> None:
+    from kairos_gym.workload import state_only
+
+    cfg = WorkloadConfig.from_dict({"arrival": MMPP, "lengths": {"kind": "by_state", "on": {"kind": "fixed",
+                                    "prompt_tokens": 900, "output_tokens": 10}, "off": {"kind": "fixed",
+                                    "prompt_tokens": 50, "output_tokens": 400}}, "num_requests": 70})
+    on, off = state_only(cfg, "on"), state_only(cfg, "off")
+    assert (on.arrival.kind, on.arrival.rate, on.lengths.prompt_tokens, on.num_requests) == ("poisson", 30.0, 900, 70)
+    assert (off.arrival.rate, off.lengths.output_tokens) == (8.0, 400)
+    with pytest.raises(ConfigError, match="on or off"):
+        state_only(cfg, "high")
+    with pytest.raises(ConfigError, match="'by_state'"):
+        state_only(WorkloadConfig.from_dict({"arrival": MMPP}), "on")
+    with pytest.raises(ConfigError, match="'mmpp'"):
+        state_only(WorkloadConfig.from_dict({"arrival": {"kind": "poisson", "rate": 3.0}}), "on")
