@@ -25,7 +25,7 @@ from kairos_gym.agents.policy_file import INPUTS
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import DEFLECT, Decision, DecisionContext
 
-__all__ = ["INPUTS", "KairosFeature", "extra_size", "kairos_action"]
+__all__ = ["INPUTS", "KairosFeature", "extra_size", "kairos_action", "one_hot"]
 
 
 def extra_size(inputs: str, action_count: int) -> int:
@@ -35,6 +35,13 @@ def extra_size(inputs: str, action_count: int) -> int:
     if inputs == "observation+kairos":
         return int(action_count)
     raise ConfigError("inputs", "inputs", inputs, "one of " + ", ".join(INPUTS))
+
+
+def one_hot(action: int, n: int) -> np.ndarray:
+    """float32 ``(n,)`` with a 1 at ``action``: how an action index is fed to a policy as an input."""
+    out = np.zeros(n, dtype=np.float32)
+    out[int(action)] = 1.0
+    return out
 
 
 def kairos_action(layout: Any, decision: Decision) -> int:
@@ -73,6 +80,4 @@ class KairosFeature:
 
     def encode(self, ctx: DecisionContext) -> np.ndarray:
         """The one-hot (float32, ``layout.n``) of :meth:`action`."""
-        out = np.zeros(self.size, dtype=np.float32)
-        out[self.action(ctx)] = 1.0
-        return out
+        return one_hot(self.action(ctx), self.size)

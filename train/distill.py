@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kairos_gym.agents.policy_file import INPUTS
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
@@ -75,8 +76,6 @@ DATASET_KEYS = ("obs", "mask", "best", "hard", "view", "task", "tie")
 OPTIONAL_KEYS = ("kairos",)
 """Arrays a dataset may hold besides :data:`DATASET_KEYS`: ``kairos``, per row the env action Kairos on that view's
 track takes at the decision (int16; datasets collected before it have none)."""
-INPUTS = ("observation", "observation+kairos")
-"""The student's input layouts (``inputs``; :mod:`kairos_gym.agents.inputs`)."""
 HARD_LABELS = ("oracle", "kairos-if-best")
 """Hard-label rules (``hard_label``): ``oracle``, the Oracle's own action when the view offers it (else the
 lowest-index best); ``kairos-if-best``, Kairos's action (on the view's track) when it is in the best set, else
@@ -254,7 +253,7 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
     1 realistic), ``kairos`` (per row the env action of Kairos built for that view's track, deciding on that view's
     context: :class:`~kairos_gym.agents.inputs.KairosFeature`; never applied) plus ``summary_slo`` (the behaviour's
     SLO attainment)."""
-    from kairos_gym.agents.inputs import KairosFeature
+    from kairos_gym.agents.inputs import KairosFeature, extra_size, one_hot
     from kairos_gym.agents.kairos import build_model
     from kairos_gym.agents.oracle import Oracle
     from kairos_gym.train.leaderboard import on_track
@@ -277,7 +276,7 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
     act_l = ActionLayout(sc)
     kairos_e, kairos_r = KairosFeature(sc, act_l), KairosFeature(sc_r, act_l)
     s_inputs = getattr(student, "inputs", "observation")
-    want = obs_l.size + (act_l.n if s_inputs == "observation+kairos" else 0)
+    want = obs_l.size + extra_size(s_inputs, act_l.n)
     if student is not None and (student.observation_size != want or student.action_count != act_l.n):
         raise ConfigError("distill", "student", f"{student.observation_size} features, {student.action_count} actions",
                           f"{want} features and {act_l.n} actions (this scenario's env, inputs {s_inputs})")
@@ -419,13 +418,6 @@ def load_dataset(path: str | Path) -> dict[str, np.ndarray]:
         if k.ndim != 1 or not np.issubdtype(k.dtype, np.integer) or (n and (k.min() < 0 or k.max() >= n_act)):
             raise ConfigError("distill dataset", "kairos", f"{k.dtype} {k.shape}", f"action indices 0 to {n_act - 1}")
     return data
-
-
-def one_hot(action: int, n: int) -> np.ndarray:
-    """float32 ``(n,)`` with a 1 at ``action``."""
-    out = np.zeros(n, dtype=np.float32)
-    out[int(action)] = 1.0
-    return out
 
 
 def student_inputs(data: Mapping[str, np.ndarray], inputs: str) -> np.ndarray:

@@ -131,9 +131,11 @@ def score_cells(cells: Sequence[Cell], students: Mapping[str, Any]) -> dict[str,
 
 
 def p_beats(x: Sequence[float], ref: Sequence[float]) -> float:
-    """The share of paired instances where ``x`` beats ``ref`` (ties count 1/2)."""
-    a, b = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
-    return float(np.mean((a > b) + 0.5 * (a == b)))
+    """The share of paired instances where ``x`` beats ``ref`` (ties count 1/2): the leaderboard's probability of
+    improvement (:func:`kairos_gym.train.aggregate.probability_of_improvement`) on one cell."""
+    from kairos_gym.train.aggregate import probability_of_improvement
+
+    return float(probability_of_improvement([np.asarray(x, dtype=float)], [np.asarray(ref, dtype=float)]))
 
 
 def decide(scores: Mapping[str, Mapping[str, Sequence[float]]], candidate: str = "candidate",

@@ -207,22 +207,7 @@ class MMPPArrival(SyntheticArrival):
         """The sampler behind :meth:`sample` and :meth:`sample_with_states` (``on``: None unless asked)."""
         want_cycles = self.check_cycles(_WHERE, num_requests, duration_s)
         batch = int(min(max(1.1 * want_cycles + 16, 16), 1 << 20))  # on/off pairs per draw
-        chunks: list[np.ndarray] = []
-        on_chunks: list[np.ndarray] = []
-        count = 0
-        for times, t0, on in self.batches(rng, batch, with_states=with_states):
-            chunks.append(times)
-            if on is not None:
-                on_chunks.append(on)
-            count += times.size
-            if (num_requests is not None and count >= num_requests) or (
-                duration_s is not None and t0 >= duration_s
-            ):
-                break
-        out = np.concatenate(chunks)
-        keep = num_requests if num_requests is not None else int(np.searchsorted(out, duration_s, side="left"))
-        on_all = np.concatenate(on_chunks)[:keep] if with_states else None
-        return out[:keep], on_all
+        return _cut(self.batches(rng, batch, with_states=with_states), num_requests, duration_s)
 
     def per_cycle(self) -> float:
         """Mean arrivals of one on/off cycle (requests)."""
@@ -397,15 +382,26 @@ class ProfileArrival(SyntheticArrival):
         ratio = float(rates.max()) / self.rate  # candidates per request
         want = num_requests * ratio if num_requests is not None else float(rates.max()) * duration_s
         batch = int(min(max(1.1 * want + 16, 16), 1 << 22))
-        chunks: list[np.ndarray] = []
-        count = 0
-        for times, t0, _ in self.batches(rng, batch):
-            chunks.append(times)
-            count += times.size
-            if (num_requests is not None and count >= num_requests) or (duration_s is not None and t0 >= duration_s):
-                break
-        out = np.concatenate(chunks)
-        return out[:num_requests] if num_requests is not None else out[out < duration_s]
+        return _cut(self.batches(rng, batch), num_requests, duration_s)[0]
+
+
+def _cut(batches: Iterator[tuple[np.ndarray, float, np.ndarray | None]], num_requests: int | None,
+         duration_s: float | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The first ``num_requests`` arrival times of a stream of batches ``(times, end of the batch (s), states or
+    None)``, or those < ``duration_s``, with their states (None when the batches carry none)."""
+    chunks: list[np.ndarray] = []
+    on_chunks: list[np.ndarray] = []
+    count = 0
+    for times, t0, on in batches:
+        chunks.append(times)
+        if on is not None:
+            on_chunks.append(on)
+        count += times.size
+        if (num_requests is not None and count >= num_requests) or (duration_s is not None and t0 >= duration_s):
+            break
+    out = np.concatenate(chunks)
+    keep = num_requests if num_requests is not None else int(np.searchsorted(out, duration_s, side="left"))
+    return out[:keep], (np.concatenate(on_chunks)[:keep] if on_chunks else None)
 
 
 def _profile_rates(where: str, path: str, model: str, rate: float, first: int, count: int | None) -> np.ndarray:
