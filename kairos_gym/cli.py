@@ -426,6 +426,103 @@ def _cmd_precision(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- oracle-precision
+def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
+    from kairos_gym.train.leaderboard import SUITE, TIER_NAMES
+    from kairos_gym.train.oracle_precision import (
+        COST_RATIO,
+        DEFAULT_MAX_INSTANCES,
+        DEFAULT_MAX_ORACLE,
+        DEFAULT_POLICIES,
+        HALF_WIDTH,
+        MAX_COST_RATIO,
+        MAX_HALF_WIDTH,
+        MAX_ORACLE,
+        MAX_PILOT,
+        MIN_PILOT,
+        PILOT,
+    )
+    from kairos_gym.train.precision import MAX_INSTANCES
+
+    p = sub.add_parser("oracle-precision", help="two-phase sampling of the Oracle's per-task means, headroom and "
+                       "normalised scores to a target interval (docs/benchmark.md); writes ORACLE_PRECISION.md")
+    p.add_argument("--policies", default=DEFAULT_POLICIES,
+                   help="phase-1 policies: registry names and best-static, each once, including the Oracle's bases "
+                   "(no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls, best-static); default: the "
+                   "leaderboard's default policies but the Oracle")
+    p.add_argument("--tasks", default=None, metavar="NAMES",
+                   help="task names, family names (" + ", ".join(dict.fromkeys(t.family for t in SUITE))
+                   + ") or tier names (" + ", ".join(TIER_NAMES) + "), comma-separated; default: the whole suite")
+    p.add_argument("--half-width", default=str(HALF_WIDTH), metavar="D",
+                   help=f"target half-width of the 95%% interval of the Oracle's mean SLO attainment, in (0, "
+                   f"{MAX_HALF_WIDTH:g}] (default {HALF_WIDTH:g})")
+    p.add_argument("--pilot", default=str(PILOT), metavar="N0",
+                   help=f"pilot instances per task (both phases), {MIN_PILOT}..{MAX_PILOT} (default {PILOT})")
+    p.add_argument("--cost-ratio", default=f"{COST_RATIO:g}", metavar="R",
+                   help=f"cost of one Oracle instance in phase-1 instances, for the sizes' split, in [1, "
+                   f"{MAX_COST_RATIO:g}] (default {COST_RATIO:g})")
+    p.add_argument("--max-instances", default=str(DEFAULT_MAX_INSTANCES), metavar="N1",
+                   help=f"cap on phase-1 instances per task, --max-oracle..{MAX_INSTANCES} (default "
+                   f"{DEFAULT_MAX_INSTANCES})")
+    p.add_argument("--max-oracle", default=str(DEFAULT_MAX_ORACLE), metavar="N2",
+                   help=f"cap on Oracle instances per task, --pilot + 1..{MAX_ORACLE} (default {DEFAULT_MAX_ORACLE})")
+    p.add_argument("--oracle-cache", default=None, metavar="PATH",
+                   help="cached Oracle scores read where valid (default: train/oracle_scores.json)")
+    p.add_argument("--out", default="ORACLE_PRECISION.md", help="markdown file to write (default ORACLE_PRECISION.md)")
+    p.add_argument("--json", metavar="PATH", help="also write every task's figures (per-instance scores included) "
+                   "as JSON")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
+    p.set_defaults(func=_cmd_oracle_precision)
+
+
+def _cmd_oracle_precision(args: argparse.Namespace) -> int:
+    import shlex
+
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.flags import parse_names
+    from kairos_gym.train import oracle_scores
+    from kairos_gym.train.leaderboard import BEST_STATIC, select_tasks
+    from kairos_gym.train.oracle_precision import (
+        MAX_COST_RATIO,
+        MAX_HALF_WIDTH,
+        MAX_ORACLE,
+        MAX_PILOT,
+        MIN_PILOT,
+        WHERE,
+        check_policy_names,
+        check_settings,
+        oracle_precision_md,
+        run_oracle_precision,
+    )
+    from kairos_gym.train.precision import MAX_INSTANCES
+
+    w = WHERE
+    policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
+    suite = None if args.tasks is None else select_tasks(args.tasks, where=w)
+    half = parse_float(w, "--half-width", args.half_width, 0.0, MAX_HALF_WIDTH)
+    pilot = parse_int(w, "--pilot", args.pilot, MIN_PILOT, MAX_PILOT)
+    ratio = parse_float(w, "--cost-ratio", args.cost_ratio, 1.0, MAX_COST_RATIO, lo_open=False)
+    n2 = parse_int(w, "--max-oracle", args.max_oracle, pilot + 1, MAX_ORACLE)
+    n1 = parse_int(w, "--max-instances", args.max_instances, n2, MAX_INSTANCES)
+    check_settings(half, pilot, ratio, n1, n2)
+    check_outputs(w, {"--out": args.out, "--json": args.json})
+    check_policy_names(policies)
+    cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
+    oracle_scores.load(cache)  # a bad cache file fails here, before any run
+    command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["oracle-precision"]))])
+    with backend_from_args(w, args) as backend, _progress(args, "oracle-precision") as bar:
+        res = run_oracle_precision(policies, suite=suite, half_width=half, pilot=pilot, cost_ratio=ratio,
+                                   max_instances=n1, max_oracle=n2, progress=bar, command=command, backend=backend,
+                                   oracle_cache=cache)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(oracle_precision_md(res), encoding="utf-8")
+    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances, "
+          f"{res['phase1_runs']:,} phase-1 runs)")
+    _write_json(args.json, res)
+    return 0
+
+
 # ---------------------------------------------------------------------------- bench
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="throughput of the simulator, the pricing and the env on this machine")
@@ -581,8 +678,8 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 
 COMMANDS = (
-    _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_precision, _add_bench,
-    _add_demo, _add_train,
+    _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_precision,
+    _add_oracle_precision, _add_bench, _add_demo, _add_train,
 )
 
 

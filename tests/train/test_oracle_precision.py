@@ -1,0 +1,176 @@
+"""The Oracle's two-phase precision protocol (train/oracle_precision.py): the runs are the ones asked for
+(phase 1 on the precision list's prefix, the Oracle on a shorter prefix, the cache used where valid), the
+estimates are the two-phase ones, the improvement property is checked, and bad settings fail before any run."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import kairos_gym.train.oracle_precision as op
+import numpy as np
+import pytest
+from kairos_gym.train import oracle_scores
+from kairos_gym.train.evaluate import run_one
+from kairos_gym.train.leaderboard import on_track, rule_label, seeds, select_tasks, tune_static
+from kairos_gym.train.oracle_precision import (
+    BASE_LABELS,
+    check_policy_names,
+    check_settings,
+    oracle_precision_md,
+    run_oracle_precision,
+    task_estimates,
+)
+from kairos_gym.train.precision import precision_instances
+
+from kairos_gym.cli import main
+from kairos_gym.errors import ConfigError
+from kairos_gym.progress import or_silent
+from kairos_gym.two_phase import allocation, ratio_estimate, sum_estimate
+
+POLICIES = [*BASE_LABELS, "kairos"]
+
+
+def _tiny():
+    """bursty/strict cut to 40-request instances: a fresh Oracle run takes well under a second."""
+    t = select_tasks("bursty/strict")[0]
+    return dataclasses.replace(t, name="tiny", family="tiny", test=seeds(*range(10)),
+                               overrides={**t.overrides, "workload": {"num_requests": 40}})
+
+
+def test_small_run_end_to_end():
+    task = _tiny()
+    res = run_oracle_precision(POLICIES, suite=[task], half_width=0.05, pilot=3, max_instances=12, max_oracle=6)
+    v = res["tasks"]["tiny"]
+    n1, n2 = v["n1"], v["n2"]
+    assert 4 <= n2 <= 6 and n2 <= n1 <= 12
+    # the sizes are the allocation of the pilot's variances
+    want = allocation(v["pilot_a"], v["pilot_s"], 0.05, op.t_quantile_975(2), op.COST_RATIO, 4, 12, 6)
+    assert (n1, n2, v["capped"]) == want
+    base = on_track(task.base(), "exact")
+    inst = precision_instances(task, n1)
+    chosen = tune_static(task, base, or_silent(None))["chosen"]
+    assert v["best_static"] == rule_label(chosen["policy"], chosen["params"])
+    for lb in POLICIES:
+        name, params = (chosen["policy"], chosen["params"]) if lb == "best-static" else (lb, None)
+        want = [run_one(i.scenario(base), name, i.seed, params=params)[0]["slo_attainment"] for i in inst]
+        assert v["scores"][lb] == want
+    # the Oracle ran with the task's bases (its best-static rule included) on the first n2 instances
+    oracle = v["scores"]["oracle"]
+    bases = oracle_scores.task_bases(chosen)
+    assert oracle == [run_one(i.scenario(base), "oracle", i.seed, params={"bases": bases})[0]["slo_attainment"]
+                      for i in inst[:n2]]
+    assert res["oracle_sources"] == {"cache": 0, "run": n2}
+    m = np.max([v["scores"][b] for b in v["bases"]], axis=0)
+    assert all(o >= mm for o, mm in zip(oracle, m, strict=False))
+    g = np.asarray(oracle) - m[:n2]
+    e = sum_estimate(m, g)
+    assert v["oracle"]["mean"] == pytest.approx(e.value) and v["oracle"]["half"] == pytest.approx(e.half)
+    assert v["oracle"]["mean"] == pytest.approx(np.mean(m) + np.mean(g))
+    nd = np.asarray(v["scores"]["no-deflect"])
+    if v["normalized"]:
+        r = ratio_estimate(np.asarray(v["scores"]["kairos"]) - nd, m - nd, g)
+        assert v["normalized"]["kairos"]["mean"] == pytest.approx(r.value)
+    assert res["phase1_runs"] == n1 * len(POLICIES)
+    md = oracle_precision_md(res)
+    assert "| tiny |" in md and "two-phase" in md and "Normalised scores" in md
+
+
+def test_the_oracle_ran_is_the_leaderboard_oracle_and_the_cache_is_used():
+    # bursty/strict's first precision instances are the leaderboard's test seeds: every Oracle score comes
+    # from the committed cache, and equals a fresh run of the task's Oracle
+    task = select_tasks("bursty/strict")[0]
+    res = run_oracle_precision(POLICIES, suite=[task], half_width=0.5, pilot=3, max_instances=4, max_oracle=4)
+    v = res["tasks"][task.name]
+    assert res["oracle_sources"] == {"cache": v["n2"], "run": 0}
+    sc = on_track(task.base(), "exact")
+    chosen = tune_static(task, sc, or_silent(None))["chosen"]
+    fresh = run_one(sc, "oracle", 0, params={"bases": oracle_scores.task_bases(chosen)})[0]["slo_attainment"]
+    assert v["scores"]["oracle"][0] == fresh
+
+
+def test_an_oracle_below_its_bases_stops_the_run():
+    x = {lb: [0.5, 0.6, 0.7] for lb in BASE_LABELS}
+    with pytest.raises(RuntimeError, match="improvement property"):
+        task_estimates(x, [0.5, 0.59], list(BASE_LABELS), list(BASE_LABELS))
+
+
+def test_task_estimates_by_hand():
+    x = {lb: [0.2, 0.3, 0.4, 0.5] for lb in BASE_LABELS}
+    x["always-deflect-ls"] = [0.4, 0.5, 0.45, 0.6]
+    x["no-deflect"] = [0.1, 0.1, 0.2, 0.2]
+    oracle = [0.45, 0.52, 0.5]
+    v = task_estimates(x, oracle, list(BASE_LABELS), list(BASE_LABELS))
+    m = np.array([0.4, 0.5, 0.45, 0.6])
+    g = np.array(oracle) - m[:3]
+    assert v["oracle"]["mean"] == pytest.approx(m.mean() + g.mean())
+    assert v["best"] == "always-deflect-ls" and v["headroom"]["mean"] == pytest.approx(g.mean())
+    assert v["g_mean"] == pytest.approx(g.mean()) and v["gap_zero"] == 0
+    # no-deflect's normalised score is not listed (it is the 0); always-deflect-ls: mean(P - B) / mean(O - B)
+    assert "no-deflect" not in v["normalized"]
+    want = np.mean(m - np.array(x["no-deflect"])) / (np.mean(m - np.array(x["no-deflect"])) + g.mean())
+    assert v["normalized"]["always-deflect-ls"]["mean"] == pytest.approx(want)
+
+
+def test_no_normalised_scores_without_room():
+    x = {lb: [1.0, 1.0, 1.0] for lb in BASE_LABELS}
+    v = task_estimates(x, [1.0, 1.0], list(BASE_LABELS), list(BASE_LABELS))
+    assert v["normalized"] == {} and v["oracle"]["half"] == 0.0
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"half_width": 0.0}, "--half-width"), ({"half_width": math.inf}, "--half-width"), ({"pilot": 2}, "--pilot"),
+    ({"pilot": True}, "--pilot"), ({"cost_ratio": 0.5}, "--cost-ratio"), ({"cost_ratio": math.nan}, "--cost-ratio"),
+    ({"max_oracle": 10}, "--max-oracle"), ({"max_oracle": 2001, "max_instances": 5000}, "--max-oracle"),
+    ({"max_instances": 100}, "--max-instances"), ({"max_instances": 5001}, "--max-instances"),
+])
+def test_bad_settings_are_refused(kw, field):
+    args = {"half_width": 0.01, "pilot": 10, "cost_ratio": 40.0, "max_instances": 1000, "max_oracle": 200, **kw}
+    with pytest.raises(ConfigError, match=field):
+        check_settings(**args)
+
+
+@pytest.mark.parametrize("policies,why", [
+    (["oracle", *BASE_LABELS], "phase 2"), (["no-deflect"], "the Oracle's bases"),
+    ([*BASE_LABELS, "nope"], "names from"), ([*BASE_LABELS, "kairos", "kairos"], "each policy once"),
+])
+def test_bad_policies_are_refused(policies, why):
+    with pytest.raises(ConfigError, match=why):
+        check_policy_names(policies)
+
+
+def test_everything_is_checked_before_a_run(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(op, "tune_static", boom)
+    monkeypatch.setattr(op, "run_task", boom)
+    monkeypatch.setattr(op, "_entry_task", boom)
+    for kw in ({"suite": ()}, {"half_width": 0.0}, {"policies": ["no-deflect"]}, {"max_oracle": 5000}):
+        with pytest.raises(ConfigError):
+            run_oracle_precision(**{"policies": POLICIES, "suite": [_tiny()], **kw})
+
+
+def test_cli_refuses_a_bad_flag_with_one_line(capsys):
+    assert main(["oracle-precision", "--max-oracle", "3", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-oracle" in err and err.count("\n") == 1
+
+
+def test_cli_writes_the_report(tmp_path):
+    out, js = tmp_path / "op.md", tmp_path / "op.json"
+    assert main(["oracle-precision", "--tasks", "bursty/strict", "--pilot", "3", "--max-oracle", "4",
+                 "--max-instances", "4", "--half-width", "0.5", "--no-progress", "--out", str(out),
+                 "--json", str(js)]) == 0
+    text = out.read_text()
+    assert "kairos-gym oracle-precision --tasks bursty/strict" in text and "| bursty/strict |" in text
+
+
+def test_a_process_pool_gives_the_serial_result():
+    from kairos_gym.backends import ProcessBackend
+
+    kw = {"suite": [_tiny()], "half_width": 0.05, "pilot": 3, "max_instances": 8, "max_oracle": 5}
+    serial = run_oracle_precision(POLICIES, **kw)
+    with ProcessBackend(2, 0) as pool:
+        pooled = run_oracle_precision(POLICIES, backend=pool, **kw)
+    assert pooled["tasks"] == serial["tasks"]

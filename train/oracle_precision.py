@@ -1,0 +1,379 @@
+"""The Oracle's per-task means to a target precision (``kairos-gym oracle-precision``, issue 12), by two-phase
+sampling. The protocol is docs/benchmark.md, "Precision of the Oracle's means".
+
+The clairvoyant rollout Oracle costs 2-60 s per instance, too much for the hundreds to thousands of instances
+that its per-task mean SLO attainment ``O`` needs alone (``kairos-gym precision`` leaves it out). But the Oracle
+is never below its base policies (the rollout improvement property, agents/oracle.py): with ``M`` the
+per-instance maximum of its bases' SLO attainments (cheap: tens of ms per base) and the gap ``G = O - M >= 0``,
+``E[O] = E[M] + E[G]``, and ``G`` varies far less than ``O``. So (:mod:`kairos_gym.two_phase`):
+
+- **Phase 1**: the phase-1 policies (by default the precision protocol's: the leaderboard's built-ins but the
+  Oracle; they must include the Oracle's bases: no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls and
+  best-static, whose tuned rule is the Oracle's extra base) run on the first ``n1`` instances of the task's
+  precision list (:func:`kairos_gym.train.precision.precision_instances`, the same instances as PRECISION.md).
+- **Phase 2**: the Oracle (with the leaderboard's bases for the task, :func:`oracle_scores.task_bases`) runs on
+  the first ``n2 <= n1`` of them. A cached Oracle score (train/oracle_scores.json, valid entries only) is used
+  where the instance is a leaderboard test instance (a synthetic task's seeds 0-9).
+- **Sizes**: a pilot of ``n0`` instances (both phases) gives ``A = Var(O) - Var(G)`` and ``S = Var(G)``; the
+  sizes minimise ``n1 + r n2`` (``r = --cost-ratio``, the cost of one Oracle instance in phase-1 instances,
+  a fixed number so the sizes never depend on the machine's speed) subject to the estimated variance being
+  ``(d / t_{0.975, n0-1})^2`` (:func:`kairos_gym.two_phase.allocation`), at least ``n0 + 1`` each, ``n1`` at most
+  ``--max-instances``, ``n2`` at most ``--max-oracle``.
+- **Estimates** over all ``n1`` / ``n2`` instances: the Oracle's mean (``mean_n1 M + mean_n2 G``), its headroom
+  over the best heuristic (``mean_n1 (M - H) + mean_n2 G``; the heuristic ``H`` with the highest phase-1 mean,
+  chosen on the same instances), and every phase-1 policy's normalised score ``(P - no-deflect) / (O -
+  no-deflect)`` (the delta method), each with its 95% interval (t quantile at ``n2 - 1`` degrees of freedom). The
+  interval is approximate (normal theory, the delta method), not Stein's exact one; its coverage is checked by
+  simulation (tests/test_two_phase.py). A task where the Oracle's estimated mean is less than
+  :data:`~kairos_gym.train.leaderboard.MIN_HEADROOM` above no-deflect's has no normalised scores (the
+  leaderboard's rule).
+
+Every instance's gap is checked: ``G < 0`` would break the improvement property and stops the run (RuntimeError).
+The exact information track only (the Oracle's own; its bases with the exact track's best-static rule): the
+leaderboard's realistic section normalises by an Oracle whose extra base is the realistic track's rule, not
+covered here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from kairos_gym.train import oracle_scores
+from kairos_gym.train.evaluate import check_policies, run_one
+from kairos_gym.train.leaderboard import (
+    BASELINE,
+    BEST_STATIC,
+    MIN_HEADROOM,
+    NOT_HEURISTICS,
+    PINNED_TRACK,
+    REFERENCE,
+    STATIC_GRID,
+    SUITE,
+    Entry,
+    Task,
+    _builtin,
+    _entry_task,
+    _scores,
+    check_names,
+    on_track,
+    provenance,
+    rule_label,
+    tune_static,
+)
+from kairos_gym.train.precision import DEFAULT_POLICIES as PRECISION_POLICIES
+from kairos_gym.train.precision import MAX_INSTANCES, precision_instances, window_requests
+
+from kairos_gym.backends import Backend, SerialBackend
+from kairos_gym.backends.runs import RunSpec, run_task
+from kairos_gym.config import ScenarioConfig
+from kairos_gym.errors import ConfigError
+from kairos_gym.progress import RunProgress, or_silent
+from kairos_gym.stats import mean_ci, nan_to_none, t_quantile_975
+from kairos_gym.two_phase import Estimate, allocation, ratio_estimate, sum_estimate
+
+WHERE = "oracle-precision"
+TRACK = "exact"
+"""The information track covered (the Oracle's own)."""
+HALF_WIDTH = 0.01
+"""Default target half-width of the 95% interval of the Oracle's mean (an interval narrower than 2 points)."""
+MAX_HALF_WIDTH = 0.5
+"""Largest ``--half-width``."""
+PILOT = 10
+"""Default pilot size ``n0`` (a synthetic task's pilot is the leaderboard's test seeds: its Oracle runs cached)."""
+MIN_PILOT, MAX_PILOT = 3, 100
+"""Bounds of ``--pilot``."""
+COST_RATIO = 40.0
+"""Default ``--cost-ratio``: one Oracle instance costs about 40 phase-1 instances of the 12 default policies
+(Oracle 5-30 s per suite instance, train/oracle_scores.json ``wall_s``; the 12 policies 0.2-0.5 s together,
+PRECISION.md's 171,890 runs in 2,560 s on 2 workers). Only the sizes' cost split depends on it, never a result's
+validity."""
+MAX_COST_RATIO = 10_000.0
+"""Largest ``--cost-ratio``."""
+DEFAULT_MAX_INSTANCES = MAX_INSTANCES
+"""Default cap on ``n1`` (the precision lists' length, 5,000)."""
+MAX_ORACLE = 2000
+"""Largest ``--max-oracle`` (Oracle instances per task: hours of runs)."""
+DEFAULT_MAX_ORACLE = 200
+"""Default cap on ``n2`` (about 1-2 hours of Oracle runs for a task on one core at the suite's sizes)."""
+BASE_LABELS = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls", BEST_STATIC)
+"""The phase-1 entries whose per-instance maximum is ``M`` (the Oracle's bases: :data:`oracle_scores.task_bases`
+with the task's best-static rule)."""
+DEFAULT_POLICIES = PRECISION_POLICIES
+"""The default phase-1 policies (the leaderboard's default policies but the Oracle)."""
+
+
+def check_settings(half_width: float, pilot: int, cost_ratio: float, max_instances: int, max_oracle: int) -> None:
+    """Every setting in range (module constants), ``pilot < max_oracle <= max_instances``."""
+    def number(v: Any) -> bool:
+        return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+    def whole(v: Any) -> bool:
+        return not isinstance(v, bool) and isinstance(v, int)
+
+    if not number(half_width) or not 0 < half_width <= MAX_HALF_WIDTH:
+        raise ConfigError(WHERE, "--half-width", half_width, f"a number > 0 and <= {MAX_HALF_WIDTH:g}")
+    if not whole(pilot) or not MIN_PILOT <= pilot <= MAX_PILOT:
+        raise ConfigError(WHERE, "--pilot", pilot, f"a whole number in [{MIN_PILOT}, {MAX_PILOT}]")
+    if not number(cost_ratio) or not 1 <= cost_ratio <= MAX_COST_RATIO:
+        raise ConfigError(WHERE, "--cost-ratio", cost_ratio, f"a number in [1, {MAX_COST_RATIO:g}]")
+    if not whole(max_oracle) or not pilot + 1 <= max_oracle <= MAX_ORACLE:
+        raise ConfigError(WHERE, "--max-oracle", max_oracle, f"a whole number in [--pilot + 1 = {pilot + 1}, "
+                          f"{MAX_ORACLE}]")
+    if not whole(max_instances) or not max_oracle <= max_instances <= MAX_INSTANCES:
+        raise ConfigError(WHERE, "--max-instances", max_instances, f"a whole number in [--max-oracle = "
+                          f"{max_oracle}, {MAX_INSTANCES}]")
+
+
+def check_policy_names(policies: Sequence[str]) -> None:
+    """Registry names or best-static, each once, the Oracle refused (it is phase 2), the bases present."""
+    check_names(WHERE, policies, [], {REFERENCE: "it is phase 2 of this protocol, run on its own"})
+    missing = [b for b in BASE_LABELS if b not in policies]
+    if missing:
+        raise ConfigError(WHERE, "--policies", ",".join(policies), "a list that includes the Oracle's bases "
+                          f"{', '.join(BASE_LABELS)} (their best is phase 1's M; missing: {', '.join(missing)})")
+
+
+def _base_label(base: Any, chosen: Mapping[str, Any]) -> str:
+    """The phase-1 label that runs Oracle base ``base`` (a registry name, or the task's best-static rule)."""
+    if isinstance(base, str) and base in BASE_LABELS:
+        return base
+    name, params = (base, {}) if isinstance(base, str) else (base[0], dict(base[1]))
+    if name == chosen["policy"] and params == dict(chosen["params"]):
+        return BEST_STATIC
+    raise ConfigError(WHERE, "bases", base, "the Oracle's bases run by phase-1 entries: " + ", ".join(BASE_LABELS))
+
+
+def _pm(e: Estimate) -> dict[str, float | int]:
+    return {"mean": e.value, "half": e.half, "se": e.se, "df": e.df}
+
+
+def task_estimates(x: Mapping[str, Sequence[float]], oracle: Sequence[float], base_labels: Sequence[str],
+                   heuristics: Sequence[str]) -> dict[str, Any]:
+    """The figures of one task from its phase-1 scores ``x[label]`` (``n1`` each) and the Oracle's ``n2`` scores
+    (module docstring). RuntimeError when the Oracle is below its best base on an instance."""
+    n1 = min(len(v) for v in x.values())
+    n2 = len(oracle)
+    xs = {k: np.asarray(v[:n1], dtype=float) for k, v in x.items()}
+    m = np.max(np.vstack([xs[b] for b in base_labels]), axis=0)
+    o = np.asarray(oracle, dtype=float)
+    g = o - m[:n2]
+    if (g < 0).any():
+        i = int(np.argmax(g < 0))
+        raise RuntimeError(f"oracle-precision: instance {i}: Oracle {o[i]!r} below its best base {m[i]!r} (the "
+                           "rollout improvement property is broken)")
+    est = sum_estimate(m, g)
+    means = {h: float(xs[h].mean()) for h in heuristics}
+    best_h = max(heuristics, key=lambda h: (means[h], -list(heuristics).index(h)))
+    head = sum_estimate(m - xs[best_h], g)
+    alone_mean, alone_half = mean_ci(o)
+    room = sum_estimate(m - xs[BASELINE], g)
+    normalized: dict[str, Any] = {}
+    if room.value >= MIN_HEADROOM:
+        for k in xs:
+            if k != BASELINE:
+                normalized[k] = _pm(ratio_estimate(xs[k] - xs[BASELINE], m - xs[BASELINE], g))
+    return {"n1": n1, "n2": n2, "oracle": _pm(est), "m_mean": float(m.mean()), "g_mean": float(g.mean()),
+            "g_sd": float(np.std(g, ddof=1)), "oracle_alone": {"mean": alone_mean, "half": nan_to_none(alone_half)},
+            "best": best_h, "best_mean": means[best_h], "headroom": _pm(head),
+            "room": _pm(room), "normalized": normalized, "gap_zero": int((g == 0).sum())}
+
+
+def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(",")),
+                         suite: Sequence[Task] | None = None, half_width: float = HALF_WIDTH, pilot: int = PILOT,
+                         cost_ratio: float = COST_RATIO, max_instances: int = DEFAULT_MAX_INSTANCES,
+                         max_oracle: int = DEFAULT_MAX_ORACLE, progress: RunProgress | None = None,
+                         command: str = "kairos-gym oracle-precision", backend: Backend | None = None,
+                         oracle_cache: Path | str = oracle_scores.CACHE) -> dict[str, Any]:
+    """Two-phase sampling of the Oracle on every task of ``suite`` (module docstring); the JSON-ready result
+    (:func:`oracle_precision_md` writes it). Settings, names, every policy on every task, every instance's scenario
+    and trace request count and the cache file are checked before the first run."""
+    t0 = time.perf_counter()
+    check_settings(half_width, pilot, cost_ratio, max_instances, max_oracle)
+    policies = list(policies)
+    check_policy_names(policies)
+    suite = SUITE if suite is None else tuple(suite)
+    if not suite or len({t.name for t in suite}) != len(suite):
+        raise ConfigError(WHERE, "--tasks", [t.name for t in suite], "one or more distinct tasks")
+    cache = oracle_scores.load(oracle_cache)
+    instances = {t.name: precision_instances(t, max_instances) for t in suite}
+    bases = {t.name: on_track(t.base(), TRACK) for t in suite}
+    requests: dict[str, list[int]] = {}
+    for t in suite:
+        sc = bases[t.name]
+        for p in policies:
+            if p != BEST_STATIC:
+                check_policies(WHERE, "--policies", [p], on_track(sc, PINNED_TRACK.get(p, TRACK)), 0)
+        if t.windows:
+            requests[t.name] = window_requests(t, sc, instances[t.name])
+            empty = [i.label for i, k in zip(instances[t.name], requests[t.name], strict=True) if k == 0]
+            if empty:
+                raise ConfigError(WHERE, t.name, empty[:3], "windows that hold at least one request")
+        instances[t.name][0].scenario(sc), instances[t.name][-1].scenario(sc)  # a bad window fails here
+    bar = or_silent(progress)
+    run = backend or SerialBackend(retries=0)
+    bar.start(len(STATIC_GRID) * sum(len(t.train) for t in suite))
+    best = {t.name: tune_static(t, bases[t.name], bar, run)["chosen"] for t in suite}
+    oracle_bases = {t.name: oracle_scores.task_bases(best[t.name]) for t in suite}
+    base_labels = {t.name: list(dict.fromkeys(_base_label(b, best[t.name]) for b in oracle_bases[t.name]))
+                   for t in suite}
+
+    def run_best(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
+        chosen = best[task.name]
+        return run_one(sc, chosen["policy"], seed, params=chosen["params"], tick=tick)[0]
+
+    def spec_best(task: Task, sc: ScenarioConfig, seed: int) -> RunSpec:
+        chosen = best[task.name]
+        return RunSpec(sc, chosen["policy"], seed, dict(chosen["params"]))
+
+    entries: list[Entry] = [Entry(BEST_STATIC, "tuned", run_best, spec_best) if p == BEST_STATIC else _builtin(p)
+                            for p in policies]
+    heuristics = [e.label for e in entries if e.label not in NOT_HEURISTICS]
+    x: dict[str, dict[str, list[float]]] = {t.name: {e.label: [] for e in entries} for t in suite}
+    oracle: dict[str, list[float]] = {t.name: [] for t in suite}
+    sources = {"cache": 0, "run": 0}
+
+    def stage(lo1: Mapping[str, int], hi1: Mapping[str, int], lo2: Mapping[str, int], hi2: Mapping[str, int]) -> None:
+        """Phase 2 (the Oracle) on instances [lo2, hi2) and phase 1 on [lo1, hi1) of every task."""
+        jobs: list[Any] = []
+        slots: list[tuple[str, str | None]] = []  # (task, entry label or None for the Oracle), in job order
+        cached: dict[tuple[str, int], float] = {}
+        for t in suite:
+            for i in range(lo2[t.name], hi2[t.name]):
+                inst = instances[t.name][i]
+                sc = inst.scenario(bases[t.name])
+                hit = oracle_scores.lookup(cache, sc, inst.seed, oracle_bases[t.name])
+                if hit is not None:
+                    cached[(t.name, i)] = float(hit["slo_attainment"])
+                    continue
+                jobs.append(run_task(RunSpec(sc, REFERENCE, inst.seed, {"bases": oracle_bases[t.name]}),
+                                     f"{t.name} oracle {inst.label}"))
+                slots.append((t.name, None))
+        for t in suite:  # the long Oracle runs first, so the short ones fill the workers at the end
+            for e in entries:
+                for inst in instances[t.name][lo1[t.name]:hi1[t.name]]:
+                    jobs.append(_entry_task(e, t, inst.scenario(bases[t.name]), inst.seed,
+                                            f"{t.name} {e.label} {inst.label}"))
+                    slots.append((t.name, e.label))
+        bar.start(len(jobs))
+        got = _scores(run.map(jobs, bar))
+        sources["cache"] += len(cached)
+        sources["run"] += sum(1 for _, lb in slots if lb is None)
+        fresh = iter(v for v, (_, lb) in zip(got, slots, strict=True) if lb is None)
+        for t in suite:
+            for i in range(lo2[t.name], hi2[t.name]):
+                oracle[t.name].append(cached[(t.name, i)] if (t.name, i) in cached else next(fresh))
+        for v, (name, lb) in zip(got, slots, strict=True):
+            if lb is not None:
+                x[name][lb].append(v)
+        for t in suite:
+            bad = [lb for lb, vals in x[t.name].items() if any(math.isnan(v) for v in vals)]
+            if bad or any(math.isnan(v) for v in oracle[t.name]):
+                raise ConfigError(WHERE, (bad or [REFERENCE])[0], t.name, "runs that complete requests (an SLO "
+                                  "attainment on every instance)")
+
+    zero = dict.fromkeys(instances, 0)
+    first = dict.fromkeys(instances, pilot)
+    stage(zero, first, zero, first)
+    q = t_quantile_975(pilot - 1)
+    sizes: dict[str, dict[str, Any]] = {}
+    for t in suite:
+        m = np.max(np.vstack([np.asarray(x[t.name][b]) for b in base_labels[t.name]]), axis=0)
+        o = np.asarray(oracle[t.name])
+        a = float(np.var(o, ddof=1) - np.var(o - m, ddof=1))
+        s = float(np.var(o - m, ddof=1))
+        n1, n2, capped = allocation(a, s, half_width, q, cost_ratio, pilot + 1, max_instances, max_oracle)
+        sizes[t.name] = {"n1": n1, "n2": n2, "capped": capped, "pilot_a": a, "pilot_s": s}
+    stage(first, {k: v["n1"] for k, v in sizes.items()}, first, {k: v["n2"] for k, v in sizes.items()})
+    tasks: dict[str, Any] = {}
+    for t in suite:
+        est = task_estimates(x[t.name], oracle[t.name], base_labels[t.name], heuristics)
+        est.update({"capped": sizes[t.name]["capped"], "pilot_a": sizes[t.name]["pilot_a"],
+                    "pilot_s": sizes[t.name]["pilot_s"], "met": est["oracle"]["half"] <= half_width,
+                    "bases": base_labels[t.name], "best_static": rule_label(best[t.name]["policy"],
+                                                                            best[t.name]["params"]),
+                    "scores": {**x[t.name], REFERENCE: oracle[t.name]}})
+        tasks[t.name] = est
+    n_oracle = sum(len(v) for v in oracle.values())
+    return {"command": command, **provenance(), "track": TRACK, "half_width": half_width, "pilot": pilot,
+            "cost_ratio": cost_ratio, "max_instances": max_instances, "max_oracle": max_oracle,
+            "policies": [e.label for e in entries], "heuristics": heuristics, "baseline": BASELINE,
+            "min_headroom": MIN_HEADROOM, "tasks": tasks, "oracle_runs": n_oracle, "oracle_sources": sources,
+            "phase1_runs": sum(len(v) for t in x.values() for v in t.values()),
+            "elapsed_s": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------------------------------------- markdown
+def _f(v: float | None, spec: str = ".3f") -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def oracle_precision_md(res: Mapping[str, Any]) -> str:
+    """The markdown text of ORACLE_PRECISION.md."""
+    commit = res["commit"]
+    where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
+             if commit else "outside a git checkout")
+    d = res["half_width"]
+    tasks = res["tasks"]
+    met = sum(v["met"] for v in tasks.values())
+    capped = sum(v["capped"] for v in tasks.values())
+    src = res["oracle_sources"]
+    lines = [
+        "# Precision of the Oracle's per-task means",
+        "",
+        f"Command: `{res['command']}`  ",
+        f"Code: kairos-gym {res['version']}, {where}  ",
+        f"Run: {res['date']}, wall time {res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances "
+        f"({src['run']:,} run, {src['cache']:,} from train/oracle_scores.json) and {res['phase1_runs']:,} phase-1 "
+        f"runs (Python {res['python']}, numpy {res['numpy']})",
+        "",
+        "Protocol (docs/benchmark.md, \"Precision of the Oracle's means\"; `train/oracle_precision.py`): two-phase "
+        "sampling on the exact track. M = the per-instance maximum of the Oracle's bases (phase-1 entries "
+        f"{', '.join(dict.fromkeys(b for v in tasks.values() for b in v['bases']))}), G = Oracle - M >= 0 (the "
+        "rollout improvement property, checked on every instance). Phase 1 runs every policy on the first n1 "
+        "instances of the task's precision list (the instances of PRECISION.md), phase 2 the Oracle on the first "
+        f"n2 of them; the Oracle's mean is mean_n1(M) + mean_n2(G). Pilot n0 = {res['pilot']} instances; sizes "
+        f"minimise n1 + {res['cost_ratio']:g} n2 (the cost ratio, a fixed setting) for a target half-width d = "
+        f"{d:g}, n1 <= {res['max_instances']}, n2 <= {res['max_oracle']}. Intervals: 95%, delta method on the "
+        "two-phase covariance, t quantile at n2 - 1 degrees of freedom (approximate, not Stein's exact interval; "
+        "coverage checked by simulation in tests/test_two_phase.py). \"Oracle alone\": the ordinary t interval "
+        "of the Oracle's n2 scores without phase 1, for comparison.",
+        "",
+        f"**Summary**: the Oracle's half-width <= {d:g} in {met} of {len(tasks)} tasks ({capped} capped); largest "
+        f"{max(v['oracle']['half'] for v in tasks.values()):.4f}.",
+        "",
+        "| task | n1 | n2 | E[M] | E[G] (sd) | Oracle mean ± half | Oracle alone (n2) | best heuristic | headroom ± "
+        "half |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for name, v in tasks.items():
+        o, h = v["oracle"], v["headroom"]
+        mark = "*" if v["capped"] else ""
+        lines.append(f"| {name} | {v['n1']}{mark} | {v['n2']}{mark} | {v['m_mean']:.3f} | {v['g_mean']:.4f} "
+                     f"({v['g_sd']:.4f}) | {o['mean']:.3f} ± {o['half']:.4f} | {v['oracle_alone']['mean']:.3f} ± "
+                     f"{_f(v['oracle_alone']['half'], '.3f')} | {v['best']} ({v['best_mean']:.3f}) | "
+                     f"{h['mean']:+.3f} ± {h['half']:.4f} |")
+    lines += ["", "`*`: a cap was hit (the target may be missed). E[G]: the Oracle's mean gain over the best of its "
+              "bases on each instance; its sd is what phase 2 has to pay for.", ""]
+    labels = [lb for lb in res["policies"] if lb != res["baseline"]]
+    lines += ["## Normalised scores", "",
+              f"(P - {res['baseline']}) / (Oracle - {res['baseline']}) per task, ± the 95% half-width (delta "
+              f"method); tasks where the Oracle is less than {res['min_headroom']:g} above {res['baseline']} are "
+              "not normalised (the leaderboard's rule).", "",
+              "| task | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    for name, v in tasks.items():
+        if not v["normalized"]:
+            lines.append(f"| {name} | " + " | ".join("—" for _ in labels) + " |")
+            continue
+        lines.append(f"| {name} | " + " | ".join(
+            f"{v['normalized'][lb]['mean']:.3f} ± {v['normalized'][lb]['half']:.3f}" for lb in labels) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["BASE_LABELS", "COST_RATIO", "DEFAULT_POLICIES", "HALF_WIDTH", "PILOT", "check_settings",
+           "oracle_precision_md", "run_oracle_precision", "task_estimates"]
