@@ -31,7 +31,7 @@ when ``N`` was not capped. The report also gives the ordinary Student-t half-wid
 task at 1.000) gets ``n0 + 1`` instances; its zero-width interval only says the pilot saw no spread.
 
 The Oracle is refused (:data:`REFUSED`): it costs 2-60 s per instance, and stays on the leaderboard's
-:data:`~kairos_gym.train.leaderboard.N_TEST` instances.
+:data:`~kairos_gym.train.suite.N_TEST` instances.
 """
 
 from __future__ import annotations
@@ -45,33 +45,23 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.agents.loader import ExternalPolicy, probe
-from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.evaluate import check_policies, run_one
-from kairos_gym.train.leaderboard import (
+from kairos_gym.train.entries import (
     BEST_STATIC,
-    COMPARISON,
-    METRIC,
-    N_TEST,
     PINNED_TRACK,
-    REFERENCE,
     STATIC_GRID,
-    SUITE,
-    TRACKS,
     Entry,
-    Instance,
-    Task,
-    _builtin,
-    _entry_task,
-    _external,
-    _scores,
+    builtin_entry,
     check_names,
-    on_track,
-    provenance,
+    entry_task,
+    external_entry,
     tune_static,
 )
-from kairos_gym.train.leaderboard import (
-    DEFAULT_POLICIES as LEADERBOARD_POLICIES,
-)
+from kairos_gym.train.entries import DEFAULT_POLICIES as LEADERBOARD_POLICIES
+from kairos_gym.train.envs import TRAIN_SEED_MIN
+from kairos_gym.train.evaluate import check_policies, run_one
+from kairos_gym.train.provenance import provenance
+from kairos_gym.train.scoring import COMPARISON, METRIC, REFERENCE, run_scores
+from kairos_gym.train.suite import N_TEST, SUITE, TRACKS, Instance, Task, on_track
 
 from kairos_gym.backends import Backend, SerialBackend
 from kairos_gym.config import ScenarioConfig
@@ -279,13 +269,13 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
         chosen = _best(task, sc)
         return RunSpec(sc, chosen["policy"], seed, dict(chosen["params"]))
 
-    entries: list[Entry] = [Entry(BEST_STATIC, "tuned", run_best, spec_best) if p == BEST_STATIC else _builtin(p)
+    entries: list[Entry] = [Entry(BEST_STATIC, "tuned", run_best, spec_best) if p == BEST_STATIC else builtin_entry(p)
                             for p in policies]
-    entries += [_external(e) for e in externals]
+    entries += [external_entry(e) for e in externals]
     cells = [(tr, t, e) for tr in tracks for t in suite for e in entries]
 
     def jobs(lo: Mapping[int, int], hi: Mapping[int, int]) -> list[Any]:
-        return [_entry_task(e, t, inst.scenario(bases[(tr, t.name)]), inst.seed,
+        return [entry_task(e, t, inst.scenario(bases[(tr, t.name)]), inst.seed,
                             f"{tr} {t.name} {e.label} {inst.label}")
                 for k, (tr, t, e) in enumerate(cells) for inst in instances[t.name][lo[k]:hi[k]]]
 
@@ -294,7 +284,7 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
     first = jobs(zero, stage1)
     bar.start(len(first))
     out = iter(run.map(first, bar))
-    scores: dict[int, list[float]] = {k: _scores([next(out) for _ in range(pilot)]) for k in range(len(cells))}
+    scores: dict[int, list[float]] = {k: run_scores([next(out) for _ in range(pilot)]) for k in range(len(cells))}
     for k, (tr, t, e) in enumerate(cells):
         if any(math.isnan(v) for v in scores[k]):
             raise ConfigError(WHERE, e.label, f"{tr} {t.name}", f"runs that complete requests (a {METRIC} on "
@@ -304,7 +294,7 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
     bar.start(len(second))
     out = iter(run.map(second, bar))
     for k in range(len(cells)):
-        scores[k] += _scores([next(out) for _ in range(sizes[k][0] - pilot)])
+        scores[k] += run_scores([next(out) for _ in range(sizes[k][0] - pilot)])
         if any(math.isnan(v) for v in scores[k]):
             tr, t, e = cells[k]
             raise ConfigError(WHERE, e.label, f"{tr} {t.name}", f"runs that complete requests (a {METRIC} on "
@@ -437,7 +427,7 @@ def precision_md(res: Mapping[str, Any]) -> str:
                     f"{row[lb]['mean']:+.3f} ± {_f(row[lb]['t_half'])} ({row[lb]['n']})" for lb in others) + " |")
     if res["best_static"]:
         lines += ["", "## best-static", "", "The rule chosen on the train instances, exactly as the leaderboard "
-                  "does (`tune_static` in train/leaderboard.py).", "",
+                  "does (`tune_static` in train/entries.py).", "",
                   "| track and task | rule | train SLO attainment |", "|---|---|---:|"]
         for key, b in res["best_static"].items():
             lines.append(f"| {key} | `{b['rule']}` | {_f(b['train_score'])} |")

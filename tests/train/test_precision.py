@@ -11,7 +11,6 @@ import pytest
 from kairos_gym.train.domain import training_instance
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 from kairos_gym.train.evaluate import run_one
-from kairos_gym.train.leaderboard import N_TEST, SUITE, on_track, select_tasks
 from kairos_gym.train.precision import (
     MAX_INSTANCES,
     cell_stats,
@@ -25,6 +24,7 @@ from kairos_gym.train.precision import (
     window_length,
 )
 from kairos_gym.train.precision import test_span as span
+from kairos_gym.train.suite import N_TEST, SUITE, on_track, select_tasks, windows
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.stats import t_quantile_975
@@ -201,13 +201,13 @@ def test_bad_policies_are_refused(policies, why):
 
 
 def test_run_precision_checks_everything_before_running(monkeypatch):
-    import kairos_gym.train.leaderboard as lb
+    import kairos_gym.train.entries as entries_mod
 
     def boom(*a, **k):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(lb, "run_task", boom)
-    monkeypatch.setattr(precision, "_entry_task", boom)
+    monkeypatch.setattr(entries_mod, "run_task", boom)
+    monkeypatch.setattr(precision, "entry_task", boom)
     for kw in ({"tracks": ("nope",)}, {"tracks": ("exact", "exact")}, {"suite": ()}, {"half_width": 0.0},
                {"max_instances": 10}):
         with pytest.raises(ConfigError):
@@ -217,16 +217,16 @@ def test_run_precision_checks_everything_before_running(monkeypatch):
 def test_an_empty_trace_window_is_refused_before_any_run(monkeypatch):
     import dataclasses
 
-    import kairos_gym.train.leaderboard as lb
+    import kairos_gym.train.entries as entries_mod
 
     def boom(*a, **k):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(lb, "run_task", boom)
-    monkeypatch.setattr(precision, "_entry_task", boom)
+    monkeypatch.setattr(entries_mod, "run_task", boom)
+    monkeypatch.setattr(precision, "entry_task", boom)
     az = next(t for t in SUITE if t.name == "azure-code")
     # the trace ends at 3,436 s: windows drawn in [3500, 3700) hold no request
-    past = dataclasses.replace(az, name="azure-past", family="azure-past", test=lb.windows([3500.0, 3600.0, 3700.0]))
+    past = dataclasses.replace(az, name="azure-past", family="azure-past", test=windows([3500.0, 3600.0, 3700.0]))
     with pytest.raises(ConfigError, match="at least one request"):
         run_precision(["kairos"], suite=[past], tracks=("exact",), half_width=0.05, max_instances=20)
 
