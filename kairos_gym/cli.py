@@ -269,7 +269,8 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- leaderboard
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.leaderboard import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED, SUITE, TIER_NAMES
+    from kairos_gym.train.entries import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED
+    from kairos_gym.train.suite import SUITE, TIER_NAMES
 
     p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md (docs/benchmark.md)")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
@@ -307,15 +308,10 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     from kairos_gym.agents.loader import policy_from_checkpoint, policy_from_file
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.leaderboard import (
-        BEST_STATIC,
-        MAX_EXTERNAL,
-        check_entries,
-        parse_tracks,
-        run_tracks,
-        select_tasks,
-        tracks_md,
-    )
+    from kairos_gym.train.entries import BEST_STATIC, MAX_EXTERNAL, check_entries
+    from kairos_gym.train.leaderboard import run_tracks
+    from kairos_gym.train.leaderboard_md import tracks_md
+    from kairos_gym.train.suite import parse_tracks, select_tasks
 
     w = "leaderboard"
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
@@ -345,7 +341,6 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- precision
 def _add_precision(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.leaderboard import SUITE, TIER_NAMES
     from kairos_gym.train.precision import (
         DEFAULT_MAX_INSTANCES,
         DEFAULT_POLICIES,
@@ -356,6 +351,7 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
         MIN_PILOT,
         PILOT,
     )
+    from kairos_gym.train.suite import SUITE, TIER_NAMES
 
     p = sub.add_parser("precision", help="Stein's two-stage protocol: enough instances per task for the target "
                        "interval of each policy's mean (docs/benchmark.md); writes PRECISION.md")
@@ -390,7 +386,7 @@ def _cmd_precision(args: argparse.Namespace) -> int:
     from kairos_gym.agents.loader import policy_from_checkpoint
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.leaderboard import BEST_STATIC, parse_tracks, select_tasks
+    from kairos_gym.train.entries import BEST_STATIC
     from kairos_gym.train.precision import (
         MAX_HALF_WIDTH,
         MAX_INSTANCES,
@@ -402,6 +398,7 @@ def _cmd_precision(args: argparse.Namespace) -> int:
         precision_md,
         run_precision,
     )
+    from kairos_gym.train.suite import parse_tracks, select_tasks
 
     w = WHERE
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])

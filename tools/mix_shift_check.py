@@ -5,11 +5,11 @@
     python tools/mix_shift_check.py --scenario regime-shift --seeds 4
 
 The scenario (a shipped name or a YAML path) must have MMPP arrivals and ``lengths: {kind: by_state}``. The
-protocol is the leaderboard suite's (train/leaderboard.py): ``--requests`` requests per instance (default: the
+protocol is the leaderboard suite's (train/suite.py): ``--requests`` requests per instance (default: the
 scenario's ``num_requests``), test seeds 0..N-1, train seeds 1000 and 1001, the three SLO tiers from
-:func:`~kairos_gym.train.leaderboard.tier_slos` (strict = 5x and relaxed = 25x the unloaded figures; default =
-the scenario's own SLOs), and ``best-static``: the rule of :data:`~kairos_gym.train.leaderboard.STATIC_GRID` with
-the best mean SLO attainment on the train seeds (:func:`~kairos_gym.train.leaderboard.tune_static`), scored on
+:func:`~kairos_gym.train.suite.tier_slos` (strict = 5x and relaxed = 25x the unloaded figures; default =
+the scenario's own SLOs), and ``best-static``: the rule of :data:`~kairos_gym.train.entries.STATIC_GRID` with
+the best mean SLO attainment on the train seeds (:func:`~kairos_gym.train.entries.tune_static`), scored on
 the test seeds.
 
 Per tier it prints:
@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 from kairos_gym.agents.base import least_loaded_deflectable
 from kairos_gym.agents.runner import simulate
-from kairos_gym.train.leaderboard import STATIC_GRID, TIER_NAMES, Task, rule_label, seeds, tune_static
+from kairos_gym.train.entries import STATIC_GRID, rule_label, tune_static
+from kairos_gym.train.suite import TIER_NAMES, Task, seeds
 
 from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError

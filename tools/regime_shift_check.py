@@ -3,9 +3,9 @@
     python tools/regime_shift_check.py              # the suite's regime-shift tasks, test seeds 0-9
     python tools/regime_shift_check.py --seeds 4    # test seeds 0-3 only
 
-For each regime-shift task of the leaderboard suite (train/leaderboard.py: 500 requests, sojourns 6 s / 12 s, the
+For each regime-shift task of the leaderboard suite (train/suite.py: 500 requests, sojourns 6 s / 12 s, the
 three SLO tiers) it runs no-deflect, kairos, always-deflect-ls and the task's best-static rule (tuned on the train
-seeds as the leaderboard tunes it, :func:`~kairos_gym.train.leaderboard.tune_static`) on the test seeds, and
+seeds as the leaderboard tunes it, :func:`~kairos_gym.train.entries.tune_static`) on the test seeds, and
 prints each one's mean SLO attainment over all requests and over the requests that arrived in the high-load (on)
 and the low-load (off) state (:func:`kairos_gym.workload.arrival_states`; a request meets the SLO when it finishes
 with TTFT <= slo.ttft_s and every inter-token gap <= slo.tbt_s, as in the run's ``slo_attainment``). It then
@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.agents.runner import simulate
-from kairos_gym.train.leaderboard import STATIC_GRID, SUITE, Task, rule_label, tune_static
+from kairos_gym.train.entries import STATIC_GRID, rule_label, tune_static
+from kairos_gym.train.suite import SUITE, Task
 
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.progress import or_silent

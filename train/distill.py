@@ -256,7 +256,7 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
     from kairos_gym.agents.inputs import KairosFeature, extra_size, one_hot
     from kairos_gym.agents.kairos import build_model
     from kairos_gym.agents.oracle import Oracle
-    from kairos_gym.train.leaderboard import on_track
+    from kairos_gym.train.suite import on_track
 
     from kairos_gym.env.actions import ActionLayout
     from kairos_gym.env.observation import ObservationLayout
@@ -342,7 +342,7 @@ class LabelJob:
     family: str
     tier: str
     load: float
-    instance: Any  # kairos_gym.train.leaderboard.Instance
+    instance: Any  # kairos_gym.train.suite.Instance
     max_requests: int
 
     def scenario(self) -> ScenarioConfig:

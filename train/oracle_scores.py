@@ -140,7 +140,8 @@ def regenerate(tasks: str | None = None, max_requests: int | None = None, out: P
     """Compute the Oracle on the test instances of the suite's tasks (``tasks``: a ``--tasks`` spec, None: all),
     once per distinct base set of the task's track sections (best-static is tuned per track), skipping instances of
     more than ``max_requests`` requests, and merge the entries into ``out``."""
-    from kairos_gym.train.leaderboard import SUITE, TRACKS, on_track, select_tasks, tune_static
+    from kairos_gym.train.entries import tune_static
+    from kairos_gym.train.suite import SUITE, TRACKS, on_track, select_tasks
 
     from kairos_gym.progress import or_silent
     from kairos_gym.sim import Simulator
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         cap = None if args.max_requests is None else parse_int("oracle_scores", "--max-requests",
                                                                args.max_requests, 1, 10**7)
         if args.tasks is not None:
-            from kairos_gym.train.leaderboard import select_tasks
+            from kairos_gym.train.suite import select_tasks
 
             select_tasks(args.tasks)
         load(args.out)

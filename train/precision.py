@@ -31,49 +31,47 @@ when ``N`` was not capped. The report also gives the ordinary Student-t half-wid
 task at 1.000) gets ``n0 + 1`` instances; its zero-width interval only says the pilot saw no spread.
 
 The Oracle is refused (:data:`REFUSED`): it costs 2-60 s per instance, and stays on the leaderboard's
-:data:`~kairos_gym.train.leaderboard.N_TEST` instances.
+:data:`~kairos_gym.train.suite.N_TEST` instances. A policy of :data:`~kairos_gym.train.entries.PINNED_TRACK`
+(``kairos-exact``) runs on its own track whatever the section: with several tracks its cells share one set of
+runs, made once (the first section's) and reported in every section, marked by ``ran_on`` and ``runs_of``.
+
+Memory: every run's task returns its SLO attainment alone (:func:`scored_task`), so a backend's result list
+and the cells hold one float per run, never a run summary.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from kairos_gym.agents.loader import ExternalPolicy, probe
-from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.evaluate import check_policies, run_one
-from kairos_gym.train.leaderboard import (
+from kairos_gym.train.entries import (
     BEST_STATIC,
-    COMPARISON,
-    METRIC,
-    N_TEST,
     PINNED_TRACK,
-    REFERENCE,
     STATIC_GRID,
-    SUITE,
-    TRACKS,
     Entry,
-    Instance,
-    Task,
-    _builtin,
-    _entry_task,
-    _external,
-    _scores,
+    builtin_entry,
     check_names,
-    on_track,
-    provenance,
+    entry_task,
+    external_entry,
     tune_static,
+    tuned_entry,
 )
-from kairos_gym.train.leaderboard import (
-    DEFAULT_POLICIES as LEADERBOARD_POLICIES,
-)
+from kairos_gym.train.entries import DEFAULT_POLICIES as LEADERBOARD_POLICIES
+from kairos_gym.train.envs import TRAIN_SEED_MIN
+from kairos_gym.train.evaluate import check_policies
+from kairos_gym.train.provenance import provenance
+from kairos_gym.train.scoring import COMPARISON, METRIC, REFERENCE, run_scores
+from kairos_gym.train.suite import N_TEST, SUITE, TRACKS, Instance, Task, on_track
 
 from kairos_gym.backends import Backend, SerialBackend
+from kairos_gym.backends import Task as BackendTask
 from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 from kairos_gym.progress import RunProgress, or_silent
@@ -217,6 +215,23 @@ def check_policy_names(policies: Sequence[str], externals: Sequence[ExternalPoli
 
 
 # ---------------------------------------------------------------------------------------------- the run
+def ran_on(e: Entry, track: str) -> str:
+    """The track entry ``e`` runs on in a section of track ``track``: its :data:`PINNED_TRACK` one for a pinned
+    built-in entry, else ``track``."""
+    return PINNED_TRACK.get(e.label, track) if e.kind == "built-in" else track
+
+
+def _metric_of(arg: tuple[Callable[[Any, Any], Mapping[str, Any]], Any], tick: Any) -> float:
+    fn, inner = arg
+    return run_scores([fn(inner, tick)])[0]
+
+
+def scored_task(task: BackendTask) -> BackendTask:
+    """``task`` returning only its run's :data:`METRIC` (a float, NaN when the run has none) instead of its
+    summary: what crosses back from a worker and what a backend's result list holds."""
+    return dataclasses.replace(task, fn=_metric_of, arg=(task.fn, task.arg))
+
+
 def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
                   suite: Sequence[Task] | None = None, tracks: Sequence[str] = TRACKS,
                   half_width: float = HALF_WIDTH, pilot: int = PILOT, max_instances: int = DEFAULT_MAX_INSTANCES,
@@ -266,53 +281,60 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
         for tr in tracks:
             for t in suite:
                 best[(tr, t.name)] = tune_static(t, bases[(tr, t.name)], bar, run)
-    def _best(task: Task, sc: ScenarioConfig) -> dict[str, Any]:
-        return best[(sc.information.track, task.name)]["chosen"]
-
-    def run_best(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
-        chosen = _best(task, sc)
-        return run_one(sc, chosen["policy"], seed, params=chosen["params"], tick=tick)[0]
-
-    def spec_best(task: Task, sc: ScenarioConfig, seed: int) -> Any:
-        from kairos_gym.backends.runs import RunSpec
-
-        chosen = _best(task, sc)
-        return RunSpec(sc, chosen["policy"], seed, dict(chosen["params"]))
-
-    entries: list[Entry] = [Entry(BEST_STATIC, "tuned", run_best, spec_best) if p == BEST_STATIC else _builtin(p)
-                            for p in policies]
-    entries += [_external(e) for e in externals]
+    entries: list[Entry] = [tuned_entry(lambda task, sc: best[(sc.information.track, task.name)]["chosen"])
+                            if p == BEST_STATIC else builtin_entry(p) for p in policies]
+    entries += [external_entry(e) for e in externals]
     cells = [(tr, t, e) for tr in tracks for t in suite for e in entries]
+    # a pinned entry (kairos-exact) runs on its track whatever the section: its cells of every section share
+    # one set of runs (the first section's), run once
+    runs: list[tuple[str, Task, Entry]] = []
+    of_cell: list[int] = []
+    index: dict[tuple[str, str, str], int] = {}
+    for tr, t, e in cells:
+        key = (ran_on(e, tr), t.name, e.label)
+        if key not in index:
+            index[key] = len(runs)
+            runs.append((tr, t, e))
+        of_cell.append(index[key])
 
     def jobs(lo: Mapping[int, int], hi: Mapping[int, int]) -> list[Any]:
-        return [_entry_task(e, t, inst.scenario(bases[(tr, t.name)]), inst.seed,
-                            f"{tr} {t.name} {e.label} {inst.label}")
-                for k, (tr, t, e) in enumerate(cells) for inst in instances[t.name][lo[k]:hi[k]]]
+        return [scored_task(entry_task(e, t, inst.scenario(bases[(tr, t.name)]), inst.seed,
+                                       f"{tr} {t.name} {e.label} {inst.label}"))
+                for k, (tr, t, e) in enumerate(runs) for inst in instances[t.name][lo[k]:hi[k]]]
 
-    zero = dict.fromkeys(range(len(cells)), 0)
-    stage1 = dict.fromkeys(range(len(cells)), pilot)
-    first = jobs(zero, stage1)
-    bar.start(len(first))
-    out = iter(run.map(first, bar))
-    scores: dict[int, list[float]] = {k: _scores([next(out) for _ in range(pilot)]) for k in range(len(cells))}
-    for k, (tr, t, e) in enumerate(cells):
+    def check_complete(k: int) -> None:
         if any(math.isnan(v) for v in scores[k]):
+            tr, t, e = runs[k]
             raise ConfigError(WHERE, e.label, f"{tr} {t.name}", f"runs that complete requests (a {METRIC} on "
                               "every instance)")
-    sizes = {k: stein_n(scores[k], half_width, max_instances) for k in range(len(cells))}
+
+    zero = dict.fromkeys(range(len(runs)), 0)
+    stage1 = dict.fromkeys(range(len(runs)), pilot)
+    first = jobs(zero, stage1)
+    n_runs = len(first)
+    bar.start(n_runs)
+    out = iter(run.map(first, bar))  # one float per run (scored_task): no run summary is kept
+    del first
+    scores: dict[int, list[float]] = {k: [next(out) for _ in range(pilot)] for k in range(len(runs))}
+    for k in range(len(runs)):
+        check_complete(k)
+    sizes = {k: stein_n(scores[k], half_width, max_instances) for k in range(len(runs))}
     second = jobs(stage1, {k: n for k, (n, _) in sizes.items()})
+    n_runs += len(second)
     bar.start(len(second))
     out = iter(run.map(second, bar))
-    for k in range(len(cells)):
-        scores[k] += _scores([next(out) for _ in range(sizes[k][0] - pilot)])
-        if any(math.isnan(v) for v in scores[k]):
-            tr, t, e = cells[k]
-            raise ConfigError(WHERE, e.label, f"{tr} {t.name}", f"runs that complete requests (a {METRIC} on "
-                              "every instance)")
+    del second
+    for k in range(len(runs)):
+        scores[k] += [next(out) for _ in range(sizes[k][0] - pilot)]
+        check_complete(k)
     result: dict[str, Any] = {tr: {} for tr in tracks}
     for k, (tr, t, e) in enumerate(cells):
-        c = cell_stats(scores[k], pilot, half_width, sizes[k][1])
-        c["scores"] = scores[k]
+        r = of_cell[k]
+        c = cell_stats(scores[r], pilot, half_width, sizes[r][1])
+        c["scores"] = scores[r]
+        c["ran_on"] = ran_on(e, tr)
+        if runs[r][0] != tr:
+            c["runs_of"] = runs[r][0]  # the section whose runs these are (counted there)
         result[tr].setdefault(t.name, {})[e.label] = c
     labels = [e.label for e in entries]
     pairs: dict[str, Any] = {}
@@ -320,7 +342,6 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
         for tr in tracks:
             pairs[tr] = {t.name: {lb: paired(result[tr][t.name][lb]["scores"], result[tr][t.name][COMPARISON]["scores"])
                                   for lb in labels if lb != COMPARISON} for t in suite}
-    n_runs = len(first) + len(second)
     return {
         "command": command, **provenance(), "half_width": half_width, "pilot": pilot,
         "max_instances": max_instances, "tracks": list(tracks), "pinned_track": dict(PINNED_TRACK),
@@ -341,9 +362,21 @@ def _f(v: float | None, spec: str = ".3f") -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
+def _pinned_here(res: Mapping[str, Any], track: str) -> dict[str, list[str]]:
+    """``{track run on: labels}`` of the cells of section ``track`` whose runs were made on another track."""
+    out: dict[str, list[str]] = {}
+    for row in res["cells"][track].values():
+        for lb, c in row.items():
+            on = c.get("ran_on", track)
+            if on != track and lb not in out.get(on, []):
+                out.setdefault(on, []).append(lb)
+    return out
+
+
 def summary(res: Mapping[str, Any], track: str) -> dict[str, Any]:
     """Counts of one track: cells, cells whose Stein half-width meets the target, capped cells, saturated cells,
-    cells whose t half-width is below 0.01 and below 0.02, the largest t half-width and the instances run."""
+    cells whose t half-width is below 0.01 and below 0.02, the largest t half-width and the instances run (a cell
+    that repeats another section's runs, ``runs_of``, counts there)."""
     cs = [c for task in res["cells"][track].values() for c in task.values()]
     return {"cells": len(cs), "met": sum(c["met"] for c in cs), "capped": sum(c["capped"] for c in cs),
             "saturated": sum(c["saturated"] for c in cs),
@@ -351,7 +384,7 @@ def summary(res: Mapping[str, Any], track: str) -> dict[str, Any]:
             "t_below_0.02": sum(c["t_half"] is not None and c["t_half"] < 0.02 for c in cs),
             "max_t_half": max((c["t_half"] for c in cs if c["t_half"] is not None), default=None),
             "max_stein_half": max((c["stein_half"] for c in cs), default=None),
-            "runs": sum(c["n"] for c in cs)}
+            "runs": sum(c["n"] for c in cs if "runs_of" not in c)}
 
 
 def precision_md(res: Mapping[str, Any]) -> str:
@@ -400,7 +433,9 @@ def precision_md(res: Mapping[str, Any]) -> str:
               "coverage guarantee). The ordinary t half-width over the same N instances uses their own standard "
               "deviation, which exceeds the pilot's s0 where the pilot underestimated the spread: the t columns "
               "count the cells below the issue's literal target (0.01: an interval narrower than 2 points) and "
-              "below 0.02."]
+              "below 0.02."
+              + (" Instances run: the runs made for the section; a pinned policy's runs count once, in the first "
+                 "section that reports them." if any(_pinned_here(res, tr) for tr in res["tracks"]) else "")]
     traces = list({s["family"]: s for s in res["suite"] if s["windows"]}.values())  # the tiers share the windows
     if traces:
         lines += ["", "Trace tasks: " + "; ".join(
@@ -411,13 +446,18 @@ def precision_md(res: Mapping[str, Any]) -> str:
     for tr in res["tracks"]:
         lines += ["", f"## Track: {tr}", "",
                   f"Per task and policy: mean SLO attainment ± t half-width (N instances); * = capped at {cap} "
-                  "(Stein's half-width above d); s0 = 0: every pilot score was equal.", "",
+                  "(Stein's half-width above d); s0 = 0: every pilot score was equal"
+                  + "".join(f"; {on}-track runs: {', '.join(lbs)} always runs on the {on} track, its runs are made "
+                            "once and reported in every section" for on, lbs in _pinned_here(res, tr).items())
+                  + ".", "",
                   "| task | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
         for task, row in res["cells"][tr].items():
             cells = []
             for lb in labels:
                 c = row[lb]
                 mark = "*" if c["capped"] else ", s0 = 0" if c["saturated"] else ""
+                if c.get("ran_on", tr) != tr:
+                    mark += f", {c['ran_on']}-track runs"
                 cells.append(f"{c['mean']:.3f} ± {_f(c['t_half'])} ({c['n']}{mark})")
             lines.append(f"| {task} | " + " | ".join(cells) + " |")
         lines += ["", f"Stein's half-width per cell ({tr}); bold: above d = {d:g}.", "",
@@ -437,7 +477,7 @@ def precision_md(res: Mapping[str, Any]) -> str:
                     f"{row[lb]['mean']:+.3f} ± {_f(row[lb]['t_half'])} ({row[lb]['n']})" for lb in others) + " |")
     if res["best_static"]:
         lines += ["", "## best-static", "", "The rule chosen on the train instances, exactly as the leaderboard "
-                  "does (`tune_static` in train/leaderboard.py).", "",
+                  "does (`tune_static` in train/entries.py).", "",
                   "| track and task | rule | train SLO attainment |", "|---|---|---:|"]
         for key, b in res["best_static"].items():
             lines.append(f"| {key} | `{b['rule']}` | {_f(b['train_score'])} |")

@@ -1,7 +1,7 @@
 """Kairos vs Kairos-pull (issue 12 item 2) on the suite's prefill-bound tasks: ``python -m
 kairos_gym.train.pull_compare [--tasks bursty,regime-shift,long-tail] [--tier default]``.
 
-Each rule runs on the test instances of each task (``kairos_gym.train.leaderboard``: the same fixed seeds and
+Each rule runs on the test instances of each task (``kairos_gym.train.suite``: the same fixed seeds and
 trace windows as the leaderboard) twice: with ``deflection.decision_points: arrival`` (the paper's) and with
 ``arrival+pull`` (Kairos-pull, and the same static rule asked at pulls too). Scores: SLO attainment, means with
 95% Student-t intervals over the instances, and the paired per-instance difference. docs/policies.md
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kairos_gym.agents.runner import simulate
-from kairos_gym.train.leaderboard import select_tasks
+from kairos_gym.train.suite import select_tasks
 
 from kairos_gym.stats import mean_ci
 
@@ -32,7 +32,7 @@ DEFAULT_TASKS = "bursty,regime-shift,long-tail"
 
 
 def measure(tasks: str = DEFAULT_TASKS, tier: str = "default", instances: int | None = None) -> list[dict[str, Any]]:
-    """Every :data:`MEASURED` entry on the test instances of the suite's ``tasks`` (``kairos_gym.train.leaderboard``
+    """Every :data:`MEASURED` entry on the test instances of the suite's ``tasks`` (``kairos_gym.train.suite``
     task or family names) at SLO ``tier``: per task and entry the mean SLO attainment with its 95% Student-t
     half-width over the instances, and the paired difference to the same rule without pulls (kairos-pull vs
     kairos on each information track, always-deflect-ls +pull vs always-deflect-ls). ``instances``: only

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kairos_gym.train.evaluate import run_one
-from kairos_gym.train.leaderboard import INSTANCE_REQUESTS, SUITE, Instance, Task, on_track
+from kairos_gym.train.suite import INSTANCE_REQUESTS, SUITE, Instance, Task, on_track
 from kairos_gym.train.sweep import classify
 
 from kairos_gym.config import ScenarioConfig, load_scenario

@@ -94,7 +94,7 @@ def label_seeds(cfg: Any) -> set[int]:
 def selection_cases(cfg: Any, n: int = DEFAULT_INSTANCES) -> list[Cell]:
     """The selection set of distill config ``cfg`` (see the module docstring), ``n`` instances per cell."""
     from kairos_gym.train.domain import ValidationCase, _suite, validation_instance
-    from kairos_gym.train.leaderboard import Instance
+    from kairos_gym.train.suite import Instance
 
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_INSTANCES:
         raise ConfigError(WHERE, "--instances", n, f"a whole number from 1 to {MAX_INSTANCES}")

@@ -225,7 +225,8 @@ def test_pareto_labels_do_not_overlap_and_figures_name_the_seeds(tmp_path, figur
 
 
 def test_no_nan_in_interval_json():
-    from kairos_gym.train.leaderboard import Task, run_suite, seeds
+    from kairos_gym.train.leaderboard import run_suite
+    from kairos_gym.train.suite import Task, seeds
 
     # one instance: no t-interval (None in the JSON, not NaN)
     res = run_suite(["no-deflect", "kairos", "oracle"], suite=[Task("small", "small", seeds(0), seeds(1))],

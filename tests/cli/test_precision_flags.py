@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-import kairos_gym.train.leaderboard as leaderboard_mod
+import kairos_gym.train.entries as entries_mod
 import kairos_gym.train.precision as precision_mod
 import pytest
 
@@ -21,7 +21,7 @@ def no_work(monkeypatch):
         raise AssertionError("the run started before the bad flag was reported")
 
     monkeypatch.setattr(precision_mod, "run_precision", spy)
-    monkeypatch.setattr(leaderboard_mod, "run_task", spy)
+    monkeypatch.setattr(entries_mod, "run_task", spy)
     return calls
 
 

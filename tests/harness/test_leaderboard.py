@@ -1,30 +1,22 @@
-"""The leaderboard (kairos_gym.train.leaderboard): fixed instances, normalised scores, paired statistics,
-policies from files and checkpoints, the header; on a tiny suite so it runs in seconds."""
+"""The leaderboard (kairos_gym.train.leaderboard and its suite, entries, scoring and leaderboard_md modules): fixed
+instances, normalised scores, paired statistics, policies from files and checkpoints, the header; on a tiny suite
+so it runs in seconds."""
 
 from __future__ import annotations
 
 import itertools
 import json
 
-import kairos_gym.train.leaderboard as lb
+import kairos_gym.train.entries as entries_mod
+import kairos_gym.train.suite as suite_mod
 import numpy as np
 import pytest
 from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 from kairos_gym.agents.runner import run_policy
-from kairos_gym.train.leaderboard import (
-    N_TEST,
-    REQUIRED,
-    STATIC_GRID,
-    SUITE,
-    TIER_NAMES,
-    Instance,
-    Task,
-    leaderboard_md,
-    ranking,
-    score,
-    seeds,
-    windows,
-)
+from kairos_gym.train.entries import REQUIRED, STATIC_GRID
+from kairos_gym.train.leaderboard_md import leaderboard_md
+from kairos_gym.train.scoring import ranking, score
+from kairos_gym.train.suite import N_TEST, SUITE, TIER_NAMES, Instance, Task, seeds, windows
 
 from kairos_gym.cli import main
 from kairos_gym.config import load_scenario
@@ -56,7 +48,7 @@ class Prefill:
 
 @pytest.fixture
 def tiny_suite(monkeypatch):
-    monkeypatch.setattr(lb, "SUITE", TINY_SUITE)
+    monkeypatch.setattr(suite_mod, "SUITE", TINY_SUITE)
     return TINY_SUITE
 
 
@@ -230,7 +222,8 @@ def no_runs(monkeypatch, tiny_suite):
     def fail(*a, **k):
         raise AssertionError("a suite run started before the bad input was reported")
 
-    monkeypatch.setattr(lb, "run_one", fail)
+    monkeypatch.setattr(entries_mod, "run_one", fail)
+    monkeypatch.setattr(entries_mod, "run_task", fail)
 
 
 BAD_ARGS = [
@@ -288,8 +281,8 @@ def test_markdown_ranks_by_iqm_and_records_the_header():
 
 def test_select_tasks_by_task_family_and_tier():
     by = {t.name: t for t in SUITE}
-    assert lb.select_tasks("bursty/strict") == (by["bursty/strict"],)
-    picked = lb.select_tasks("decode-bound,strict")
+    assert suite_mod.select_tasks("bursty/strict") == (by["bursty/strict"],)
+    picked = suite_mod.select_tasks("decode-bound,strict")
     assert {t.name for t in picked} == {t.name for t in SUITE if t.family == "decode-bound" or t.tier == "strict"}
     assert [t.name for t in picked] == [t.name for t in SUITE if t in picked]  # suite order
     assert len(picked) == 3 + len({t.family for t in SUITE}) - 1
@@ -310,9 +303,9 @@ def test_tier_slos_are_5x_and_25x_the_unloaded_decode_step_and_ttft():
     step = m.step_time([p + o // 2])
     xfer = sc.transfer.setup_s + p * m.kv_bytes_per_token / sc.transfer.bandwidth_bytes_per_s
     ttft = m.step_time([], [(p, 0)]) + xfer + m.step_time([p])  # prefill step, KV transfer, first decode step
-    u = lb.unloaded(sc, task.train[0])
+    u = suite_mod.unloaded(sc, task.train[0])
     assert u["decode_step_s"] == step and abs(u["ttft_s"] - ttft) < 1e-12
-    tiers = lb.tier_slos(sc, task.train[0])
+    tiers = suite_mod.tier_slos(sc, task.train[0])
     assert tiers["strict"] == {"ttft_s": round(5 * u["ttft_s"], 4), "tbt_s": round(5 * step, 4)}
     assert tiers["relaxed"] == {"ttft_s": round(25 * u["ttft_s"], 4), "tbt_s": round(25 * step, 4)}
     assert tiers["default"] == {"ttft_s": 1.0, "tbt_s": 0.1}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-import kairos_gym.train.leaderboard as lb
 import kairos_gym.train.oracle_scores as osc
+import kairos_gym.train.scoring as scoring
 import pytest
-from kairos_gym.train.leaderboard import SUITE, Task, run_suite, seeds
+from kairos_gym.train.leaderboard import run_suite
+from kairos_gym.train.suite import SUITE, Task, seeds
 
 from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
@@ -96,5 +97,5 @@ def test_the_leaderboard_takes_the_oracle_from_the_cache(tmp_path, monkeypatch) 
     again = run_suite(policies, suite=suite, reps=50, oracle_cache=path)
     assert again["oracle_sources"] == {"cache": 2, "run": 0}
     assert again["figures"]["oracle"] == first["figures"]["oracle"]
-    assert lb.REFERENCE == "oracle" and again["anchors"]["tiny-o"]["reference"] == pytest.approx(
+    assert scoring.REFERENCE == "oracle" and again["anchors"]["tiny-o"]["reference"] == pytest.approx(
         sum(first["figures"]["oracle"]["tiny-o"]["slo_attainment"]) / 2)

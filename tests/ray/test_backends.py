@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-import kairos_gym.train.leaderboard as lb
+import kairos_gym.train.suite as suite_mod
 import pytest
 
 from kairos_gym.backends import BackendError, ProcessBackend, SerialBackend, Task, make_backend
@@ -61,7 +61,7 @@ def test_sweep_output_is_identical_on_every_backend(extra, tmp_path, capsys, req
 def test_two_task_leaderboard_is_identical_on_every_backend(extra, tmp_path, capsys, monkeypatch, request):
     if "ray" in extra:
         request.getfixturevalue("ray_session")
-    monkeypatch.setattr(lb, "SUITE", TINY_SUITE)
+    monkeypatch.setattr(suite_mod, "SUITE", TINY_SUITE)
     serial = _leaderboard_outputs([], tmp_path, capsys)
     other = _leaderboard_outputs(extra, tmp_path, capsys)
     assert other[0] == serial[0]
@@ -96,7 +96,7 @@ def test_leaderboard_with_a_policy_file_and_a_checkpoint_is_identical_on_a_pool(
 
     from tests.harness.test_leaderboard import POLICY_FILE
 
-    monkeypatch.setattr(lb, "SUITE", TINY_SUITE)
+    monkeypatch.setattr(suite_mod, "SUITE", TINY_SUITE)
     pol = tmp_path / "my_policy.py"
     pol.write_text(POLICY_FILE)
     outs = []

@@ -15,7 +15,7 @@ from kairos_gym.agents.runner import run_policy
 from kairos_gym.train import distill as D
 from kairos_gym.train.domain import task_base
 from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.leaderboard import SUITE, on_track
+from kairos_gym.train.suite import SUITE, on_track
 
 from kairos_gym.env.actions import ActionLayout
 from kairos_gym.errors import ConfigError

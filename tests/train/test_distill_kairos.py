@@ -18,7 +18,7 @@ from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOAgent, PPOGeneral
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train import distill as D
 from kairos_gym.train.domain import run_actor, task_base
-from kairos_gym.train.leaderboard import on_track
+from kairos_gym.train.suite import on_track
 
 from kairos_gym.config import load_scenario
 from kairos_gym.env.actions import ActionLayout

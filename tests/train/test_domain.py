@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from kairos_gym.train import domain as D
 from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.leaderboard import SUITE, TIER_NAMES, TRACKS
+from kairos_gym.train.suite import SUITE, TIER_NAMES, TRACKS
 
 from kairos_gym.config import load_scenario
 from kairos_gym.env.core import KairosEnv

@@ -11,7 +11,6 @@ import pytest
 from kairos_gym.train.domain import training_instance
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 from kairos_gym.train.evaluate import run_one
-from kairos_gym.train.leaderboard import N_TEST, SUITE, on_track, select_tasks
 from kairos_gym.train.precision import (
     MAX_INSTANCES,
     cell_stats,
@@ -25,7 +24,9 @@ from kairos_gym.train.precision import (
     window_length,
 )
 from kairos_gym.train.precision import test_span as span
+from kairos_gym.train.suite import N_TEST, SUITE, on_track, select_tasks, windows
 
+from kairos_gym.backends import SerialBackend
 from kairos_gym.errors import ConfigError
 from kairos_gym.stats import t_quantile_975
 
@@ -165,6 +166,60 @@ def test_small_run_end_to_end():
     assert "kairos-gym precision" in md and "| bursty/strict |" in md and "Stein" in md
 
 
+class RecordingBackend(SerialBackend):
+    """The serial backend, recording every task it is given and every result it returns."""
+
+    def __init__(self) -> None:
+        super().__init__(retries=0)
+        self.labels: list[str] = []
+        self.results: list[object] = []
+
+    def map(self, tasks, progress=None):
+        tasks = list(tasks)
+        self.labels += [t.label for t in tasks]
+        out = super().map(tasks, progress)
+        self.results += out
+        return out
+
+
+def test_a_pinned_policy_runs_once_with_both_tracks():
+    """kairos-exact always runs on the exact track: with both tracks its runs are made once (the exact
+    section's) and reported in both sections, marked as exact-track runs; the other policies run per track."""
+    suite = select_tasks("bursty/strict")
+    be = RecordingBackend()
+    res = run_precision(["no-deflect", "kairos-exact", "kairos"], suite=suite, tracks=("exact", "realistic"),
+                        half_width=0.5, pilot=3, max_instances=4, backend=be)
+    name = suite[0].name
+    runs = [lb for lb in be.labels if not lb.startswith("tune ")]
+    pinned = [lb for lb in runs if " kairos-exact " in lb]
+    ex, re_ = res["cells"]["exact"][name], res["cells"]["realistic"][name]
+    assert len(pinned) == ex["kairos-exact"]["n"] == 4 and all(lb.startswith("exact ") for lb in pinned)
+    assert len([lb for lb in runs if " kairos " in lb]) == ex["kairos"]["n"] + re_["kairos"]["n"]
+    assert re_["kairos-exact"]["scores"] == ex["kairos-exact"]["scores"]
+    assert re_["kairos-exact"]["ran_on"] == "exact" and re_["kairos-exact"]["runs_of"] == "exact"
+    assert "runs_of" not in ex["kairos-exact"] and re_["kairos"]["ran_on"] == "realistic"
+    # the exact-track runs indeed: the same as running kairos-exact on the exact scenario
+    base = on_track(suite[0].base(), "exact")
+    want = [run_one(i.scenario(base), "kairos-exact", i.seed)[0]["slo_attainment"]
+            for i in precision_instances(suite[0], 4)]
+    assert re_["kairos-exact"]["scores"] == want
+    assert res["runs"] == len(runs) == sum(precision.summary(res, tr)["runs"] for tr in ("exact", "realistic"))
+    md = precision_md(res)
+    assert md.count("(4, exact-track runs)") == 1
+    assert md.count("; exact-track runs: kairos-exact always runs on the exact track") == 1
+
+
+def test_a_backend_returns_scores_not_run_summaries():
+    """run_precision keeps one float per run: each task a backend runs returns the run's SLO attainment only."""
+    be = RecordingBackend()
+    res = run_precision(["no-deflect", "kairos"], suite=select_tasks("bursty/strict"), tracks=("exact",),
+                        half_width=0.5, pilot=2, max_instances=3, backend=be)
+    assert len(be.results) == res["runs"] > 0
+    assert all(type(r) is float for r in be.results)
+    cells = res["cells"]["exact"]["bursty/strict"]
+    assert sorted(be.results) == sorted(v for c in cells.values() for v in c["scores"])
+
+
 def test_trace_task_runs_window_i_with_seed_i_on_the_realistic_track():
     suite = select_tasks("long-tail/strict")
     res = run_precision(["kairos"], suite=suite, tracks=("realistic",), half_width=0.5, pilot=2, max_instances=3)
@@ -201,13 +256,13 @@ def test_bad_policies_are_refused(policies, why):
 
 
 def test_run_precision_checks_everything_before_running(monkeypatch):
-    import kairos_gym.train.leaderboard as lb
+    import kairos_gym.train.entries as entries_mod
 
     def boom(*a, **k):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(lb, "run_task", boom)
-    monkeypatch.setattr(precision, "_entry_task", boom)
+    monkeypatch.setattr(entries_mod, "run_task", boom)
+    monkeypatch.setattr(precision, "entry_task", boom)
     for kw in ({"tracks": ("nope",)}, {"tracks": ("exact", "exact")}, {"suite": ()}, {"half_width": 0.0},
                {"max_instances": 10}):
         with pytest.raises(ConfigError):
@@ -217,16 +272,16 @@ def test_run_precision_checks_everything_before_running(monkeypatch):
 def test_an_empty_trace_window_is_refused_before_any_run(monkeypatch):
     import dataclasses
 
-    import kairos_gym.train.leaderboard as lb
+    import kairos_gym.train.entries as entries_mod
 
     def boom(*a, **k):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(lb, "run_task", boom)
-    monkeypatch.setattr(precision, "_entry_task", boom)
+    monkeypatch.setattr(entries_mod, "run_task", boom)
+    monkeypatch.setattr(precision, "entry_task", boom)
     az = next(t for t in SUITE if t.name == "azure-code")
     # the trace ends at 3,436 s: windows drawn in [3500, 3700) hold no request
-    past = dataclasses.replace(az, name="azure-past", family="azure-past", test=lb.windows([3500.0, 3600.0, 3700.0]))
+    past = dataclasses.replace(az, name="azure-past", family="azure-past", test=windows([3500.0, 3600.0, 3700.0]))
     with pytest.raises(ConfigError, match="at least one request"):
         run_precision(["kairos"], suite=[past], tracks=("exact",), half_width=0.05, max_instances=20)
 

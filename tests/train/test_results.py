@@ -10,7 +10,7 @@ import math
 import kairos_gym.train.results as results
 import numpy as np
 import pytest
-from kairos_gym.train.leaderboard import Instance
+from kairos_gym.train.suite import Instance
 
 from kairos_gym.progress import RunProgress
 from kairos_gym.workload import generate

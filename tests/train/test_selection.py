@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from kairos_gym.train import distill
 from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.leaderboard import SUITE
 from kairos_gym.train.selection import (
     COLLAPSE,
     TOLERANCE,
@@ -16,6 +15,7 @@ from kairos_gym.train.selection import (
     selection_cases,
     selection_seeds,
 )
+from kairos_gym.train.suite import SUITE
 
 from kairos_gym.errors import ConfigError
 

@@ -11,7 +11,7 @@ from kairos_gym.agents import make_policy, run_policy
 from kairos_gym.agents.policy_file import SAFE_FILES, load_policy
 from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOGeneral
 from kairos_gym.train.distill import load_config
-from kairos_gym.train.leaderboard import SUITE, on_track
+from kairos_gym.train.suite import SUITE, on_track
 
 CKPT = GENERAL_CHECKPOINT.parent
 DATA = Path(__file__).resolve().parent / "data" / "ppo-general-actions.npz"

@@ -224,7 +224,7 @@ def test_the_kinds_a_state_may_hold() -> None:
 
 # ------------------------------------------------------------------------------------ the shipped task
 def test_the_regime_shift_scenario_and_its_suite_tasks_use_by_state_lengths() -> None:
-    from kairos_gym.train.leaderboard import SUITE
+    from kairos_gym.train.suite import SUITE
 
     from kairos_gym.config import load_scenario
 
