@@ -425,7 +425,6 @@ def _cmd_precision(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- oracle-precision
 def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.leaderboard import SUITE, TIER_NAMES
     from kairos_gym.train.oracle_precision import (
         COST_RATIO,
         DEFAULT_MAX_INSTANCES,
@@ -440,6 +439,7 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
         PILOT,
     )
     from kairos_gym.train.precision import MAX_INSTANCES
+    from kairos_gym.train.suite import SUITE, TIER_NAMES
 
     p = sub.add_parser("oracle-precision", help="two-phase sampling of the Oracle's per-task means, headroom and "
                        "normalised scores to a target interval (docs/benchmark.md); writes ORACLE_PRECISION.md")
@@ -479,7 +479,7 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.flags import parse_names
     from kairos_gym.train import oracle_scores
-    from kairos_gym.train.leaderboard import BEST_STATIC, select_tasks
+    from kairos_gym.train.entries import BEST_STATIC
     from kairos_gym.train.oracle_precision import (
         MAX_COST_RATIO,
         MAX_HALF_WIDTH,
@@ -493,6 +493,7 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
         run_oracle_precision,
     )
     from kairos_gym.train.precision import MAX_INSTANCES
+    from kairos_gym.train.suite import select_tasks
 
     w = WHERE
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])

@@ -44,33 +44,27 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.train import oracle_scores
-from kairos_gym.train.evaluate import check_policies, run_one
-from kairos_gym.train.leaderboard import (
-    BASELINE,
+from kairos_gym.train.entries import (
     BEST_STATIC,
-    MIN_HEADROOM,
-    NOT_HEURISTICS,
     PINNED_TRACK,
-    REFERENCE,
     STATIC_GRID,
-    SUITE,
     Entry,
-    Task,
-    _builtin,
-    _entry_task,
-    _scores,
+    builtin_entry,
     check_names,
-    on_track,
-    provenance,
+    entry_task,
     rule_label,
     tune_static,
+    tuned_entry,
 )
+from kairos_gym.train.evaluate import check_policies
 from kairos_gym.train.precision import DEFAULT_POLICIES as PRECISION_POLICIES
-from kairos_gym.train.precision import MAX_INSTANCES, precision_instances, window_requests
+from kairos_gym.train.precision import MAX_INSTANCES, precision_instances, scored_task, window_requests
+from kairos_gym.train.provenance import provenance
+from kairos_gym.train.scoring import BASELINE, MIN_HEADROOM, NOT_HEURISTICS, REFERENCE
+from kairos_gym.train.suite import SUITE, Task, on_track
 
 from kairos_gym.backends import Backend, SerialBackend
 from kairos_gym.backends.runs import RunSpec, run_task
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.stats import mean_ci, nan_to_none, t_quantile_975
@@ -222,16 +216,8 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     base_labels = {t.name: list(dict.fromkeys(_base_label(b, best[t.name]) for b in oracle_bases[t.name]))
                    for t in suite}
 
-    def run_best(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
-        chosen = best[task.name]
-        return run_one(sc, chosen["policy"], seed, params=chosen["params"], tick=tick)[0]
-
-    def spec_best(task: Task, sc: ScenarioConfig, seed: int) -> RunSpec:
-        chosen = best[task.name]
-        return RunSpec(sc, chosen["policy"], seed, dict(chosen["params"]))
-
-    entries: list[Entry] = [Entry(BEST_STATIC, "tuned", run_best, spec_best) if p == BEST_STATIC else _builtin(p)
-                            for p in policies]
+    entries: list[Entry] = [tuned_entry(lambda task, sc: best[task.name]) if p == BEST_STATIC
+                            else builtin_entry(p) for p in policies]
     heuristics = [e.label for e in entries if e.label not in NOT_HEURISTICS]
     x: dict[str, dict[str, list[float]]] = {t.name: {e.label: [] for e in entries} for t in suite}
     oracle: dict[str, list[float]] = {t.name: [] for t in suite}
@@ -250,17 +236,17 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
                 if hit is not None:
                     cached[(t.name, i)] = float(hit["slo_attainment"])
                     continue
-                jobs.append(run_task(RunSpec(sc, REFERENCE, inst.seed, {"bases": oracle_bases[t.name]}),
-                                     f"{t.name} oracle {inst.label}"))
+                jobs.append(scored_task(run_task(RunSpec(sc, REFERENCE, inst.seed, {"bases": oracle_bases[t.name]}),
+                                                 f"{t.name} oracle {inst.label}")))
                 slots.append((t.name, None))
         for t in suite:  # the long Oracle runs first, so the short ones fill the workers at the end
             for e in entries:
                 for inst in instances[t.name][lo1[t.name]:hi1[t.name]]:
-                    jobs.append(_entry_task(e, t, inst.scenario(bases[t.name]), inst.seed,
-                                            f"{t.name} {e.label} {inst.label}"))
+                    jobs.append(scored_task(entry_task(e, t, inst.scenario(bases[t.name]), inst.seed,
+                                                       f"{t.name} {e.label} {inst.label}")))
                     slots.append((t.name, e.label))
         bar.start(len(jobs))
-        got = _scores(run.map(jobs, bar))
+        got = [float(v) for v in run.map(jobs, bar)]  # SLO attainments (scored_task), NaN without one
         sources["cache"] += len(cached)
         sources["run"] += sum(1 for _, lb in slots if lb is None)
         fresh = iter(v for v, (_, lb) in zip(got, slots, strict=True) if lb is None)

@@ -11,8 +11,8 @@ import kairos_gym.train.oracle_precision as op
 import numpy as np
 import pytest
 from kairos_gym.train import oracle_scores
+from kairos_gym.train.entries import rule_label, tune_static
 from kairos_gym.train.evaluate import run_one
-from kairos_gym.train.leaderboard import on_track, rule_label, seeds, select_tasks, tune_static
 from kairos_gym.train.oracle_precision import (
     BASE_LABELS,
     check_policy_names,
@@ -22,6 +22,7 @@ from kairos_gym.train.oracle_precision import (
     task_estimates,
 )
 from kairos_gym.train.precision import precision_instances
+from kairos_gym.train.suite import on_track, seeds, select_tasks
 
 from kairos_gym.cli import main
 from kairos_gym.errors import ConfigError
@@ -145,7 +146,7 @@ def test_everything_is_checked_before_a_run(monkeypatch):
 
     monkeypatch.setattr(op, "tune_static", boom)
     monkeypatch.setattr(op, "run_task", boom)
-    monkeypatch.setattr(op, "_entry_task", boom)
+    monkeypatch.setattr(op, "entry_task", boom)
     for kw in ({"suite": ()}, {"half_width": 0.0}, {"policies": ["no-deflect"]}, {"max_oracle": 5000}):
         with pytest.raises(ConfigError):
             run_oracle_precision(**{"policies": POLICIES, "suite": [_tiny()], **kw})
