@@ -58,7 +58,7 @@ from kairos_gym.train.entries import (
 )
 from kairos_gym.train.evaluate import check_policies
 from kairos_gym.train.precision import DEFAULT_POLICIES as PRECISION_POLICIES
-from kairos_gym.train.precision import MAX_INSTANCES, precision_instances, scored_task, window_requests
+from kairos_gym.train.precision import MAX_INSTANCES, check_instances, precision_instances, scored_task
 from kairos_gym.train.provenance import provenance
 from kairos_gym.train.scoring import BASELINE, MIN_HEADROOM, NOT_HEURISTICS, REFERENCE
 from kairos_gym.train.suite import SUITE, Task, on_track
@@ -196,18 +196,12 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     cache = oracle_scores.load(oracle_cache)
     instances = {t.name: precision_instances(t, max_instances) for t in suite}
     bases = {t.name: on_track(t.base(), TRACK) for t in suite}
-    requests: dict[str, list[int]] = {}
     for t in suite:
         sc = bases[t.name]
         for p in policies:
             if p != BEST_STATIC:
                 check_policies(WHERE, "--policies", [p], on_track(sc, PINNED_TRACK.get(p, TRACK)), 0)
-        if t.windows:
-            requests[t.name] = window_requests(t, sc, instances[t.name])
-            empty = [i.label for i, k in zip(instances[t.name], requests[t.name], strict=True) if k == 0]
-            if empty:
-                raise ConfigError(WHERE, t.name, empty[:3], "windows that hold at least one request")
-        instances[t.name][0].scenario(sc), instances[t.name][-1].scenario(sc)  # a bad window fails here
+        check_instances(WHERE, t, sc, instances[t.name])
     bar = or_silent(progress)
     run = backend or SerialBackend(retries=0)
     bar.start(len(STATIC_GRID) * sum(len(t.train) for t in suite))

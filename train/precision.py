@@ -160,6 +160,18 @@ def window_requests(task: Task, base: ScenarioConfig, instances: Sequence[Instan
             for a, b in (i.window_s for i in instances if i.window_s is not None)]
 
 
+def check_instances(where: str, task: Task, base: ScenarioConfig, instances: Sequence[Instance]) -> list[int]:
+    """Before any run: the first and last instance's scenarios build (a bad window fails here) and, for a trace
+    task, no window is empty (ConfigError naming up to three). Returns each trace window's request count ([] for a
+    synthetic task)."""
+    requests = window_requests(task, base, instances) if task.windows else []
+    empty = [i.label for i, k in zip(instances, requests, strict=True) if k == 0] if task.windows else []
+    if empty:
+        raise ConfigError(where, task.name, empty[:3], "windows that hold at least one request")
+    instances[0].scenario(base), instances[-1].scenario(base)
+    return requests
+
+
 # ---------------------------------------------------------------------------------------------- sample size
 def stein_n(scores: Sequence[float], half_width: float, cap: int) -> tuple[int, int]:
     """``(N, required)``: Stein's stage-2 size for the stage-1 ``scores`` (``n0 = len(scores)`` >= 2):
@@ -261,13 +273,7 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
             if registry:
                 for p in registry:
                     check_policies(WHERE, "--policies", [p], on_track(sc, PINNED_TRACK.get(p, tr)), 0)
-        base = bases[(tracks[0], t.name)]
-        if t.windows:
-            requests[t.name] = window_requests(t, base, instances[t.name])
-            empty = [i.label for i, k in zip(instances[t.name], requests[t.name], strict=True) if k == 0]
-            if empty:
-                raise ConfigError(WHERE, t.name, empty[:3], "windows that hold at least one request")
-        instances[t.name][0].scenario(base), instances[t.name][-1].scenario(base)  # a bad window fails here
+        requests[t.name] = check_instances(WHERE, t, bases[(tracks[0], t.name)], instances[t.name])
     for ext in externals:
         for t in suite:
             for tr in tracks:

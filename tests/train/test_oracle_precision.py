@@ -175,3 +175,17 @@ def test_a_process_pool_gives_the_serial_result():
     with ProcessBackend(2, 0) as pool:
         pooled = run_oracle_precision(POLICIES, backend=pool, **kw)
     assert pooled["tasks"] == serial["tasks"]
+
+
+def test_an_empty_trace_window_is_refused_before_any_run(monkeypatch):
+    from kairos_gym.train.suite import SUITE, windows
+
+    def boom(*a, **k):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(op, "tune_static", boom)
+    az = next(t for t in SUITE if t.name == "azure-code")
+    # the trace ends at 3,436 s: windows drawn in [3500, 3700) hold no request
+    past = dataclasses.replace(az, name="azure-past", family="azure-past", test=windows([3500.0, 3600.0, 3700.0]))
+    with pytest.raises(ConfigError, match="at least one request"):
+        run_oracle_precision(POLICIES, suite=[past], half_width=0.05, max_instances=20, max_oracle=12)
