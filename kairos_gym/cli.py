@@ -435,8 +435,10 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
         MAX_HALF_WIDTH,
         MAX_ORACLE,
         MAX_PILOT,
+        MAX_ROUNDS,
         MIN_PILOT,
         PILOT,
+        ROUNDS,
     )
     from kairos_gym.train.precision import MAX_INSTANCES
     from kairos_gym.train.suite import SUITE, TIER_NAMES
@@ -463,6 +465,12 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
                    f"{DEFAULT_MAX_INSTANCES})")
     p.add_argument("--max-oracle", default=str(DEFAULT_MAX_ORACLE), metavar="N2",
                    help=f"cap on Oracle instances per task, --pilot + 1..{MAX_ORACLE} (default {DEFAULT_MAX_ORACLE})")
+    p.add_argument("--rounds", default=str(ROUNDS), metavar="R",
+                   help=f"sizing rounds, 2..{MAX_ROUNDS}: the pilot, sizes from the pilot, then re-sizing from all the "
+                   f"data where a task's half-width is still above the target (default {ROUNDS})")
+    p.add_argument("--resume", default=None, metavar="JSON",
+                   help="an earlier run's --json file: its per-instance scores are used instead of re-running (each "
+                   "task's first instance of every entry is re-run and must be equal): the result of a fresh run")
     p.add_argument("--oracle-cache", default=None, metavar="PATH",
                    help="cached Oracle scores read where valid (default: train/oracle_scores.json)")
     p.add_argument("--out", default="ORACLE_PRECISION.md", help="markdown file to write (default ORACLE_PRECISION.md)")
@@ -485,10 +493,12 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
         MAX_HALF_WIDTH,
         MAX_ORACLE,
         MAX_PILOT,
+        MAX_ROUNDS,
         MIN_PILOT,
         WHERE,
         check_policy_names,
         check_settings,
+        load_resume,
         oracle_precision_md,
         run_oracle_precision,
     )
@@ -503,16 +513,20 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     ratio = parse_float(w, "--cost-ratio", args.cost_ratio, 1.0, MAX_COST_RATIO, lo_open=False)
     n2 = parse_int(w, "--max-oracle", args.max_oracle, pilot + 1, MAX_ORACLE)
     n1 = parse_int(w, "--max-instances", args.max_instances, n2, MAX_INSTANCES)
-    check_settings(half, pilot, ratio, n1, n2)
+    rounds = parse_int(w, "--rounds", args.rounds, 2, MAX_ROUNDS)
+    check_settings(half, pilot, ratio, n1, n2, rounds)
     check_outputs(w, {"--out": args.out, "--json": args.json})
     check_policy_names(policies)
+    resume = None if args.resume is None else load_resume(args.resume)
     cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
     oracle_scores.load(cache)  # a bad cache file fails here, before any run
     command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["oracle-precision"]))])
     with backend_from_args(w, args) as backend, _progress(args, "oracle-precision") as bar:
         res = run_oracle_precision(policies, suite=suite, half_width=half, pilot=pilot, cost_ratio=ratio,
                                    max_instances=n1, max_oracle=n2, progress=bar, command=command, backend=backend,
-                                   oracle_cache=cache)
+                                   oracle_cache=cache, rounds=rounds, resume=resume)
+    if args.resume is not None:
+        res["resumed_from"] = args.resume
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(oracle_precision_md(res), encoding="utf-8")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances, "

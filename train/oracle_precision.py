@@ -94,6 +94,13 @@ MAX_ORACLE = 2000
 """Largest ``--max-oracle`` (Oracle instances per task: hours of runs)."""
 DEFAULT_MAX_ORACLE = 200
 """Default cap on ``n2`` (about 1-2 hours of Oracle runs for a task on one core at the suite's sizes)."""
+ROUNDS = 3
+"""Default ``--rounds``: the pilot, the sizes from the pilot, then one more re-sizing from all the data so far for a
+task whose half-width is still above the target (its sizes only grow)."""
+MAX_ROUNDS = 10
+"""Largest ``--rounds``."""
+MAX_RESUME_BYTES = 256 << 20
+"""Largest ``--resume`` file read (bytes)."""
 BASE_LABELS = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls", BEST_STATIC)
 """The phase-1 entries whose per-instance maximum is ``M`` (the Oracle's bases: :data:`oracle_scores.task_bases`
 with the task's best-static rule)."""
@@ -101,7 +108,8 @@ DEFAULT_POLICIES = PRECISION_POLICIES
 """The default phase-1 policies (the leaderboard's default policies but the Oracle)."""
 
 
-def check_settings(half_width: float, pilot: int, cost_ratio: float, max_instances: int, max_oracle: int) -> None:
+def check_settings(half_width: float, pilot: int, cost_ratio: float, max_instances: int, max_oracle: int,
+                   rounds: int = ROUNDS) -> None:
     """Every setting in range (module constants), ``pilot < max_oracle <= max_instances``."""
     def number(v: Any) -> bool:
         return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
@@ -121,6 +129,44 @@ def check_settings(half_width: float, pilot: int, cost_ratio: float, max_instanc
     if not whole(max_instances) or not max_oracle <= max_instances <= MAX_INSTANCES:
         raise ConfigError(WHERE, "--max-instances", max_instances, f"a whole number in [--max-oracle = "
                           f"{max_oracle}, {MAX_INSTANCES}]")
+    if not whole(rounds) or not 2 <= rounds <= MAX_ROUNDS:
+        raise ConfigError(WHERE, "--rounds", rounds, f"a whole number in [2, {MAX_ROUNDS}] (2: the pilot and one "
+                          "sizing)")
+
+
+def load_resume(path: Path | str) -> dict[str, Any]:
+    """The per-instance scores of an earlier run's ``--json`` file, ``{task: {"scores": {label: [...]}, "bases":
+    [...], "best_static": rule}}``: a ConfigError for a file that is too large, not JSON or not of that shape.
+    Only data is read; :func:`run_oracle_precision` re-runs each task's first instance of every entry and
+    refuses the file unless they reproduce."""
+    import json
+
+    p = Path(path)
+    where = "--resume"
+    if not p.is_file():
+        raise ConfigError(WHERE, where, str(p), "an existing file written by oracle-precision --json")
+    if p.stat().st_size > MAX_RESUME_BYTES:
+        raise ConfigError(WHERE, where, str(p), f"at most {MAX_RESUME_BYTES} bytes")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(WHERE, where, str(p), f"a JSON file written by oracle-precision --json ({e})") from None
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, dict):
+        raise ConfigError(WHERE, where, str(p), "a JSON object with a \"tasks\" object (oracle-precision --json)")
+    out: dict[str, Any] = {}
+    for name, v in tasks.items():
+        scores = v.get("scores") if isinstance(v, dict) else None
+        ok = (isinstance(scores, dict) and isinstance(v.get("bases"), list) and isinstance(v.get("best_static"), str)
+              and all(isinstance(k, str) and isinstance(xs, list) and len(xs) <= MAX_INSTANCES
+                      and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                              and 0.0 <= x <= 1.0 for x in xs) for k, xs in scores.items()))
+        if not ok:
+            raise ConfigError(WHERE, where, f"{p}: task {name}", "scores: {label: [SLO attainments in [0, 1]]}, "
+                              "bases and best_static, as oracle-precision --json writes them")
+        out[name] = {"scores": {k: [float(x) for x in xs] for k, xs in scores.items()}, "bases": list(v["bases"]),
+                     "best_static": v["best_static"]}
+    return out
 
 
 def check_policy_names(policies: Sequence[str]) -> None:
@@ -182,12 +228,16 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
                          cost_ratio: float = COST_RATIO, max_instances: int = DEFAULT_MAX_INSTANCES,
                          max_oracle: int = DEFAULT_MAX_ORACLE, progress: RunProgress | None = None,
                          command: str = "kairos-gym oracle-precision", backend: Backend | None = None,
-                         oracle_cache: Path | str = oracle_scores.CACHE) -> dict[str, Any]:
+                         oracle_cache: Path | str = oracle_scores.CACHE, rounds: int = ROUNDS,
+                         resume: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Two-phase sampling of the Oracle on every task of ``suite`` (module docstring); the JSON-ready result
     (:func:`oracle_precision_md` writes it). Settings, names, every policy on every task, every instance's scenario
-    and trace request count and the cache file are checked before the first run."""
+    and trace request count and the cache file are checked before the first run. ``resume``
+    (:func:`load_resume`): scores of an earlier run, used instead of re-running an instance (the result is the one
+    a fresh run gives: every score is a function of the code and the instance), after each task's first instance
+    of every entry is re-run and found equal."""
     t0 = time.perf_counter()
-    check_settings(half_width, pilot, cost_ratio, max_instances, max_oracle)
+    check_settings(half_width, pilot, cost_ratio, max_instances, max_oracle, rounds)
     policies = list(policies)
     check_policy_names(policies)
     suite = SUITE if suite is None else tuple(suite)
@@ -210,46 +260,79 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     base_labels = {t.name: list(dict.fromkeys(_base_label(b, best[t.name]) for b in oracle_bases[t.name]))
                    for t in suite}
 
+    known: dict[tuple[str, str], list[float]] = {}
+    for t in suite:
+        r = (resume or {}).get(t.name)
+        if r is None:
+            continue
+        rule = rule_label(best[t.name]["policy"], best[t.name]["params"])
+        if r["best_static"] != rule or r["bases"] != base_labels[t.name]:
+            raise ConfigError(WHERE, "--resume", f"task {t.name}: best-static {r['best_static']}, bases {r['bases']}",
+                              f"the same best-static rule ({rule}) and bases ({base_labels[t.name]}) as this run")
+        for label, xs in r["scores"].items():
+            known[(t.name, label)] = xs
     entries: list[Entry] = [tuned_entry(lambda task, sc: best[task.name]) if p == BEST_STATIC
                             else builtin_entry(p) for p in policies]
     heuristics = [e.label for e in entries if e.label not in NOT_HEURISTICS]
     x: dict[str, dict[str, list[float]]] = {t.name: {e.label: [] for e in entries} for t in suite}
     oracle: dict[str, list[float]] = {t.name: [] for t in suite}
-    sources = {"cache": 0, "run": 0}
+    sources = {"cache": 0, "run": 0, "resumed": 0}
+
+    def resumed(name: str, label: str, i: int) -> float | None:
+        """The earlier run's score of instance ``i`` (None: not there, or ``i`` = 0, which is always re-run)."""
+        xs = known.get((name, label))
+        return xs[i] if xs is not None and 0 < i < len(xs) else None
 
     def stage(lo1: Mapping[str, int], hi1: Mapping[str, int], lo2: Mapping[str, int], hi2: Mapping[str, int]) -> None:
         """Phase 2 (the Oracle) on instances [lo2, hi2) and phase 1 on [lo1, hi1) of every task."""
         jobs: list[Any] = []
-        slots: list[tuple[str, str | None]] = []  # (task, entry label or None for the Oracle), in job order
+        slots: list[tuple[str, str | None, int]] = []  # (task, entry label or None: the Oracle, instance), job order
         cached: dict[tuple[str, int], float] = {}
+        reused: dict[tuple[str, str, int], float] = {}
         for t in suite:
             for i in range(lo2[t.name], hi2[t.name]):
                 inst = instances[t.name][i]
                 sc = inst.scenario(bases[t.name])
+                old = resumed(t.name, REFERENCE, i)
+                if old is not None:
+                    reused[(t.name, REFERENCE, i)] = old
+                    continue
                 hit = oracle_scores.lookup(cache, sc, inst.seed, oracle_bases[t.name])
                 if hit is not None:
                     cached[(t.name, i)] = float(hit["slo_attainment"])
                     continue
                 jobs.append(scored_task(run_task(RunSpec(sc, REFERENCE, inst.seed, {"bases": oracle_bases[t.name]}),
                                                  f"{t.name} oracle {inst.label}")))
-                slots.append((t.name, None))
+                slots.append((t.name, None, i))
         for t in suite:  # the long Oracle runs first, so the short ones fill the workers at the end
             for e in entries:
-                for inst in instances[t.name][lo1[t.name]:hi1[t.name]]:
+                for i in range(lo1[t.name], hi1[t.name]):
+                    old = resumed(t.name, e.label, i)
+                    if old is not None:
+                        reused[(t.name, e.label, i)] = old
+                        continue
+                    inst = instances[t.name][i]
                     jobs.append(scored_task(entry_task(e, t, inst.scenario(bases[t.name]), inst.seed,
                                                        f"{t.name} {e.label} {inst.label}")))
-                    slots.append((t.name, e.label))
+                    slots.append((t.name, e.label, i))
         bar.start(len(jobs))
         got = [float(v) for v in run.map(jobs, bar)]  # SLO attainments (scored_task), NaN without one
         sources["cache"] += len(cached)
-        sources["run"] += sum(1 for _, lb in slots if lb is None)
-        fresh = iter(v for v, (_, lb) in zip(got, slots, strict=True) if lb is None)
+        sources["resumed"] += sum(1 for k in reused if k[1] == REFERENCE)
+        sources["run"] += sum(1 for _, lb, _ in slots if lb is None)
+        value = {(name, REFERENCE if lb is None else lb, i): v for v, (name, lb, i) in zip(got, slots, strict=True)}
+        value.update({(name, REFERENCE, i): v for (name, i), v in cached.items()})
+        value.update(reused)
+        for (name, lb, i), v in value.items():  # an earlier run's scores must reproduce where re-run
+            xs = known.get((name, lb))
+            if i == 0 and xs and xs[0] != v:
+                raise ConfigError(WHERE, "--resume", f"task {name}, {lb}, instance 0: {xs[0]!r}",
+                                  f"scores this code reproduces (a fresh run gives {v!r})")
         for t in suite:
             for i in range(lo2[t.name], hi2[t.name]):
-                oracle[t.name].append(cached[(t.name, i)] if (t.name, i) in cached else next(fresh))
-        for v, (name, lb) in zip(got, slots, strict=True):
-            if lb is not None:
-                x[name][lb].append(v)
+                oracle[t.name].append(value[(t.name, REFERENCE, i)])
+            for e in entries:
+                x[t.name][e.label].extend(value[(t.name, e.label, i)] for i in range(lo1[t.name], hi1[t.name]))
         for t in suite:
             bad = [lb for lb, vals in x[t.name].items() if any(math.isnan(v) for v in vals)]
             if bad or any(math.isnan(v) for v in oracle[t.name]):
@@ -267,12 +350,34 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         a = float(np.var(o, ddof=1) - np.var(o - m, ddof=1))
         s = float(np.var(o - m, ddof=1))
         n1, n2, capped = allocation(a, s, half_width, q, cost_ratio, pilot + 1, max_instances, max_oracle)
-        sizes[t.name] = {"n1": n1, "n2": n2, "capped": capped, "pilot_a": a, "pilot_s": s}
+        sizes[t.name] = {"n1": n1, "n2": n2, "capped": capped, "pilot_a": a, "pilot_s": s, "sizes": [[n1, n2]]}
     stage(first, {k: v["n1"] for k, v in sizes.items()}, first, {k: v["n2"] for k, v in sizes.items()})
+    for _ in range(rounds - 2):  # re-size from all the data so far where the target is still missed
+        lo1 = {k: v["n1"] for k, v in sizes.items()}
+        lo2 = {k: v["n2"] for k, v in sizes.items()}
+        grow = False
+        for t in suite:
+            z = sizes[t.name]
+            est = task_estimates(x[t.name], oracle[t.name], base_labels[t.name], heuristics)
+            if est["oracle"]["half"] <= half_width or z["capped"]:
+                continue
+            m = np.max(np.vstack([np.asarray(x[t.name][b]) for b in base_labels[t.name]]), axis=0)
+            g = np.asarray(oracle[t.name]) - m[:z["n2"]]
+            a = float(np.var(m, ddof=1) + 2 * np.cov(m[:z["n2"]], g, ddof=1)[0, 1])
+            n1, n2, capped = allocation(a, float(np.var(g, ddof=1)), half_width, t_quantile_975(z["n2"] - 1),
+                                        cost_ratio, z["n2"], max_instances, max_oracle)
+            n1, n2 = max(n1, z["n1"]), max(n2, z["n2"])
+            z.update({"n1": n1, "n2": n2, "capped": capped})
+            z["sizes"].append([n1, n2])
+            grow = grow or (n1, n2) != (lo1[t.name], lo2[t.name])
+        if not grow:
+            break
+        stage(lo1, {k: v["n1"] for k, v in sizes.items()}, lo2, {k: v["n2"] for k, v in sizes.items()})
     tasks: dict[str, Any] = {}
     for t in suite:
         est = task_estimates(x[t.name], oracle[t.name], base_labels[t.name], heuristics)
         est.update({"capped": sizes[t.name]["capped"], "pilot_a": sizes[t.name]["pilot_a"],
+                    "sizes": sizes[t.name]["sizes"],
                     "pilot_s": sizes[t.name]["pilot_s"], "met": est["oracle"]["half"] <= half_width,
                     "bases": base_labels[t.name], "best_static": rule_label(best[t.name]["policy"],
                                                                             best[t.name]["params"]),
@@ -280,7 +385,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         tasks[t.name] = est
     n_oracle = sum(len(v) for v in oracle.values())
     return {"command": command, **provenance(), "track": TRACK, "half_width": half_width, "pilot": pilot,
-            "cost_ratio": cost_ratio, "max_instances": max_instances, "max_oracle": max_oracle,
+            "cost_ratio": cost_ratio, "max_instances": max_instances, "max_oracle": max_oracle, "rounds": rounds,
             "policies": [e.label for e in entries], "heuristics": heuristics, "baseline": BASELINE,
             "min_headroom": MIN_HEADROOM, "tasks": tasks, "oracle_runs": n_oracle, "oracle_sources": sources,
             "phase1_runs": sum(len(v) for t in x.values() for v in t.values()),
@@ -308,8 +413,11 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
         f"Command: `{res['command']}`  ",
         f"Code: kairos-gym {res['version']}, {where}  ",
         f"Run: {res['date']}, wall time {res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances "
-        f"({src['run']:,} run, {src['cache']:,} from train/oracle_scores.json) and {res['phase1_runs']:,} phase-1 "
-        f"runs (Python {res['python']}, numpy {res['numpy']})",
+        f"({src['run']:,} run, {src['cache']:,} from train/oracle_scores.json"
+        + (f", {src['resumed']:,} from the resumed file" if src.get("resumed") else "")
+        + f") and {res['phase1_runs']:,} phase-1 scores (Python {res['python']}, numpy {res['numpy']})"
+        + (f"; resumed from `{res['resumed_from']}` (its scores used where present, each task's first instance "
+           "re-run and equal: the same result as a fresh run)" if res.get("resumed_from") else ""),
         "",
         "Protocol (docs/benchmark.md, \"Precision of the Oracle's means\"; `train/oracle_precision.py`): two-phase "
         "sampling on the exact track. M = the per-instance maximum of the Oracle's bases (phase-1 entries "
@@ -318,7 +426,9 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
         "instances of the task's precision list (the instances of PRECISION.md), phase 2 the Oracle on the first "
         f"n2 of them; the Oracle's mean is mean_n1(M) + mean_n2(G). Pilot n0 = {res['pilot']} instances; sizes "
         f"minimise n1 + {res['cost_ratio']:g} n2 (the cost ratio, a fixed setting) for a target half-width d = "
-        f"{d:g}, n1 <= {res['max_instances']}, n2 <= {res['max_oracle']}. Intervals: 95%, delta method on the "
+        f"{d:g}, n1 <= {res['max_instances']}, n2 <= {res['max_oracle']}; up to {res['rounds']} rounds (pilot, "
+        "sizes from the pilot, then re-sizing from all the data so far where the half-width is still above d; "
+        "sizes only grow). Intervals: 95%, delta method on the "
         "two-phase covariance, t quantile at n2 - 1 degrees of freedom (approximate, not Stein's exact interval; "
         "coverage checked by simulation in tests/test_two_phase.py). \"Oracle alone\": the ordinary t interval "
         "of the Oracle's n2 scores without phase 1, for comparison.",

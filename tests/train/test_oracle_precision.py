@@ -41,7 +41,8 @@ def _tiny():
 
 def test_small_run_end_to_end():
     task = _tiny()
-    res = run_oracle_precision(POLICIES, suite=[task], half_width=0.05, pilot=3, max_instances=12, max_oracle=6)
+    res = run_oracle_precision(POLICIES, suite=[task], half_width=0.05, pilot=3, max_instances=12, max_oracle=6,
+                               rounds=2)
     v = res["tasks"]["tiny"]
     n1, n2 = v["n1"], v["n2"]
     assert 4 <= n2 <= 6 and n2 <= n1 <= 12
@@ -61,7 +62,7 @@ def test_small_run_end_to_end():
     bases = oracle_scores.task_bases(chosen)
     assert oracle == [run_one(i.scenario(base), "oracle", i.seed, params={"bases": bases})[0]["slo_attainment"]
                       for i in inst[:n2]]
-    assert res["oracle_sources"] == {"cache": 0, "run": n2}
+    assert res["oracle_sources"] == {"cache": 0, "run": n2, "resumed": 0}
     m = np.max([v["scores"][b] for b in v["bases"]], axis=0)
     assert all(o >= mm for o, mm in zip(oracle, m, strict=False))
     g = np.asarray(oracle) - m[:n2]
@@ -83,7 +84,7 @@ def test_the_oracle_ran_is_the_leaderboard_oracle_and_the_cache_is_used():
     task = select_tasks("bursty/strict")[0]
     res = run_oracle_precision(POLICIES, suite=[task], half_width=0.5, pilot=3, max_instances=4, max_oracle=4)
     v = res["tasks"][task.name]
-    assert res["oracle_sources"] == {"cache": v["n2"], "run": 0}
+    assert res["oracle_sources"] == {"cache": v["n2"], "run": 0, "resumed": 0}
     sc = on_track(task.base(), "exact")
     chosen = tune_static(task, sc, or_silent(None))["chosen"]
     fresh = run_one(sc, "oracle", 0, params={"bases": oracle_scores.task_bases(chosen)})[0]["slo_attainment"]
@@ -124,6 +125,7 @@ def test_no_normalised_scores_without_room():
     ({"pilot": True}, "--pilot"), ({"cost_ratio": 0.5}, "--cost-ratio"), ({"cost_ratio": math.nan}, "--cost-ratio"),
     ({"max_oracle": 10}, "--max-oracle"), ({"max_oracle": 2001, "max_instances": 5000}, "--max-oracle"),
     ({"max_instances": 100}, "--max-instances"), ({"max_instances": 5001}, "--max-instances"),
+    ({"rounds": 1}, "--rounds"), ({"rounds": 11}, "--rounds"),
 ])
 def test_bad_settings_are_refused(kw, field):
     args = {"half_width": 0.01, "pilot": 10, "cost_ratio": 40.0, "max_instances": 1000, "max_oracle": 200, **kw}
@@ -189,3 +191,70 @@ def test_an_empty_trace_window_is_refused_before_any_run(monkeypatch):
     past = dataclasses.replace(az, name="azure-past", family="azure-past", test=windows([3500.0, 3600.0, 3700.0]))
     with pytest.raises(ConfigError, match="at least one request"):
         run_oracle_precision(POLICIES, suite=[past], half_width=0.05, max_instances=20, max_oracle=12)
+
+
+def test_a_third_round_grows_the_sizes_where_the_target_is_missed(monkeypatch):
+    # stage 2 deliberately undersized (the pilot's sizes replaced by the minimum): round 3 re-sizes from all the
+    # data, its sizes only grow, and the earlier instances stay the same runs
+    kw = {"suite": [_tiny()], "half_width": 0.05, "pilot": 3, "max_instances": 400, "max_oracle": 100}
+    calls = []
+    real = op.allocation
+
+    def small_first(a, s, half_width, q, cost_ratio, n_min, cap1, cap2):
+        calls.append(n_min)
+        return (n_min, n_min, False) if len(calls) == 1 else real(a, s, half_width, q, cost_ratio, n_min, cap1, cap2)
+
+    monkeypatch.setattr(op, "allocation", small_first)
+    two = run_oracle_precision(POLICIES, rounds=2, **kw)["tasks"]["tiny"]
+    assert two["sizes"] == [[4, 4]] and two["oracle"]["half"] > 0.05
+    calls.clear()
+    three = run_oracle_precision(POLICIES, rounds=3, **kw)["tasks"]["tiny"]
+    assert three["sizes"][0] == [4, 4] and len(three["sizes"]) == 2 and calls == [4, 4]
+    n1, n2 = three["sizes"][1]
+    assert (n1, n2) == (three["n1"], three["n2"]) and n1 >= 4 and n2 >= 4 and (n1, n2) != (4, 4)
+    for lb, xs in two["scores"].items():
+        assert three["scores"][lb][:len(xs)] == xs
+
+
+def test_resume_gives_the_fresh_result(tmp_path):
+    import json
+
+    kw = {"suite": [_tiny()], "half_width": 0.02, "pilot": 3, "max_instances": 60, "max_oracle": 30}
+    fresh = run_oracle_precision(POLICIES, rounds=3, **kw)
+    earlier = run_oracle_precision(POLICIES, rounds=2, **kw)
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps(earlier))
+    resumed = run_oracle_precision(POLICIES, rounds=3, resume=op.load_resume(path), **kw)
+    assert resumed["tasks"] == fresh["tasks"]
+    assert resumed["oracle_sources"]["resumed"] == earlier["tasks"]["tiny"]["n2"] - 1  # instance 0 re-run
+
+
+def test_resume_refuses_scores_that_do_not_reproduce(tmp_path):
+    import json
+
+    kw = {"suite": [_tiny()], "half_width": 0.05, "pilot": 3, "max_instances": 12, "max_oracle": 6, "rounds": 2}
+    earlier = run_oracle_precision(POLICIES, **kw)
+    earlier["tasks"]["tiny"]["scores"]["kairos"][0] += 0.001
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(earlier))
+    with pytest.raises(ConfigError, match="reproduces"):
+        run_oracle_precision(POLICIES, resume=op.load_resume(path), **kw)
+    earlier["tasks"]["tiny"]["scores"]["kairos"][0] -= 0.001
+    earlier["tasks"]["tiny"]["best_static"] = "sq-ls queue_threshold=1"
+    path.write_text(json.dumps(earlier))
+    with pytest.raises(ConfigError, match="same best-static rule"):
+        run_oracle_precision(POLICIES, resume=op.load_resume(path), **kw)
+
+
+@pytest.mark.parametrize("text,why", [
+    ("not json", "JSON file"), ("[]", "tasks"), ('{"tasks": {"t": {"scores": {"x": [2.0]}, "bases": [], '
+                                                 '"best_static": "r"}}}', "SLO attainments"),
+    ('{"tasks": {"t": {"scores": {"x": [0.5]}}}}', "bases and best_static"),
+])
+def test_load_resume_refuses_bad_files(tmp_path, text, why):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=why):
+        op.load_resume(path)
+    with pytest.raises(ConfigError, match="existing file"):
+        op.load_resume(tmp_path / "missing.json")
