@@ -18,7 +18,13 @@ per-instance maximum of its bases' SLO attainments (cheap: tens of ms per base) 
   sizes minimise ``n1 + r n2`` (``r = --cost-ratio``, the cost of one Oracle instance in phase-1 instances,
   a fixed number so the sizes never depend on the machine's speed) subject to the estimated variance being
   ``(d / t_{0.975, n0-1})^2`` (:func:`kairos_gym.two_phase.allocation`), at least ``n0 + 1`` each, ``n1`` at most
-  ``--max-instances``, ``n2`` at most ``--max-oracle``.
+  ``--max-instances``, ``n2`` at most ``--max-oracle``. A pilot of 10 can underestimate the variances (this is not
+  Stein's procedure, whose interval keeps the pilot's variance): each further round (``--rounds``, default 3)
+  re-sizes a task whose half-width is still above the target from all its data so far (sizes only grow) and runs
+  the extra instances.
+- **Resume** (``--resume``, :func:`load_resume`): the per-instance scores of an earlier run's ``--json`` stand in
+  for re-runs (each task's first instance of every entry is re-run and must be equal), so a run continued with
+  more rounds gives exactly the result of a fresh run with those rounds.
 - **Estimates** over all ``n1`` / ``n2`` instances: the Oracle's mean (``mean_n1 M + mean_n2 G``), its headroom
   over the best heuristic (``mean_n1 (M - H) + mean_n2 G``; the heuristic ``H`` with the highest phase-1 mean,
   chosen on the same instances), and every phase-1 policy's normalised score ``(P - no-deflect) / (O -
