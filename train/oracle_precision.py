@@ -21,7 +21,9 @@ per-instance maximum of its bases' SLO attainments (cheap: tens of ms per base) 
   ``--max-instances``, ``n2`` at most ``--max-oracle``. A pilot of 10 can underestimate the variances (this is not
   Stein's procedure, whose interval keeps the pilot's variance): each further round (``--rounds``, default 3)
   re-sizes a task whose half-width is still above the target from all its data so far (sizes only grow) and runs
-  the extra instances.
+  the extra instances. Stopping once the estimated half-width is below the target is a Chow-Robbins kind of
+  sequential rule (Ann. Math. Statist. 36(2), 1965): coverage tends to 95% as the target shrinks, and can fall a
+  little short at finite sizes.
 - **Resume** (``--resume``, :func:`load_resume`): the per-instance scores of an earlier run's ``--json`` stand in
   for re-runs (each task's first instance of every entry is re-run and must be equal), so a run continued with
   more rounds gives exactly the result of a fresh run with those rounds.
