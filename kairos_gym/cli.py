@@ -62,6 +62,19 @@ def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _command_line(args: argparse.Namespace, name: str) -> str:
+    """The command as typed (or as main() was called), for the headers of generated reports."""
+    import shlex
+
+    return " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", [name]))])
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write a generated report (its folder created)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
 def _write_json(path: str | None, obj: object) -> None:
     if path is None:
         return
@@ -260,8 +273,7 @@ def _cmd_results(args: argparse.Namespace) -> int:
     check_outputs("results", {"--out": args.out, "--json": args.json})
     with _progress(args, "results") as bar:
         res = build_results(seeds, progress=bar)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(results_md(res), encoding="utf-8")
+    _write_text(args.out, results_md(res))
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
     _write_json(args.json, res)
     return 0
@@ -303,7 +315,6 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
-    import shlex
 
     from kairos_gym.agents.loader import policy_from_checkpoint, policy_from_file
     from kairos_gym.agents.registry import POLICIES
@@ -328,12 +339,11 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     oracle_scores.load(cache)  # a bad cache file fails here, before any run
     externals = [policy_from_file(s, w, "--policy") for s in args.policy]
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
-    command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["leaderboard"]))])
+    command = _command_line(args, "leaderboard")
     with backend_from_args(w, args) as backend, _progress(args, "leaderboard") as bar:
         res = run_tracks(tracks, policies, externals, suite=suite, progress=bar, command=command,
                          oracle_cache=cache, backend=backend)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(tracks_md(res), encoding="utf-8")
+    _write_text(args.out, tracks_md(res))
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
     _write_json(args.json, res["tracks"][tracks[0]] if len(tracks) == 1 else res)
     return 0
@@ -381,7 +391,6 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_precision(args: argparse.Namespace) -> int:
-    import shlex
 
     from kairos_gym.agents.loader import policy_from_checkpoint
     from kairos_gym.agents.registry import POLICIES
@@ -412,12 +421,11 @@ def _cmd_precision(args: argparse.Namespace) -> int:
     check_policy_names(policies, [])
     externals = [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     check_policy_names(policies, externals)
-    command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["precision"]))])
+    command = _command_line(args, "precision")
     with backend_from_args(w, args) as backend, _progress(args, "precision") as bar:
         res = run_precision(policies, externals, suite=suite, tracks=tracks, half_width=half, pilot=pilot,
                             max_instances=cap, progress=bar, command=command, backend=backend)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(precision_md(res), encoding="utf-8")
+    _write_text(args.out, precision_md(res))
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['runs']:,} runs)")
     _write_json(args.json, res)
     return 0
@@ -482,7 +490,6 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_oracle_precision(args: argparse.Namespace) -> int:
-    import shlex
 
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.flags import parse_names
@@ -520,15 +527,14 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     resume = None if args.resume is None else load_resume(args.resume)
     cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
     oracle_scores.load(cache)  # a bad cache file fails here, before any run
-    command = " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", ["oracle-precision"]))])
+    command = _command_line(args, "oracle-precision")
     with backend_from_args(w, args) as backend, _progress(args, "oracle-precision") as bar:
         res = run_oracle_precision(policies, suite=suite, half_width=half, pilot=pilot, cost_ratio=ratio,
                                    max_instances=n1, max_oracle=n2, progress=bar, command=command, backend=backend,
                                    oracle_cache=cache, rounds=rounds, resume=resume)
     if args.resume is not None:
         res["resumed_from"] = args.resume
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(oracle_precision_md(res), encoding="utf-8")
+    _write_text(args.out, oracle_precision_md(res))
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances, "
           f"{res['phase1_runs']:,} phase-1 runs)")
     _write_json(args.json, res)
