@@ -30,8 +30,9 @@ when ``N`` was not capped. The report also gives the ordinary Student-t half-wid
 (:func:`kairos_gym.stats.mean_ci`). A cell whose stage-1 scores are all equal (``s0 = 0``, e.g. a saturated
 task at 1.000) gets ``n0 + 1`` instances; its zero-width interval only says the pilot saw no spread.
 
-The Oracle is refused (:data:`REFUSED`): it costs 2-60 s per instance, and stays on the leaderboard's
-:data:`~kairos_gym.train.suite.N_TEST` instances. A policy of :data:`~kairos_gym.train.entries.PINNED_TRACK`
+The Oracle is refused (:data:`REFUSED`): it costs 2-60 s per instance; ``kairos-gym oracle-precision``
+(:mod:`kairos_gym.train.oracle_precision`) estimates its means by two-phase sampling on these instance lists.
+A policy of :data:`~kairos_gym.train.entries.PINNED_TRACK`
 (``kairos-exact``) runs on its own track whatever the section: with several tracks its cells share one set of
 runs, made once (the first section's) and reported in every section, marked by ``ran_on`` and ``runs_of``.
 
@@ -97,8 +98,8 @@ DEFAULT_MAX_INSTANCES = 1000
 WINDOW_SEED = 12
 """Seed of the trace-window offsets (with the family's CRC-32: ``default_rng([WINDOW_SEED, crc32(family)])``)."""
 REFUSED = {REFERENCE: "the clairvoyant rollout Oracle costs 2-60 s per instance (O(requests^2) rollouts), hours to "
-                      "days for hundreds of instances per task; it stays on the leaderboard's "
-                      f"{N_TEST} test instances"}
+                      "days for hundreds of instances per task; kairos-gym oracle-precision estimates its means "
+                      "by two-phase sampling"}
 """Registry names the precision protocol refuses, with why."""
 DEFAULT_POLICIES = ",".join(p for p in LEADERBOARD_POLICIES.split(",") if p not in REFUSED)
 """The leaderboard's default policies but the Oracle."""
