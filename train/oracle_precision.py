@@ -200,20 +200,30 @@ def _pm(e: Estimate) -> dict[str, float | int]:
     return {"mean": e.value, "half": e.half, "se": e.se, "df": e.df}
 
 
-def task_estimates(x: Mapping[str, Sequence[float]], oracle: Sequence[float], base_labels: Sequence[str],
-                   heuristics: Sequence[str]) -> dict[str, Any]:
-    """The figures of one task from its phase-1 scores ``x[label]`` (``n1`` each) and the Oracle's ``n2`` scores
-    (module docstring). RuntimeError when the Oracle is below its best base on an instance."""
+def gaps(x: Mapping[str, Sequence[float]], oracle: Sequence[float],
+         base_labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(M, G)``: the best of the bases' scores on each of the ``n1`` phase-1 instances (``n1`` the shortest list
+    of ``x``) and the Oracle's gain over it on the first ``n2 = len(oracle)``. RuntimeError when the Oracle is below
+    its best base on an instance (the rollout improvement property would be broken)."""
     n1 = min(len(v) for v in x.values())
-    n2 = len(oracle)
-    xs = {k: np.asarray(v[:n1], dtype=float) for k, v in x.items()}
-    m = np.max(np.vstack([xs[b] for b in base_labels]), axis=0)
+    m = np.max(np.vstack([np.asarray(x[b][:n1], dtype=float) for b in base_labels]), axis=0)
     o = np.asarray(oracle, dtype=float)
-    g = o - m[:n2]
+    g = o - m[:len(o)]
     if (g < 0).any():
         i = int(np.argmax(g < 0))
         raise RuntimeError(f"oracle-precision: instance {i}: Oracle {o[i]!r} below its best base {m[i]!r} (the "
                            "rollout improvement property is broken)")
+    return m, g
+
+
+def task_estimates(x: Mapping[str, Sequence[float]], oracle: Sequence[float], base_labels: Sequence[str],
+                   heuristics: Sequence[str]) -> dict[str, Any]:
+    """The figures of one task from its phase-1 scores ``x[label]`` (``n1`` each) and the Oracle's ``n2`` scores
+    (module docstring). RuntimeError when the Oracle is below its best base on an instance."""
+    m, g = gaps(x, oracle, base_labels)
+    n1, n2 = len(m), len(g)
+    o = np.asarray(oracle, dtype=float)
+    xs = {k: np.asarray(v[:n1], dtype=float) for k, v in x.items()}
     est = sum_estimate(m, g)
     means = {h: float(xs[h].mean()) for h in heuristics}
     best_h = max(heuristics, key=lambda h: (means[h], -list(heuristics).index(h)))
@@ -350,35 +360,25 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     zero = dict.fromkeys(instances, 0)
     first = dict.fromkeys(instances, pilot)
     stage(zero, first, zero, first)
-    q = t_quantile_975(pilot - 1)
-    sizes: dict[str, dict[str, Any]] = {}
-    for t in suite:
-        m = np.max(np.vstack([np.asarray(x[t.name][b]) for b in base_labels[t.name]]), axis=0)
-        o = np.asarray(oracle[t.name])
-        a = float(np.var(o, ddof=1) - np.var(o - m, ddof=1))
-        s = float(np.var(o - m, ddof=1))
-        n1, n2, capped = allocation(a, s, half_width, q, cost_ratio, pilot + 1, max_instances, max_oracle)
-        sizes[t.name] = {"n1": n1, "n2": n2, "capped": capped, "pilot_a": a, "pilot_s": s, "sizes": [[n1, n2]]}
-    stage(first, {k: v["n1"] for k, v in sizes.items()}, first, {k: v["n2"] for k, v in sizes.items()})
-    for _ in range(rounds - 2):  # re-size from all the data so far where the target is still missed
+    sizes: dict[str, dict[str, Any]] = {t.name: {"n1": pilot, "n2": pilot, "capped": False, "sizes": []}
+                                        for t in suite}
+    for r in range(2, rounds + 1):  # round 2 sizes every task from its pilot; later ones those still above d
         lo1 = {k: v["n1"] for k, v in sizes.items()}
         lo2 = {k: v["n2"] for k, v in sizes.items()}
-        grow = False
         for t in suite:
             z = sizes[t.name]
-            est = task_estimates(x[t.name], oracle[t.name], base_labels[t.name], heuristics)
-            if est["oracle"]["half"] <= half_width or z["capped"]:
+            m, g = gaps(x[t.name], oracle[t.name], base_labels[t.name])
+            if r > 2 and (z["capped"] or sum_estimate(m, g).half <= half_width):
                 continue
-            m = np.max(np.vstack([np.asarray(x[t.name][b]) for b in base_labels[t.name]]), axis=0)
-            g = np.asarray(oracle[t.name]) - m[:z["n2"]]
-            a = float(np.var(m, ddof=1) + 2 * np.cov(m[:z["n2"]], g, ddof=1)[0, 1])
-            n1, n2, capped = allocation(a, float(np.var(g, ddof=1)), half_width, t_quantile_975(z["n2"] - 1),
-                                        cost_ratio, z["n2"], max_instances, max_oracle)
-            n1, n2 = max(n1, z["n1"]), max(n2, z["n2"])
-            z.update({"n1": n1, "n2": n2, "capped": capped})
-            z["sizes"].append([n1, n2])
-            grow = grow or (n1, n2) != (lo1[t.name], lo2[t.name])
-        if not grow:
+            a = float(np.var(m, ddof=1) + 2 * np.cov(m[:z["n2"]], g, ddof=1)[0, 1])  # Var(O) - Var(G)
+            s = float(np.var(g, ddof=1))
+            n1, n2, capped = allocation(a, s, half_width, t_quantile_975(z["n2"] - 1), cost_ratio,
+                                        max(z["n2"], pilot + 1), max_instances, max_oracle)
+            z.update({"n1": max(n1, z["n1"]), "n2": max(n2, z["n2"]), "capped": capped})
+            z["sizes"].append([z["n1"], z["n2"]])
+            if r == 2:
+                z.update({"pilot_a": a, "pilot_s": s})
+        if all((v["n1"], v["n2"]) == (lo1[k], lo2[k]) for k, v in sizes.items()):
             break
         stage(lo1, {k: v["n1"] for k, v in sizes.items()}, lo2, {k: v["n2"] for k, v in sizes.items()})
     tasks: dict[str, Any] = {}
