@@ -165,11 +165,13 @@ def check_instances(where: str, task: Task, base: ScenarioConfig, instances: Seq
     """Before any run: the first and last instance's scenarios build (a bad window fails here) and, for a trace
     task, no window is empty (ConfigError naming up to three). Returns each trace window's request count ([] for a
     synthetic task)."""
-    requests = window_requests(task, base, instances) if task.windows else []
-    empty = [i.label for i, k in zip(instances, requests, strict=True) if k == 0] if task.windows else []
+    instances[0].scenario(base), instances[-1].scenario(base)
+    if not task.windows:
+        return []
+    requests = window_requests(task, base, instances)
+    empty = [i.label for i, k in zip(instances, requests, strict=True) if k == 0]
     if empty:
         raise ConfigError(where, task.name, empty[:3], "windows that hold at least one request")
-    instances[0].scenario(base), instances[-1].scenario(base)
     return requests
 
 
