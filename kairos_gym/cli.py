@@ -447,9 +447,10 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
         MIN_PILOT,
         PILOT,
         ROUNDS,
+        TRACK,
     )
     from kairos_gym.train.precision import MAX_INSTANCES
-    from kairos_gym.train.suite import SUITE, TIER_NAMES
+    from kairos_gym.train.suite import SUITE, TIER_NAMES, TRACKS
 
     p = sub.add_parser("oracle-precision", help="two-phase sampling of the Oracle's per-task means, headroom and "
                        "normalised scores to a target interval (docs/benchmark.md); writes ORACLE_PRECISION.md")
@@ -481,7 +482,11 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
                    "task's first instance of every entry is re-run and must be equal): the result of a fresh run")
     p.add_argument("--oracle-cache", default=None, metavar="PATH",
                    help="cached Oracle scores read where valid (default: train/oracle_scores.json)")
-    p.add_argument("--out", default="ORACLE_PRECISION.md", help="markdown file to write (default ORACLE_PRECISION.md)")
+    p.add_argument("--track", default=TRACK, metavar="TRACK",
+                   help=", ".join(TRACKS) + ": information track of the phase-1 policies (default exact; "
+                   "realistic: the Oracle's bases also run on the exact track, as its rollouts do)")
+    p.add_argument("--out", default=None, help="markdown file to write (default ORACLE_PRECISION.md, "
+                   "ORACLE_PRECISION_REALISTIC.md with --track realistic)")
     p.add_argument("--json", metavar="PATH", help="also write every task's figures (per-instance scores included) "
                    "as JSON")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
@@ -510,7 +515,7 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
         run_oracle_precision,
     )
     from kairos_gym.train.precision import MAX_INSTANCES
-    from kairos_gym.train.suite import select_tasks
+    from kairos_gym.train.suite import TRACKS, select_tasks
 
     w = WHERE
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
@@ -522,7 +527,10 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     n1 = parse_int(w, "--max-instances", args.max_instances, n2, MAX_INSTANCES)
     rounds = parse_int(w, "--rounds", args.rounds, 2, MAX_ROUNDS)
     check_settings(half, pilot, ratio, n1, n2, rounds)
-    check_outputs(w, {"--out": args.out, "--json": args.json})
+    if args.track not in TRACKS:
+        raise ConfigError(w, "--track", args.track, "one of " + ", ".join(TRACKS))
+    out = args.out or ("ORACLE_PRECISION.md" if args.track == "exact" else "ORACLE_PRECISION_REALISTIC.md")
+    check_outputs(w, {"--out": out, "--json": args.json})
     check_policy_names(policies)
     resume = None if args.resume is None else load_resume(args.resume)
     cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
@@ -531,11 +539,11 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     with backend_from_args(w, args) as backend, _progress(args, "oracle-precision") as bar:
         res = run_oracle_precision(policies, suite=suite, half_width=half, pilot=pilot, cost_ratio=ratio,
                                    max_instances=n1, max_oracle=n2, progress=bar, command=command, backend=backend,
-                                   oracle_cache=cache, rounds=rounds, resume=resume)
+                                   oracle_cache=cache, rounds=rounds, resume=resume, track=args.track)
     if args.resume is not None:
         res["resumed_from"] = args.resume
-    _write_text(args.out, oracle_precision_md(res))
-    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances, "
+    _write_text(out, oracle_precision_md(res))
+    print(f"wrote {out} ({res['elapsed_s']:.0f} s, {res['oracle_runs']:,} Oracle instances, "
           f"{res['phase1_runs']:,} phase-1 runs)")
     _write_json(args.json, res)
     return 0

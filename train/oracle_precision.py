@@ -37,9 +37,18 @@ per-instance maximum of its bases' SLO attainments (cheap: tens of ms per base) 
   leaderboard's rule).
 
 Every instance's gap is checked: ``G < 0`` would break the improvement property and stops the run (RuntimeError).
-The exact information track only (the Oracle's own; its bases with the exact track's best-static rule): the
-leaderboard's realistic section normalises by an Oracle whose extra base is the realistic track's rule, not
-covered here.
+
+**Tracks** (``--track``): on the exact track every phase-1 entry runs on the exact track and the Oracle's bases are
+phase-1 entries. On the realistic track (the leaderboard's realistic section) the phase-1 policies run on the
+realistic track (``kairos-exact`` pinned to exact, :data:`~kairos_gym.train.entries.PINNED_TRACK`) and
+best-static is tuned there; the Oracle (clairvoyant: always on the exact track) rolls out its bases with exact
+information and the realistic track's best-static rule, so ``M`` is the maximum of the bases run **on the exact
+track** (extra phase-1 columns ``<base>@exact``; ``kairos-exact`` is one already), while the headroom's best
+heuristic and the normalised scores are the realistic track's runs. The Oracle's mean, and so the sizes, depend
+on the exact-track columns and the Oracle only: on a task whose realistic best-static rule is the exact track's,
+they are the exact run's. ``--resume`` takes a file of either track: a column is reused where it is the same
+run (the same entry on the same track; best-static and the Oracle only with the same tuned rule; a file of
+this run's own track with another rule is refused), the rest is run.
 """
 
 from __future__ import annotations
@@ -69,7 +78,7 @@ from kairos_gym.train.precision import DEFAULT_POLICIES as PRECISION_POLICIES
 from kairos_gym.train.precision import MAX_INSTANCES, check_instances, precision_instances, scored_task
 from kairos_gym.train.provenance import provenance
 from kairos_gym.train.scoring import BASELINE, MIN_HEADROOM, NOT_HEURISTICS, REFERENCE
-from kairos_gym.train.suite import SUITE, Task, on_track
+from kairos_gym.train.suite import SUITE, TRACKS, Task, on_track
 
 from kairos_gym.backends import Backend, SerialBackend
 from kairos_gym.backends.runs import RunSpec, run_task
@@ -80,7 +89,10 @@ from kairos_gym.two_phase import Estimate, allocation, ratio_estimate, sum_estim
 
 WHERE = "oracle-precision"
 TRACK = "exact"
-"""The information track covered (the Oracle's own)."""
+"""The default information track (the Oracle's own)."""
+EXACT_SUFFIX = "@exact"
+"""On the realistic track, the suffix of a phase-1 column that runs an Oracle base on the exact track (its
+rollouts' information): ``sq-ls@exact``."""
 HALF_WIDTH = 0.01
 """Default target half-width of the 95% interval of the Oracle's mean (an interval narrower than 2 points)."""
 MAX_HALF_WIDTH = 0.5
@@ -143,8 +155,9 @@ def check_settings(half_width: float, pilot: int, cost_ratio: float, max_instanc
 
 
 def load_resume(path: Path | str) -> dict[str, Any]:
-    """The per-instance scores of an earlier run's ``--json`` file, ``{task: {"scores": {label: [...]}, "bases":
-    [...], "best_static": rule}}``: a ConfigError for a file that is too large, not JSON or not of that shape.
+    """The per-instance scores of an earlier run's ``--json`` file, ``{"track": track, "tasks": {task: {"scores":
+    {label: [...]}, "bases": [...], "best_static": rule}}}`` (a file without ``"track"`` is of the exact track, as
+    every file before ``--track`` was): a ConfigError for a file that is too large, not JSON or not of that shape.
     Only data is read; :func:`run_oracle_precision` re-runs each task's first instance of every entry and
     refuses the file unless they reproduce."""
     import json
@@ -162,6 +175,9 @@ def load_resume(path: Path | str) -> dict[str, Any]:
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, dict):
         raise ConfigError(WHERE, where, str(p), "a JSON object with a \"tasks\" object (oracle-precision --json)")
+    track = data.get("track", TRACK)
+    if track not in TRACKS:
+        raise ConfigError(WHERE, where, f"{p}: track {track!r}", "one of " + ", ".join(TRACKS))
     out: dict[str, Any] = {}
     for name, v in tasks.items():
         scores = v.get("scores") if isinstance(v, dict) else None
@@ -174,7 +190,19 @@ def load_resume(path: Path | str) -> dict[str, Any]:
                               "bases and best_static, as oracle-precision --json writes them")
         out[name] = {"scores": {k: [float(x) for x in xs] for k, xs in scores.items()}, "bases": list(v["bases"]),
                      "best_static": v["best_static"]}
-    return out
+    return {"track": track, "tasks": out}
+
+
+def resume_key(label: str, file_track: str, track: str) -> str | None:
+    """The column of a run on ``track`` that a file's column ``label`` (from a run on ``file_track``) holds the
+    scores of, or None (a column this run has no use for: a realistic-track run's column in an exact-track run).
+    Pinned entries (the Oracle, ``kairos-exact``) are the same run on every track; ``<base>@exact`` is the base on
+    the exact track, a plain label in an exact-track file too."""
+    base, on = (label[:-len(EXACT_SUFFIX)], "exact") if label.endswith(EXACT_SUFFIX) else (
+        label, PINNED_TRACK.get(label, file_track))
+    if base in PINNED_TRACK or on == track:
+        return base
+    return base + EXACT_SUFFIX if on == "exact" else None
 
 
 def check_policy_names(policies: Sequence[str]) -> None:
@@ -217,9 +245,10 @@ def gaps(x: Mapping[str, Sequence[float]], oracle: Sequence[float],
 
 
 def task_estimates(x: Mapping[str, Sequence[float]], oracle: Sequence[float], base_labels: Sequence[str],
-                   heuristics: Sequence[str]) -> dict[str, Any]:
-    """The figures of one task from its phase-1 scores ``x[label]`` (``n1`` each) and the Oracle's ``n2`` scores
-    (module docstring). RuntimeError when the Oracle is below its best base on an instance."""
+                   heuristics: Sequence[str], policies: Sequence[str] | None = None) -> dict[str, Any]:
+    """The figures of one task from its phase-1 scores ``x[column]`` (``n1`` each) and the Oracle's ``n2`` scores
+    (module docstring): ``base_labels`` the columns whose maximum is ``M``, ``policies`` those normalised (default
+    every column). RuntimeError when the Oracle is below its best base on an instance."""
     m, g = gaps(x, oracle, base_labels)
     n1, n2 = len(m), len(g)
     o = np.asarray(oracle, dtype=float)
@@ -232,7 +261,7 @@ def task_estimates(x: Mapping[str, Sequence[float]], oracle: Sequence[float], ba
     room = sum_estimate(m - xs[BASELINE], g)
     normalized: dict[str, Any] = {}
     if room.value >= MIN_HEADROOM:
-        for k in xs:
+        for k in (xs if policies is None else policies):
             if k != BASELINE:
                 normalized[k] = _pm(ratio_estimate(xs[k] - xs[BASELINE], m - xs[BASELINE], g))
     return {"n1": n1, "n2": n2, "oracle": _pm(est), "m_mean": float(m.mean()), "g_mean": float(g.mean()),
@@ -247,15 +276,18 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
                          max_oracle: int = DEFAULT_MAX_ORACLE, progress: RunProgress | None = None,
                          command: str = "kairos-gym oracle-precision", backend: Backend | None = None,
                          oracle_cache: Path | str = oracle_scores.CACHE, rounds: int = ROUNDS,
-                         resume: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                         resume: Mapping[str, Any] | None = None, track: str = TRACK) -> dict[str, Any]:
     """Two-phase sampling of the Oracle on every task of ``suite`` (module docstring); the JSON-ready result
     (:func:`oracle_precision_md` writes it). Settings, names, every policy on every task, every instance's scenario
     and trace request count and the cache file are checked before the first run. ``resume``
     (:func:`load_resume`): scores of an earlier run, used instead of re-running an instance (the result is the one
     a fresh run gives: every score is a function of the code and the instance), after each task's first instance
-    of every entry is re-run and found equal."""
+    of every entry is re-run and found equal. ``track``: the information track of the phase-1 policies (module
+    docstring, "Tracks")."""
     t0 = time.perf_counter()
     check_settings(half_width, pilot, cost_ratio, max_instances, max_oracle, rounds)
+    if track not in TRACKS:
+        raise ConfigError(WHERE, "--track", track, "one of " + ", ".join(TRACKS))
     policies = list(policies)
     check_policy_names(policies)
     suite = SUITE if suite is None else tuple(suite)
@@ -263,12 +295,13 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         raise ConfigError(WHERE, "--tasks", [t.name for t in suite], "one or more distinct tasks")
     cache = oracle_scores.load(oracle_cache)
     instances = {t.name: precision_instances(t, max_instances) for t in suite}
-    bases = {t.name: on_track(t.base(), TRACK) for t in suite}
+    bases = {t.name: on_track(t.base(), track) for t in suite}  # the phase-1 policies' scenarios
+    exact = {t.name: on_track(t.base(), "exact") for t in suite}  # the Oracle's and its bases' (rollouts)
     for t in suite:
         sc = bases[t.name]
         for p in policies:
             if p != BEST_STATIC:
-                check_policies(WHERE, "--policies", [p], on_track(sc, PINNED_TRACK.get(p, TRACK)), 0)
+                check_policies(WHERE, "--policies", [p], on_track(sc, PINNED_TRACK.get(p, track)), 0)
         check_instances(WHERE, t, sc, instances[t.name])
     bar = or_silent(progress)
     run = backend or SerialBackend(retries=0)
@@ -278,21 +311,31 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     base_labels = {t.name: list(dict.fromkeys(_base_label(b, best[t.name]) for b in oracle_bases[t.name]))
                    for t in suite}
 
-    known: dict[tuple[str, str], list[float]] = {}
+    known: dict[tuple[str, str], list[float]] = {}  # (task, column): an earlier run's scores
+    file_track = (resume or {}).get("track", TRACK)
     for t in suite:
-        r = (resume or {}).get(t.name)
+        r = (resume or {}).get("tasks", {}).get(t.name)
         if r is None:
             continue
         rule = rule_label(best[t.name]["policy"], best[t.name]["params"])
-        if r["best_static"] != rule or r["bases"] != base_labels[t.name]:
+        same_rule = r["best_static"] == rule and r["bases"] == base_labels[t.name]
+        if file_track == track and not same_rule:
             raise ConfigError(WHERE, "--resume", f"task {t.name}: best-static {r['best_static']}, bases {r['bases']}",
                               f"the same best-static rule ({rule}) and bases ({base_labels[t.name]}) as this run")
         for label, xs in r["scores"].items():
-            known[(t.name, label)] = xs
+            key = resume_key(label, file_track, track)
+            if key is not None and (same_rule or key.removesuffix(EXACT_SUFFIX) not in (BEST_STATIC, REFERENCE)):
+                known[(t.name, key)] = xs  # another track's best-static rule or Oracle is another run: not used
     entries: list[Entry] = [tuned_entry(lambda task, sc: best[task.name]) if p == BEST_STATIC
                             else builtin_entry(p) for p in policies]
     heuristics = [e.label for e in entries if e.label not in NOT_HEURISTICS]
-    x: dict[str, dict[str, list[float]]] = {t.name: {e.label: [] for e in entries} for t in suite}
+    columns: list[tuple[str, Entry, Mapping[str, Any]]] = [(e.label, e, bases) for e in entries]
+    if track != "exact":  # the Oracle's bases as its rollouts run them: on the exact track
+        columns += [(lb + EXACT_SUFFIX, next(e for e in entries if e.label == lb), exact)
+                    for lb in BASE_LABELS if lb not in PINNED_TRACK]
+    base_keys = {t.name: [lb if track == "exact" or lb in PINNED_TRACK else lb + EXACT_SUFFIX
+                          for lb in base_labels[t.name]] for t in suite}
+    x: dict[str, dict[str, list[float]]] = {t.name: {key: [] for key, _, _ in columns} for t in suite}
     oracle: dict[str, list[float]] = {t.name: [] for t in suite}
     sources = {"cache": 0, "run": 0, "resumed": 0}
 
@@ -310,7 +353,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         for t in suite:
             for i in range(lo2[t.name], hi2[t.name]):
                 inst = instances[t.name][i]
-                sc = inst.scenario(bases[t.name])
+                sc = inst.scenario(exact[t.name])
                 old = resumed(t.name, REFERENCE, i)
                 if old is not None:
                     reused[(t.name, REFERENCE, i)] = old
@@ -323,16 +366,16 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
                                                  f"{t.name} oracle {inst.label}")))
                 slots.append((t.name, None, i))
         for t in suite:  # the long Oracle runs first, so the short ones fill the workers at the end
-            for e in entries:
+            for key, e, scs in columns:
                 for i in range(lo1[t.name], hi1[t.name]):
-                    old = resumed(t.name, e.label, i)
+                    old = resumed(t.name, key, i)
                     if old is not None:
-                        reused[(t.name, e.label, i)] = old
+                        reused[(t.name, key, i)] = old
                         continue
                     inst = instances[t.name][i]
-                    jobs.append(scored_task(entry_task(e, t, inst.scenario(bases[t.name]), inst.seed,
-                                                       f"{t.name} {e.label} {inst.label}")))
-                    slots.append((t.name, e.label, i))
+                    jobs.append(scored_task(entry_task(e, t, inst.scenario(scs[t.name]), inst.seed,
+                                                       f"{t.name} {key} {inst.label}")))
+                    slots.append((t.name, key, i))
         bar.start(len(jobs))
         got = [float(v) for v in run.map(jobs, bar)]  # SLO attainments (scored_task), NaN without one
         sources["cache"] += len(cached)
@@ -349,8 +392,8 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         for t in suite:
             for i in range(lo2[t.name], hi2[t.name]):
                 oracle[t.name].append(value[(t.name, REFERENCE, i)])
-            for e in entries:
-                x[t.name][e.label].extend(value[(t.name, e.label, i)] for i in range(lo1[t.name], hi1[t.name]))
+            for key in x[t.name]:
+                x[t.name][key].extend(value[(t.name, key, i)] for i in range(lo1[t.name], hi1[t.name]))
         for t in suite:
             bad = [lb for lb, vals in x[t.name].items() if any(math.isnan(v) for v in vals)]
             if bad or any(math.isnan(v) for v in oracle[t.name]):
@@ -367,7 +410,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         lo2 = {k: v["n2"] for k, v in sizes.items()}
         for t in suite:
             z = sizes[t.name]
-            m, g = gaps(x[t.name], oracle[t.name], base_labels[t.name])
+            m, g = gaps(x[t.name], oracle[t.name], base_keys[t.name])
             if r > 2 and (z["capped"] or sum_estimate(m, g).half <= half_width):
                 continue
             a = float(np.var(m, ddof=1) + 2 * np.cov(m[:z["n2"]], g, ddof=1)[0, 1])  # Var(O) - Var(G)
@@ -383,16 +426,17 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         stage(lo1, {k: v["n1"] for k, v in sizes.items()}, lo2, {k: v["n2"] for k, v in sizes.items()})
     tasks: dict[str, Any] = {}
     for t in suite:
-        est = task_estimates(x[t.name], oracle[t.name], base_labels[t.name], heuristics)
+        est = task_estimates(x[t.name], oracle[t.name], base_keys[t.name], heuristics, [e.label for e in entries])
         est.update({"capped": sizes[t.name]["capped"], "pilot_a": sizes[t.name]["pilot_a"],
                     "sizes": sizes[t.name]["sizes"],
                     "pilot_s": sizes[t.name]["pilot_s"], "met": est["oracle"]["half"] <= half_width,
-                    "bases": base_labels[t.name], "best_static": rule_label(best[t.name]["policy"],
+                    "bases": base_labels[t.name], "base_columns": base_keys[t.name],
+                    "best_static": rule_label(best[t.name]["policy"],
                                                                             best[t.name]["params"]),
                     "scores": {**x[t.name], REFERENCE: oracle[t.name]}})
         tasks[t.name] = est
     n_oracle = sum(len(v) for v in oracle.values())
-    return {"command": command, **provenance(), "track": TRACK, "half_width": half_width, "pilot": pilot,
+    return {"command": command, **provenance(), "track": track, "half_width": half_width, "pilot": pilot,
             "cost_ratio": cost_ratio, "max_instances": max_instances, "max_oracle": max_oracle, "rounds": rounds,
             "policies": [e.label for e in entries], "heuristics": heuristics, "baseline": BASELINE,
             "min_headroom": MIN_HEADROOM, "tasks": tasks, "oracle_runs": n_oracle, "oracle_sources": sources,
@@ -415,8 +459,20 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
     met = sum(v["met"] for v in tasks.values())
     capped = sum(v["capped"] for v in tasks.values())
     src = res["oracle_sources"]
+    realistic = res.get("track", TRACK) != "exact"
+    if realistic:
+        track_text = (
+            "two-phase sampling on the realistic track: the phase-1 policies run on the realistic track (kairos-exact "
+            "on the exact one), best-static is tuned there; the Oracle (clairvoyant, on the exact track) rolls its "
+            "bases out with exact information and the realistic track's best-static rule, so M = the per-instance "
+            "maximum of its bases **run on the exact track** (phase-1 columns "
+            f"{', '.join(dict.fromkeys(b for v in tasks.values() for b in v['base_columns']))}); the best heuristic "
+            "and the normalised scores are the realistic track's runs")
+    else:
+        track_text = ("two-phase sampling on the exact track. M = the per-instance maximum of the Oracle's bases "
+                      f"(phase-1 entries {', '.join(dict.fromkeys(b for v in tasks.values() for b in v['bases']))})")
     lines = [
-        "# Precision of the Oracle's per-task means",
+        "# Precision of the Oracle's per-task means" + (" (realistic track)" if realistic else ""),
         "",
         f"Command: `{res['command']}`  ",
         f"Code: kairos-gym {res['version']}, {where}  ",
@@ -427,9 +483,8 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
         + (f"; resumed from `{res['resumed_from']}` (its scores used where present, each task's first instance "
            "re-run and equal: the same result as a fresh run)" if res.get("resumed_from") else ""),
         "",
-        "Protocol (docs/benchmark.md, \"Precision of the Oracle's means\"; `train/oracle_precision.py`): two-phase "
-        "sampling on the exact track. M = the per-instance maximum of the Oracle's bases (phase-1 entries "
-        f"{', '.join(dict.fromkeys(b for v in tasks.values() for b in v['bases']))}), G = Oracle - M >= 0 (the "
+        "Protocol (docs/benchmark.md, \"Precision of the Oracle's means\"; `train/oracle_precision.py`): "
+        f"{track_text}, G = Oracle - M >= 0 (the "
         "rollout improvement property, checked on every instance). Phase 1 runs every policy on the first n1 "
         "instances of the task's precision list (the instances of PRECISION.md), phase 2 the Oracle on the first "
         f"n2 of them; the Oracle's mean is mean_n1(M) + mean_n2(G). Pilot n0 = {res['pilot']} instances; sizes "
