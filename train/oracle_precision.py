@@ -338,6 +338,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     x: dict[str, dict[str, list[float]]] = {t.name: {key: [] for key, _, _ in columns} for t in suite}
     oracle: dict[str, list[float]] = {t.name: [] for t in suite}
     sources = {"cache": 0, "run": 0, "resumed": 0}
+    phase1_resumed = 0  # phase-1 scores taken from the resumed file
 
     def resumed(name: str, label: str, i: int) -> float | None:
         """The earlier run's score of instance ``i`` (None: not there, or ``i`` = 0, which is always re-run)."""
@@ -346,6 +347,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
 
     def stage(lo1: Mapping[str, int], hi1: Mapping[str, int], lo2: Mapping[str, int], hi2: Mapping[str, int]) -> None:
         """Phase 2 (the Oracle) on instances [lo2, hi2) and phase 1 on [lo1, hi1) of every task."""
+        nonlocal phase1_resumed
         jobs: list[Any] = []
         slots: list[tuple[str, str | None, int]] = []  # (task, entry label or None: the Oracle, instance), job order
         cached: dict[tuple[str, int], float] = {}
@@ -381,6 +383,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
         sources["cache"] += len(cached)
         sources["resumed"] += sum(1 for k in reused if k[1] == REFERENCE)
         sources["run"] += sum(1 for _, lb, _ in slots if lb is None)
+        phase1_resumed += sum(1 for k in reused if k[1] != REFERENCE)
         value = {(name, REFERENCE if lb is None else lb, i): v for v, (name, lb, i) in zip(got, slots, strict=True)}
         value.update({(name, REFERENCE, i): v for (name, i), v in cached.items()})
         value.update(reused)
@@ -440,7 +443,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
             "cost_ratio": cost_ratio, "max_instances": max_instances, "max_oracle": max_oracle, "rounds": rounds,
             "policies": [e.label for e in entries], "heuristics": heuristics, "baseline": BASELINE,
             "min_headroom": MIN_HEADROOM, "tasks": tasks, "oracle_runs": n_oracle, "oracle_sources": sources,
-            "phase1_runs": sum(len(v) for t in x.values() for v in t.values()),
+            "phase1_runs": sum(len(v) for t in x.values() for v in t.values()), "phase1_resumed": phase1_resumed,
             "elapsed_s": time.perf_counter() - t0}
 
 

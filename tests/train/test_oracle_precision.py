@@ -258,3 +258,128 @@ def test_load_resume_refuses_bad_files(tmp_path, text, why):
         op.load_resume(path)
     with pytest.raises(ConfigError, match="existing file"):
         op.load_resume(tmp_path / "missing.json")
+
+
+# ---------------------------------------------------------------------------------------------- realistic track
+def _tiny_kw(**kw):
+    return {"suite": [_tiny()], "half_width": 0.05, "pilot": 3, "max_instances": 12, "max_oracle": 6, "rounds": 2,
+            **kw}
+
+
+def test_realistic_track_runs_the_policies_there_and_the_oracles_bases_on_the_exact_track():
+    task = _tiny()
+    res = run_oracle_precision(POLICIES, **_tiny_kw(track="realistic"))
+    assert res["track"] == "realistic"
+    v = res["tasks"]["tiny"]
+    n1, n2 = v["n1"], v["n2"]
+    real, exact = on_track(task.base(), "realistic"), on_track(task.base(), "exact")
+    chosen = tune_static(task, real, or_silent(None))["chosen"]  # tuned on the realistic track
+    assert v["best_static"] == rule_label(chosen["policy"], chosen["params"])
+    inst = precision_instances(task, n1)
+
+    def scores(sc, lb):
+        name, params = (chosen["policy"], chosen["params"]) if lb == "best-static" else (lb, None)
+        return [run_one(i.scenario(sc), name, i.seed, params=params)[0]["slo_attainment"] for i in inst]
+
+    for lb in POLICIES:  # kairos-exact is pinned to the exact track
+        assert v["scores"][lb] == scores(exact if lb == "kairos-exact" else real, lb), lb
+    cols = ["kairos-exact" if lb == "kairos-exact" else lb + op.EXACT_SUFFIX for lb in BASE_LABELS]
+    assert v["base_columns"] == cols and v["bases"] == list(BASE_LABELS)
+    for lb, col in zip(BASE_LABELS, cols, strict=True):
+        assert v["scores"][col] == scores(exact, lb), col
+    # the track is real: some base scores differently with stale state and noisy predictions
+    assert any(v["scores"][lb] != v["scores"][lb + op.EXACT_SUFFIX] for lb in ("always-deflect-ls", "sq-ls", "sl-ls"))
+    # the Oracle: exact track, the realistic rule among its bases; M from the exact-track columns
+    oracle = v["scores"]["oracle"]
+    assert oracle == [run_one(i.scenario(exact), "oracle", i.seed,
+                              params={"bases": oracle_scores.task_bases(chosen)})[0]["slo_attainment"]
+                      for i in inst[:n2]]
+    m = np.max([v["scores"][c] for c in cols], axis=0)
+    assert v["m_mean"] == pytest.approx(m.mean())
+    e = sum_estimate(m, np.asarray(oracle) - m[:n2])
+    assert v["oracle"]["mean"] == pytest.approx(e.value) and v["oracle"]["half"] == pytest.approx(e.half)
+    # the headroom's heuristic and the normalised scores are the realistic runs (no @exact column)
+    assert op.EXACT_SUFFIX not in v["best"] and all(op.EXACT_SUFFIX not in k for k in v["normalized"])
+    assert res["phase1_runs"] == n1 * (len(POLICIES) + len(cols) - 1) and res["phase1_resumed"] == 0
+    md = oracle_precision_md(res)
+    assert "(realistic track)" in md and "sq-ls@exact" in md
+
+
+def test_resume_from_an_exact_file_reuses_the_same_runs_only(tmp_path):
+    import json
+
+    fresh = run_oracle_precision(POLICIES, **_tiny_kw(track="realistic"))
+    exact = run_oracle_precision(POLICIES, **_tiny_kw())
+    # tiny's two tracks tune different rules: the exact file's best-static and Oracle are other runs
+    assert exact["tasks"]["tiny"]["best_static"] != fresh["tasks"]["tiny"]["best_static"]
+    path = tmp_path / "exact.json"
+    path.write_text(json.dumps(exact))
+    resumed = run_oracle_precision(POLICIES, resume=op.load_resume(path), **_tiny_kw(track="realistic"))
+    assert resumed["tasks"] == fresh["tasks"]
+    assert resumed["oracle_sources"]["resumed"] == 0
+    # reused: the rule-free bases on the exact track (4 @exact columns and kairos-exact), instance 0 re-run
+    n1 = min(exact["tasks"]["tiny"]["n1"], fresh["tasks"]["tiny"]["n1"])
+    assert resumed["phase1_resumed"] == 5 * (n1 - 1)
+
+
+def test_resume_from_an_exact_file_reuses_its_oracle_when_the_rule_is_the_same(monkeypatch, tmp_path):
+    import json
+
+    real = op.tune_static
+
+    def exact_rule(task, base, bar, backend=None):  # both tracks choose the exact track's rule
+        return real(task, on_track(base, "exact"), bar, backend)
+
+    monkeypatch.setattr(op, "tune_static", exact_rule)
+    fresh = run_oracle_precision(POLICIES, **_tiny_kw(track="realistic"))
+    exact = run_oracle_precision(POLICIES, **_tiny_kw())
+    path = tmp_path / "exact.json"
+    path.write_text(json.dumps(exact))
+    resumed = run_oracle_precision(POLICIES, resume=op.load_resume(path), **_tiny_kw(track="realistic"))
+    assert resumed["tasks"] == fresh["tasks"]
+    v = exact["tasks"]["tiny"]
+    n1, n2 = min(v["n1"], fresh["tasks"]["tiny"]["n1"]), min(v["n2"], fresh["tasks"]["tiny"]["n2"])
+    assert resumed["oracle_sources"]["resumed"] == n2 - 1
+    assert resumed["phase1_resumed"] == 6 * (n1 - 1)  # best-static@exact too
+
+
+@pytest.mark.parametrize("label,file_track,track,want", [
+    ("sq-ls", "exact", "exact", "sq-ls"), ("sq-ls", "exact", "realistic", "sq-ls@exact"),
+    ("sq-ls", "realistic", "realistic", "sq-ls"), ("sq-ls", "realistic", "exact", None),
+    ("sq-ls@exact", "realistic", "exact", "sq-ls"), ("sq-ls@exact", "realistic", "realistic", "sq-ls@exact"),
+    ("kairos-exact", "realistic", "exact", "kairos-exact"), ("oracle", "exact", "realistic", "oracle"),
+    ("best-static", "exact", "realistic", "best-static@exact"),
+])
+def test_resume_key(label, file_track, track, want):
+    assert op.resume_key(label, file_track, track) == want
+
+
+def test_load_resume_reads_the_track(tmp_path):
+    path = tmp_path / "r.json"
+    body = {"t": {"scores": {"x": [0.5]}, "bases": [], "best_static": "r"}}
+    path.write_text('{"tasks": ' + __import__("json").dumps(body) + "}")
+    assert op.load_resume(path)["track"] == "exact"  # files written before --track
+    path.write_text('{"track": "noisy", "tasks": {}}')
+    with pytest.raises(ConfigError, match="track 'noisy'"):
+        op.load_resume(path)
+
+
+def test_a_bad_track_is_refused_before_any_run(monkeypatch, capsys):
+    def boom(*a, **k):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(op, "tune_static", boom)
+    with pytest.raises(ConfigError, match="--track"):
+        run_oracle_precision(POLICIES, **_tiny_kw(track="noisy"))
+    assert main(["oracle-precision", "--track", "noisy", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--track" in err and "noisy" in err and err.count("\n") == 1
+
+
+def test_cli_realistic_track_writes_its_own_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["oracle-precision", "--track", "realistic", "--tasks", "bursty/strict", "--pilot", "3",
+                 "--max-oracle", "4", "--max-instances", "4", "--half-width", "0.5", "--no-progress"]) == 0
+    text = (tmp_path / "ORACLE_PRECISION_REALISTIC.md").read_text()
+    assert "(realistic track)" in text and "--track realistic" in text and "| bursty/strict |" in text
+    assert not (tmp_path / "ORACLE_PRECISION.md").exists()
