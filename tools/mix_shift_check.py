@@ -3,6 +3,7 @@
     python tools/mix_shift_check.py                      # configs/scenarios/mix-shift.yaml, 3,000 requests
     python tools/mix_shift_check.py --requests 500       # the suite's instance size
     python tools/mix_shift_check.py --scenario regime-shift --seeds 4
+    python tools/mix_shift_check.py --scenario kv-shift --grid --kv   # KV preemptions per run in every table
 
 The scenario (a shipped name or a YAML path) must have MMPP arrivals and ``lengths: {kind: by_state}``. The
 protocol is the leaderboard suite's (train/suite.py): ``--requests`` requests per instance (default: the
@@ -27,7 +28,12 @@ Per tier it prints:
 3. **Paired differences** over the test seeds (95% Student-t, :func:`kairos_gym.stats.mean_ci`):
    state-switch - best-static and kairos - best-static, SLO attainment, with wins / ties / losses.
 4. With ``--grid``: every rule of the static grid in the episode (test seeds), overall and per state, so that
-   which static rules fail in which state can be read off.
+   which static rules fail in which state can be read off, and state-switch minus the rule, paired over the test
+   seeds as in 3. (a task where "the switch decides" has every one of these intervals above 0).
+
+With ``--kv`` every table also shows the mean number of KV preemptions per run (the summary's
+``n_preemptions``: swaps under ``memory_policy: swap``, always 0 under ``reserve``), the measure of a state that
+binds by decode-node KV memory (``kv-shift``) rather than by the decode batch cap.
 
 Deterministic (the same figures on every run). About 1 s per 1,000 requests per run on the 2-core machine:
 ~3 minutes at the defaults.
@@ -105,6 +111,11 @@ def split(sc: ScenarioConfig, policy: Any, seed: int, params: dict[str, Any] | N
     among those that arrived in each state, the on state's share of the requests, and the number of state changes
     between consecutive arrivals. ``policy``: a registry name (with ``params``), ``"state-switch"``, or an
     object."""
+    return split_kv(sc, policy, seed, params)[:5]
+
+
+def split_kv(sc: ScenarioConfig, policy: Any, seed: int, params: dict[str, Any] | None = None) -> tuple[float, ...]:
+    """:func:`split`'s five figures and the run's KV preemptions (``n_preemptions``, a count) as a sixth."""
     on = arrival_states(sc.workload, np.random.default_rng(seed))
     pol = StateSwitch(on) if policy == "state-switch" else policy
     summary, sim = simulate(pol, sc, seed, **(params or {}))
@@ -114,7 +125,8 @@ def split(sc: ScenarioConfig, policy: Any, seed: int, params: dict[str, Any] | N
         raise RuntimeError("the per-state split does not recombine to the run's slo_attainment")
     nan = math.nan
     return (float(ok.mean()), float(ok[on].mean()) if on.any() else nan,
-            float(ok[~on].mean()) if (~on).any() else nan, float(on.mean()), float(np.count_nonzero(np.diff(on))))
+            float(ok[~on].mean()) if (~on).any() else nan, float(on.mean()), float(np.count_nonzero(np.diff(on))),
+            float(summary["n_preemptions"]))
 
 
 def stationary(sc: ScenarioConfig, state: str) -> ScenarioConfig:
@@ -136,33 +148,44 @@ def paired(a: Sequence[float], b: Sequence[float]) -> str:
     return f"{m:+.3f} ± {hw} ({wins}/{ties}/{len(d) - wins - ties})"
 
 
-def check_tier(task: Task, grid: bool = False) -> dict[str, Any]:
+def _kv(x: float) -> str:
+    return f" {x:.1f} |"
+
+
+def check_tier(task: Task, grid: bool = False, kv: bool = False) -> dict[str, Any]:
     """The tool's figures for one task (see the module docstring), as markdown rows and raw numbers; ``grid``:
-    also every rule of the static grid in the episode."""
+    also every rule of the static grid in the episode; ``kv``: a last column of mean KV preemptions per run (the
+    ``alone`` rows: one per policy)."""
     base = task.base()
     test = [i.seed for i in task.test]
     chosen = tune_static(task, base, or_silent(None))["chosen"]
     alone = []
     for state in ("on", "off"):
         one = stationary(base, state)
-        means = [float(np.mean([simulate(p, one, s)[0]["slo_attainment"] for s in test])) for p in POLICIES]
-        alone.append(f"| {task.name} | {state} alone ({one.workload.arrival.describe()}) | "
-                      + " | ".join(_f(m) for m in means) + " |")
+        sums = [[simulate(p, one, s)[0] for s in test] for p in POLICIES]
+        means = [float(np.mean([r["slo_attainment"] for r in rs])) for rs in sums]
+        row = f"| {task.name} | {state} alone ({one.workload.arrival.describe()}) | " + " | ".join(_f(m) for m in means)
+        if kv:
+            row += " | " + " / ".join(f"{np.mean([r['n_preemptions'] for r in rs]):.1f}" for rs in sums)
+        alone.append(row + " |")
     entries: list[tuple[str, Any, dict[str, Any]]] = [(p, p, {}) for p in POLICIES]
     entries += [(f"best-static ({chosen['rule']})", chosen["policy"], dict(chosen["params"])),
                 ("state-switch", "state-switch", {})]
-    runs = {label: [split(base, name, s, params) for s in test] for label, name, params in entries}
+    runs = {label: [split_kv(base, name, s, params) for s in test] for label, name, params in entries}
     rows = []
     for label, r in runs.items():
         m = np.nanmean(np.asarray(r), axis=0)
-        rows.append(f"| {task.name} | {label} | {_f(m[0])} | {_f(m[1])} | {_f(m[2])} |")
+        rows.append(f"| {task.name} | {label} | {_f(m[0])} | {_f(m[1])} | {_f(m[2])} |" + (_kv(m[5]) if kv else ""))
     bs = [r[0] for r in runs[entries[3][0]]]
     diffs = [f"| {task.name} | state-switch - best-static | {paired([r[0] for r in runs['state-switch']], bs)} |",
              f"| {task.name} | kairos - best-static | {paired([r[0] for r in runs['kairos']], bs)} |"]
     grid_rows = []
+    switch = [r[0] for r in runs["state-switch"]]
     for name, params in STATIC_GRID if grid else ():
-        m = np.nanmean(np.asarray([split(base, name, s, dict(params)) for s in test]), axis=0)
-        grid_rows.append(f"| {task.name} | {rule_label(name, params)} | {_f(m[0])} | {_f(m[1])} | {_f(m[2])} |")
+        rule = [split_kv(base, name, s, dict(params)) for s in test]
+        m = np.nanmean(np.asarray(rule), axis=0)
+        grid_rows.append(f"| {task.name} | {rule_label(name, params)} | {_f(m[0])} | {_f(m[1])} | {_f(m[2])} | "
+                         f"{paired(switch, [r[0] for r in rule])} |" + (_kv(m[5]) if kv else ""))
     first = np.asarray(runs["no-deflect"])
     return {"alone": alone, "episode": rows, "paired": diffs, "grid": grid_rows, "on_share": float(first[:, 3].mean()),
             "switches": float(first[:, 4].mean()), "chosen": chosen["rule"], "runs": runs}
@@ -177,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=MAX_SEEDS, help=f"test seeds 0..N-1 (1-{MAX_SEEDS}; default "
                         f"{MAX_SEEDS})")
     parser.add_argument("--grid", action="store_true", help="also every rule of the static grid in the episode")
+    parser.add_argument("--kv", action="store_true", help="also the mean KV preemptions per run (n_preemptions) in "
+                        "every table")
     args = parser.parse_args(argv)
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds: {args.seeds} is not valid; allowed: a whole number from 1 to {MAX_SEEDS}")
@@ -186,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [make_task(args.scenario, args.requests, tier, args.seeds) for tier in TIER_NAMES]
     except ConfigError as e:
         parser.error(str(e))
-    results = [check_tier(t, args.grid) for t in tasks]
+    results = [check_tier(t, args.grid, args.kv) for t in tasks]
     sc = tasks[1].base()
     print(f"{sc.name}: {sc.workload.arrival.describe()}, {sc.workload.effective_num_requests:,} requests per "
           f"instance; test seeds 0-{args.seeds - 1}, best-static tuned on seeds 1000, 1001; exact track. "
@@ -195,13 +220,15 @@ def main(argv: list[str] | None = None) -> int:
     print("SLOs (TTFT s / TBT s): " + ", ".join(f"{t.tier} {t.base().slo.ttft_s:g} / {t.base().slo.tbt_s:g}"
                                                for t in tasks) + "\n")
     print("Each state alone (Poisson at its rate, its lengths), SLO attainment:\n")
-    print("| task | state | " + " | ".join(POLICIES) + " |")
-    print("|---|---|" + "---:|" * len(POLICIES))
+    kv_head = (" | preemptions (" + " / ".join(POLICIES) + ")", "---:|") if args.kv else ("", "")
+    print("| task | state | " + " | ".join(POLICIES) + kv_head[0] + " |")
+    print("|---|---|" + "---:|" * len(POLICIES) + kv_head[1])
     for r in results:
         print("\n".join(r["alone"]))
     print("\nThe episode, SLO attainment over all requests and per arrival state:\n")
-    print("| task | policy | all requests | on | off |")
-    print("|---|---|---:|---:|---:|")
+    ep_head = (" preemptions |", "---:|") if args.kv else ("", "")
+    print("| task | policy | all requests | on | off |" + ep_head[0])
+    print("|---|---|---:|---:|---:|" + ep_head[1])
     for r in results:
         print("\n".join(r["episode"]))
     print("\nPaired over the test seeds (SLO attainment; mean ± 95% t half-width, wins/ties/losses):\n")
@@ -210,9 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print("\n".join(r["paired"]))
     if args.grid:
-        print("\nEvery static rule in the episode, SLO attainment over all requests and per arrival state:\n")
-        print("| task | rule | all requests | on | off |")
-        print("|---|---|---:|---:|---:|")
+        print("\nEvery static rule in the episode, SLO attainment over all requests and per arrival state, and "
+              "state-switch minus the rule (paired, as above):\n")
+        print("| task | rule | all requests | on | off | state-switch - rule (W/T/L) |" + ep_head[0])
+        print("|---|---|---:|---:|---:|---|" + ep_head[1])
         for r in results:
             print("\n".join(r["grid"]))
     return 0

@@ -1,10 +1,12 @@
-"""The ``mix-shift`` scenario and ``tools/mix_shift_check.py`` (docs/benchmark.md, "mix-shift").
+"""The ``mix-shift`` and ``kv-shift`` scenarios and ``tools/mix_shift_check.py`` (docs/benchmark.md, "mix-shift").
 
 Guards: the scenario is a two-state MMPP whose length sections are the ones its comment grounds (Azure-code fit in
 the on state; Azure-conversation prompts and the decode-bound family's outputs in the off state) and each request
 takes the lengths of the state it arrived in; its instances see several state changes; the tool's state-switch
 reference deflects only on-state arrivals; its per-state split and single-state scenarios are what they claim;
-a scenario the tool cannot split is one ConfigError (exit status 2 from the command line).
+a scenario the tool cannot split is one ConfigError (exit status 2 from the command line). ``kv-shift``: its
+sections are the fits its comment names; the tool's ``--kv`` preemption counts and ``--grid``'s paired
+state-switch - rule column are what they claim.
 """
 
 from __future__ import annotations
@@ -112,3 +114,60 @@ def test_a_scenario_the_tool_cannot_split_is_one_error() -> None:
         with pytest.raises(SystemExit) as e:
             check.main(argv)
         assert e.value.code == 2
+
+
+def test_kv_shift_grounds_its_states_in_the_fits_it_names() -> None:
+    """kv-shift (docs/benchmark.md, "kv-shift"): both states draw the arXiv-summarization prompt fit (a length
+    threshold cannot tell them apart), the on state Azure code's outputs, the off state ShareGPT's; kv-pressure's
+    cluster (the KV cut under swap); instances within the Oracle's budget (at most 1,000 requests)."""
+    fit = _tool("fit_lengths")
+    sc = load_scenario("kv-shift")
+    arrival, lengths = sc.workload.arrival, sc.workload.lengths
+    assert isinstance(arrival, MMPPArrival) and isinstance(lengths, ByStateLengths)
+    assert (arrival.rate_on, arrival.rate_off, arrival.mean_on_s, arrival.mean_off_s) == (16.0, 11.5, 8.0, 24.0)
+    assert sc.workload.effective_num_requests == 1000
+    assert sc.cluster == load_scenario("kv-pressure").cluster
+    arxiv = fit.fit_trace("arxiv_summarization_lengths_only")[1]
+    code, chat = fit.fit_trace("azure2023_code")[1], fit.fit_trace("sharegpt8k_lengths_only")[1]
+    for state, outputs in ((lengths.on, code), (lengths.off, chat)):
+        assert (state.prompt_median, state.prompt_sigma, state.prompt_max) == (
+            arxiv.prompt_median, arxiv.prompt_sigma, arxiv.prompt_max)
+        assert (state.output_median, state.output_sigma, state.output_max) == (
+            outputs.output_median, outputs.output_sigma, outputs.output_max)
+
+
+def test_split_kv_adds_the_runs_preemptions() -> None:
+    """The sixth figure of split_kv is the run's n_preemptions (KV swaps): some when always-deflect-ls fills
+    kv-shift's off-state KV, none under the reserve memory policy; its first five are split's."""
+    check = _tool("mix_shift_check")
+    from kairos_gym.agents.runner import simulate
+
+    sc = load_scenario("kv-shift")  # 1,000 requests: the off state's KV fills
+    got = check.split_kv(sc, "always-deflect-ls", 0)
+    assert got[:5] == check.split(sc, "always-deflect-ls", 0)
+    n = simulate("always-deflect-ls", sc, 0)[0]["n_preemptions"]
+    assert got[5] == n > 0
+    reserve = sc.with_overrides({"cluster": {"memory_policy": "reserve"}})
+    assert check.split_kv(reserve, "always-deflect-ls", 0)[5] == 0
+
+
+def test_grid_rows_pair_state_switch_with_each_rule_and_kv_adds_preemptions(capsys: pytest.CaptureFixture[str]) \
+        -> None:
+    """--grid pairs state-switch with every static rule over the test seeds (criterion (b) of a task where the
+    switch decides); --kv adds the mean preemptions per run as a last column of every table."""
+    check = _tool("mix_shift_check")
+    task = check.make_task("kv-shift", 200, "default", 2)
+    out = check.check_tier(task, grid=True, kv=True)
+    base = task.base()
+    switch = [check.split(base, "state-switch", s)[0] for s in (0, 1)]
+    name, params = check.STATIC_GRID[3]  # sq queue_threshold=2048 chunk=512
+    rule = [check.split_kv(base, name, s, dict(params)) for s in (0, 1)]
+    row = out["grid"][3]
+    assert row.startswith(f"| kv-shift/default | {check.rule_label(name, params)} |")
+    assert check.paired(switch, [r[0] for r in rule]) in row
+    assert row.endswith(f" {np.mean([r[5] for r in rule]):.1f} |")
+    assert len(out["alone"][1].split(" / ")) == 3  # preemptions of the three policies in the off state alone
+    assert check.main(["--scenario", "kv-shift", "--requests", "120", "--seeds", "1", "--grid", "--kv"]) == 0
+    text = capsys.readouterr().out
+    assert "| preemptions (no-deflect / always-deflect-ls / kairos) |" in text
+    assert "| state-switch - rule (W/T/L) | preemptions |" in text
