@@ -1,0 +1,189 @@
+"""The ``fault-shift`` scenario and ``tools/fault_switch_check.py`` (docs/benchmark.md, "fault-shift").
+
+Guards: the scenario is what its comment grounds (kv-shift's off-state fits at 10 req/s, kv-pressure's cluster, both
+P->D links cut for 3 s five times, the same times on every seed); the tool's fault windows are the intervals with
+a fault active (merged, read off the timed events) and a scenario without timed faults, or with a random generator,
+is one ConfigError (exit status 2 from the command line); its fault-switch reference deflects exactly the arrivals
+in a window; its pending-switch rule deflects exactly when the decode nodes' pending admissions reach ``k`` and is
+tuned to the best ``k`` on the train seeds; its in/out split and fault-free scenario are what they claim; its
+``--grid`` rows pair both switches with every static rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.errors import ConfigError
+from kairos_gym.sim.hook import ARRIVAL, DEFLECT, PREFILL, Decision, DecisionContext
+from tests.tool_loader import load_tool
+
+WINDOWS = ((10.0, 13.0), (30.0, 33.0), (50.0, 53.0), (70.0, 73.0), (90.0, 93.0))
+
+
+def _tool() -> Any:
+    return load_tool("fault_switch_check")
+
+
+def _small(n: int = 300) -> ScenarioConfig:
+    return load_scenario("fault-shift").with_overrides({"workload": {"num_requests": n}})
+
+
+def test_fault_shift_grounds_its_sections_in_the_fits_and_the_cluster_it_names() -> None:
+    """kv-shift's off state (arXiv prompts, ShareGPT outputs, both by fit_lengths) at 10 req/s, kv-pressure's
+    cluster, 1,000 requests; faults: both links cut at 10, 30, 50, 70, 90 s for 3 s, re-entries by rule."""
+    fit = load_tool("fit_lengths")
+    sc = load_scenario("fault-shift")
+    assert sc.workload.arrival.kind == "poisson" and sc.workload.arrival.rate == 10.0
+    assert sc.workload.effective_num_requests == 1000
+    assert sc.cluster == load_scenario("kv-pressure").cluster
+    arxiv, chat = fit.fit_trace("arxiv_summarization_lengths_only")[1], fit.fit_trace("sharegpt8k_lengths_only")[1]
+    lengths = sc.workload.lengths
+    assert (lengths.prompt_median, lengths.prompt_sigma, lengths.prompt_max) == (
+        arxiv.prompt_median, arxiv.prompt_sigma, arxiv.prompt_max)
+    assert (lengths.output_median, lengths.output_sigma, lengths.output_max) == (
+        chat.output_median, chat.output_sigma, chat.output_max)
+    assert lengths == load_scenario("kv-shift").workload.lengths.off
+    assert sc.faults.random is None and sc.faults.reentry == "prefill"
+    cuts = sorted((e.at_s, e.node) for e in sc.faults.events if e.kind == "link_cut")
+    ends = sorted((e.at_s, e.node) for e in sc.faults.events if e.kind == "link_restored")
+    assert cuts == [(a, n) for a, _ in WINDOWS for n in (0, 1)]
+    assert ends == [(b, n) for _, b in WINDOWS for n in (0, 1)]
+    assert len(sc.faults.events) == 20
+
+
+def test_fault_windows_are_the_merged_intervals_with_a_fault_active() -> None:
+    tool = _tool()
+    assert tool.fault_windows(load_scenario("fault-shift")) == WINDOWS
+    # bursty-link-degraded: link 0 impaired [5, 30), link 1 cut [12, 16) inside it: one window
+    assert tool.fault_windows(load_scenario("bursty-link-degraded")) == ((5.0, 30.0),)
+    sc = ScenarioConfig.from_dict({"faults": {"events": [
+        {"at_s": 1.0, "kind": "prefill_down", "node": 0}, {"at_s": 2.0, "kind": "decode_slow", "node": 1,
+                                                          "factor": 2.0},
+        {"at_s": 3.0, "kind": "prefill_up", "node": 0}, {"at_s": 4.0, "kind": "decode_normal", "node": 1},
+        {"at_s": 4.0, "kind": "link_cut", "node": 1}, {"at_s": 6.0, "kind": "link_restored", "node": 1},
+        {"at_s": 8.0, "kind": "decode_down", "node": 0}, {"at_s": 9.0, "kind": "decode_up", "node": 0}]}})
+    assert tool.fault_windows(sc) == ((1.0, 6.0), (8.0, 9.0))
+    mask = tool.in_windows(np.array([0.5, 1.0, 5.99, 6.0, 8.5, 9.0]), ((1.0, 6.0), (8.0, 9.0)))
+    assert mask.tolist() == [False, True, True, False, True, False]
+
+
+def test_a_scenario_without_timed_faults_or_with_random_ones_is_one_config_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    tool = _tool()
+    with pytest.raises(ConfigError, match=r"faults\.events"):
+        tool.fault_windows(load_scenario("kv-shift"))
+    rnd = ScenarioConfig.from_dict({"faults": {"events": [{"at_s": 1.0, "kind": "link_cut", "node": 0},
+                                                          {"at_s": 2.0, "kind": "link_restored", "node": 0}],
+                                               "random": {"horizon_s": 10.0,
+                                                          "prefill": {"mtbf_s": 100.0, "mttr_s": 1.0}}}})
+    with pytest.raises(ConfigError, match=r"faults\.random"):
+        tool.fault_windows(rnd)
+    with pytest.raises(SystemExit) as e:
+        tool.main(["--scenario", "kv-shift", "--seeds", "1"])
+    assert e.value.code == 2 and "faults.events" in capsys.readouterr().err
+    for bad in (["--tiers", "default,default"], ["--tiers", "loose"], ["--seeds", "11"], ["--requests", "0"]):
+        with pytest.raises(SystemExit) as e:
+            tool.main(bad)
+        assert e.value.code == 2
+
+
+def test_fault_switch_deflects_exactly_the_arrivals_in_a_fault_window() -> None:
+    """Every request arriving in a window is deflected when a decode node can take it; none outside is."""
+    tool = _tool()
+    from kairos_gym.agents.base import least_loaded_deflectable
+    from kairos_gym.agents.runner import simulate
+
+    seen: list[tuple[int, bool, bool]] = []
+
+    class Spy:
+        name = "spy"
+
+        def __init__(self) -> None:
+            self.inner = tool.FaultSwitch(WINDOWS)
+
+        def decide(self, ctx: DecisionContext) -> Decision:
+            d = self.inner.decide(ctx)
+            inside = any(a <= ctx.now_s < b for a, b in WINDOWS)
+            seen.append((ctx.request.rid, inside, least_loaded_deflectable(ctx) is not None))
+            assert d.path == (DEFLECT if inside and seen[-1][2] and ctx.kind == ARRIVAL else PREFILL)
+            return d
+
+    sc = _small()
+    _, sim = simulate(Spy(), sc, 0)
+    t = sim.requests_table()
+    inside = tool.in_windows(t["arrival_s"], WINDOWS)
+    deflected = np.asarray(t["path"]) == "deflect"
+    assert not deflected[~inside].any()
+    assert deflected[inside].sum() == sum(1 for _, i, ok in seen if i and ok) > 10
+    assert len(seen) == sc.workload.effective_num_requests
+
+
+def test_pending_switch_deflects_when_pending_admissions_reach_k_and_is_tuned_on_train() -> None:
+    tool = _tool()
+    from kairos_gym.agents.runner import simulate
+
+    with pytest.raises(ConfigError, match="pending-switch"):
+        tool.PendingSwitch(0)
+    from kairos_gym.agents.base import least_loaded_deflectable
+
+    counts: list[tuple[int, str, bool]] = []
+
+    class Spy:
+        name = "spy"
+
+        def __init__(self, k: int) -> None:
+            self.inner = tool.PendingSwitch(k)
+
+        def decide(self, ctx: DecisionContext) -> Decision:
+            d = self.inner.decide(ctx)
+            ok = least_loaded_deflectable(ctx) is not None
+            counts.append((sum(x.pending_admissions for x in ctx.decode), d.path, ok))
+            return d
+
+    simulate(Spy(2), _small(), 0)
+    assert all(kind == (DEFLECT if n >= 2 and ok else PREFILL) for n, kind, ok in counts)
+    # the cuts stall transfers, so pending admissions rise (to exactly k at some decisions)
+    assert sum(n == 2 and ok for n, _, ok in counts) > 0 and sum(n >= 2 for n, *_ in counts) > 10
+    sc = _small(200)
+    scores = [np.mean([tool.split(sc, tool.PendingSwitch(k), s)[0] for s in (1000, 1001)]) for k in tool.PENDING_GRID]
+    assert tool.tune_pending(sc, [1000, 1001]) == tool.PENDING_GRID[int(np.argmax(scores))]
+
+
+def test_split_and_the_fault_free_scenario_are_what_they_claim() -> None:
+    tool = _tool()
+    from kairos_gym.agents.runner import simulate
+
+    sc = _small()
+    all_, inside, outside, share, pre = tool.split(sc, "no-deflect", 0)
+    summary, sim = simulate("no-deflect", sc, 0)
+    t = sim.requests_table()
+    mask = tool.in_windows(t["arrival_s"], WINDOWS)
+    assert all_ == summary["slo_attainment"] and pre == summary["n_preemptions"]
+    assert share == mask.mean() and 0 < share < 1
+    assert share * inside + (1 - share) * outside == pytest.approx(all_, abs=1e-12)
+    assert inside < outside  # the cuts cost no-deflect its TTFT
+    free = tool.without_faults(sc)
+    assert not free.faults.enabled and free.workload == sc.workload and free.cluster == sc.cluster
+    assert simulate("no-deflect", free, 0)[0]["slo_attainment"] > all_
+
+
+def test_grid_rows_pair_both_switches_with_each_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    tool = _tool()
+    task = tool.make_task("fault-shift", 200, "default", 2)
+    out = tool.check_tier(task, grid=True)
+    base = task.base()
+    switch = [tool.split(base, "fault-switch", s)[0] for s in (0, 1)]
+    pend = [tool.split(base, tool.PendingSwitch(out["k"]), s)[0] for s in (0, 1)]
+    name, params = tool.STATIC_GRID[3]
+    rule = [tool.split(base, name, s, dict(params))[0] for s in (0, 1)]
+    row = out["grid"][3]
+    assert row.startswith(f"| fault-shift/default | {tool.rule_label(name, params)} |")
+    assert f"| {tool.paired(switch, rule)} | {tool.paired(pend, rule)} |" in row
+    assert len(out["grid"]) == len(tool.STATIC_GRID)
+    assert tool.main(["--requests", "200", "--seeds", "2", "--tiers", "default"]) == 0
+    text = capsys.readouterr().out
+    assert "[10, 13), [30, 33), [50, 53), [70, 73), [90, 93)" in text and "pending-switch - best-static" in text
