@@ -30,6 +30,11 @@ Per tier it prints:
    best-static, pending-switch - best-static and kairos - best-static, with wins / ties / losses.
 4. With ``--grid``: every rule of the static grid in the episode, and fault-switch and pending-switch minus the
    rule, paired.
+5. With ``--oracle N``: the clairvoyant rollout Oracle (agents/oracle.py) with the leaderboard's bases and the
+   tier's best-static rule (:func:`~kairos_gym.train.oracle_scores.task_bases`) on the first N test seeds, beside
+   fault-switch, pending-switch and best-static on the same instances: whether the Oracle, a bound on its bases
+   (none of which switches on a fault), is above the switching rules. O(requests^2): ~40-60 s per 500-request
+   instance on the shared 2-core machine.
 
 Every table shows the mean KV preemptions per run (``n_preemptions``). Deterministic. About 0.1 s per
 1,000-request run: ~22 s for the three tiers with ``--grid`` on the shared 2-core machine.
@@ -200,8 +205,9 @@ def _f(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:.3f}"
 
 
-def check_tier(task: Task, grid: bool = False) -> dict[str, Any]:
-    """The tool's figures for one task (see the module docstring), as markdown rows and raw numbers."""
+def check_tier(task: Task, grid: bool = False, oracle: int = 0) -> dict[str, Any]:
+    """The tool's figures for one task (see the module docstring), as markdown rows and raw numbers; ``oracle``:
+    the Oracle on that many of the first test seeds."""
     base = task.base()
     test = [i.seed for i in task.test]
     chosen = tune_static(task, base, or_silent(None))["chosen"]
@@ -232,8 +238,16 @@ def check_tier(task: Task, grid: bool = False) -> dict[str, Any]:
         rule = [split(base, name, s, dict(params)) for s in test]
         other = [r[0] for r in rule]
         grid_rows.append(row(rule_label(name, params), rule, f" {paired(switch, other)} | {paired(pend, other)} |"))
+    oracle_rows = []
+    if oracle:
+        from kairos_gym.train.oracle_scores import run_oracle, task_bases
+
+        for j, s in enumerate(test[:oracle]):
+            o = float(run_oracle(base, s, task_bases(chosen))["summary"]["slo_attainment"])
+            oracle_rows.append(f"| {task.name} | {s} | {_f(o)} | {_f(switch[j])} | {_f(pend[j])} | {_f(bs[j])} | "
+                               f"{o - switch[j]:+.3f} | {o - bs[j]:+.3f} |")
     first = np.asarray(runs["no-deflect"])
-    return {"normal": normal, "episode": rows, "paired": diffs, "grid": grid_rows,
+    return {"normal": normal, "episode": rows, "paired": diffs, "grid": grid_rows, "oracle": oracle_rows,
             "in_share": float(first[:, 3].mean()), "chosen": chosen["rule"], "k": k, "runs": runs}
 
 
@@ -248,11 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiers", default=",".join(TIER_NAMES), help="comma-separated SLO tiers (of "
                         f"{', '.join(TIER_NAMES)}; default all)")
     parser.add_argument("--grid", action="store_true", help="also every rule of the static grid in the episode")
+    parser.add_argument("--oracle", type=int, default=0, metavar="N", help="also the Oracle on the first N test seeds "
+                        "of every tier (0-the number of seeds; default 0: ~40-60 s per 500-request instance)")
     args = parser.parse_args(argv)
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds: {args.seeds} is not valid; allowed: a whole number from 1 to {MAX_SEEDS}")
     if args.requests is not None and not 1 <= args.requests <= MAX_REQUESTS:
         parser.error(f"--requests: {args.requests} is not valid; allowed: a whole number from 1 to {MAX_REQUESTS:,}")
+    if not 0 <= args.oracle <= args.seeds:
+        parser.error(f"--oracle: {args.oracle} is not valid; allowed: a whole number from 0 to --seeds ({args.seeds})")
     tiers = args.tiers.split(",")
     if not tiers or len(set(tiers)) != len(tiers) or any(t not in TIER_NAMES for t in tiers):
         parser.error(f"--tiers: {args.tiers!r} is not valid; allowed: distinct names of {', '.join(TIER_NAMES)}")
@@ -260,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [make_task(args.scenario, args.requests, tier, args.seeds) for tier in tiers]
     except ConfigError as e:
         parser.error(str(e))
-    results = [check_tier(t, args.grid) for t in tasks]
+    results = [check_tier(t, args.grid, args.oracle) for t in tasks]
     sc = tasks[0].base()
     wins = fault_windows(sc)
     print(f"{sc.name}: {sc.workload.arrival.describe()}, {sc.workload.effective_num_requests:,} requests per "
@@ -291,6 +309,14 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---:|---:|---:|---|---|---:|")
         for r in results:
             print("\n".join(r["grid"]))
+    if args.oracle:
+        print("\nThe Oracle (the leaderboard's bases and the tier's best-static rule) per instance, beside the "
+              "switching rules and best-static on the same instance (SLO attainment):\n")
+        print("| task | seed | oracle | fault-switch | pending-switch | best-static | oracle - fault-switch | "
+              "oracle - best-static |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r in results:
+            print("\n".join(r["oracle"]))
     return 0
 
 

@@ -187,3 +187,22 @@ def test_grid_rows_pair_both_switches_with_each_rule(capsys: pytest.CaptureFixtu
     assert tool.main(["--requests", "200", "--seeds", "2", "--tiers", "default"]) == 0
     text = capsys.readouterr().out
     assert "[10, 13), [30, 33), [50, 53), [70, 73), [90, 93)" in text and "pending-switch - best-static" in text
+
+
+def test_oracle_rows_are_fresh_oracle_runs_beside_the_switches(capsys: pytest.CaptureFixture[str]) -> None:
+    from kairos_gym.train.oracle_scores import run_oracle, task_bases
+
+    tool = _tool()
+    task = tool.make_task("fault-shift", 120, "default", 2)
+    out = tool.check_tier(task, oracle=1)
+    assert len(out["oracle"]) == 1 and tool.check_tier(task)["oracle"] == []
+    base = task.base()
+    chosen = tool.tune_static(task, base, tool.or_silent(None))["chosen"]
+    o = run_oracle(base, 0, task_bases(chosen))["summary"]["slo_attainment"]
+    switch = tool.split(base, "fault-switch", 0)[0]
+    bs = tool.split(base, chosen["policy"], 0, dict(chosen["params"]))[0]
+    assert out["oracle"][0].startswith(f"| fault-shift/default | 0 | {o:.3f} | {switch:.3f} |")
+    assert out["oracle"][0].endswith(f"| {o - switch:+.3f} | {o - bs:+.3f} |")
+    with pytest.raises(SystemExit):
+        tool.main(["--requests", "120", "--seeds", "2", "--oracle", "3"])
+    assert "--oracle: 3 is not valid" in capsys.readouterr().err
