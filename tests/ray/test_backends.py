@@ -212,3 +212,27 @@ def test_importing_kairos_gym_and_its_cli_does_not_import_ray():
     code = ("import sys, kairos_gym, kairos_gym.cli, kairos_gym.backends, kairos_gym.train.leaderboard; "
             "print('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_a_pool_waits_on_its_futures_once_per_pass_not_once_per_completion(monkeypatch, tmp_path):
+    # one as_completed() over the pending futures per pass (O(n) for a map of n tasks), not a wait() over all of
+    # them after every completion (O(n^2): the driver at 60-100% of a core on 10^5 tasks; tools/bench_pool.py)
+    import kairos_gym.backends.local as local
+
+    calls = []
+    real = local.as_completed
+
+    def counted(fs, *a, **k):
+        calls.append(len(fs))
+        return real(fs, *a, **k)
+
+    monkeypatch.setattr(local, "as_completed", counted)
+    with ProcessBackend(2) as b:
+        assert b.map([Task(square, i, f"sq {i}") for i in range(40)]) == [i * i for i in range(40)]
+    assert calls == [40]
+    calls.clear()
+    with open(tmp_path / "log.txt", "w") as fh, ProcessBackend(2, retries=2, log=fh) as b:
+        tasks = [Task(square, i, f"sq {i}") for i in range(5)]
+        tasks.append(Task(flaky, (str(tmp_path / "count"), 2, "ok"), "flaky"))
+        assert b.map(tasks) == [0, 1, 4, 9, 16, "ok"]
+    assert calls == [6, 1, 1]  # each retry of the flaky task is watched by the next pass
