@@ -70,6 +70,7 @@ def _sibling(name: str) -> Any:
 
 _msc = _sibling("mix_shift_check")
 paired = _msc.paired
+print_table = _msc.print_table
 TRAIN = _msc.TRAIN
 MAX_REQUESTS = _msc.MAX_REQUESTS
 MAX_SEEDS = _msc.MAX_SEEDS
@@ -291,32 +292,22 @@ def main(argv: list[str] | None = None) -> int:
     print("| task | " + " | ".join(POLICIES) + " | preemptions (" + " / ".join(POLICIES) + ") |")
     print("|---|" + "---:|" * len(POLICIES) + "---:|")
     print("\n".join(r["normal"] for r in results))
-    print("\nThe episode, SLO attainment over all requests, those arriving in a fault window and the others:\n")
-    print("| task | policy | all requests | in a fault | outside | preemptions |")
-    print("|---|---|---:|---:|---:|---:|")
-    for r in results:
-        print("\n".join(r["episode"]))
-    print("\nPaired over the test seeds (SLO attainment; mean ± 95% t half-width, wins/ties/losses):\n")
-    print("| task | difference | mean ± half-width (W/T/L) |")
-    print("|---|---|---|")
-    for r in results:
-        print("\n".join(r["paired"]))
+    print_table("The episode, SLO attainment over all requests, those arriving in a fault window and the others:",
+                "| task | policy | all requests | in a fault | outside | preemptions |",
+                "|---|---|---:|---:|---:|---:|", [r["episode"] for r in results])
+    print_table(_msc.PAIRED_TITLE, "| task | difference | mean ± half-width (W/T/L) |", "|---|---|---|",
+                [r["paired"] for r in results])
     if args.grid:
-        print("\nEvery static rule in the episode, and fault-switch and pending-switch minus the rule (paired, as "
-              "above):\n")
-        print("| task | rule | all requests | in a fault | outside | fault-switch - rule (W/T/L) | "
-              "pending-switch - rule (W/T/L) | preemptions |")
-        print("|---|---|---:|---:|---:|---|---|---:|")
-        for r in results:
-            print("\n".join(r["grid"]))
+        print_table("Every static rule in the episode, and fault-switch and pending-switch minus the rule (paired, as "
+                    "above):", "| task | rule | all requests | in a fault | outside | fault-switch - rule (W/T/L) | "
+                    "pending-switch - rule (W/T/L) | preemptions |", "|---|---|---:|---:|---:|---|---|---:|",
+                    [r["grid"] for r in results])
     if args.oracle:
-        print("\nThe Oracle (the leaderboard's bases and the tier's best-static rule) per instance, beside the "
-              "switching rules and best-static on the same instance (SLO attainment):\n")
-        print("| task | seed | oracle | fault-switch | pending-switch | best-static | oracle - fault-switch | "
-              "oracle - best-static |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for r in results:
-            print("\n".join(r["oracle"]))
+        print_table("The Oracle (the leaderboard's bases and the tier's best-static rule) per instance, beside the "
+                    "switching rules and best-static on the same instance (SLO attainment):",
+                    "| task | seed | oracle | fault-switch | pending-switch | best-static | oracle - fault-switch | "
+                    "oracle - best-static |", "|---|---:|---:|---:|---:|---:|---:|---:|",
+                    [r["oracle"] for r in results])
     return 0
 
 

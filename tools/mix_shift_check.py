@@ -64,6 +64,8 @@ TRAIN = seeds(1000, 1001)
 MAX_REQUESTS = 20_000
 """Largest ``--requests`` (a run at 20,000 requests takes tens of seconds; the tool makes ~100 per tier)."""
 MAX_SEEDS = 10
+PAIRED_TITLE = "Paired over the test seeds (SLO attainment; mean ± 95% t half-width, wins/ties/losses):"
+"""The title of the paired-differences table (both tools)."""
 """Most test seeds (0..9: the suite's test instances)."""
 POLICIES = ("no-deflect", "always-deflect-ls", "kairos")
 
@@ -137,6 +139,16 @@ def stationary(sc: ScenarioConfig, state: str) -> ScenarioConfig:
 
 def _f(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def print_table(title: str, header: str, rule: str, groups: Sequence[Sequence[str]]) -> None:
+    """Print ``title`` (after a blank line, then a blank line), a markdown table's ``header`` and ``rule`` lines, and
+    the rows of every group (one group per task)."""
+    print(f"\n{title}\n")
+    print(header)
+    print(rule)
+    for g in groups:
+        print("\n".join(g))
 
 
 def paired(a: Sequence[float], b: Sequence[float]) -> str:
@@ -225,24 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|" + "---:|" * len(POLICIES) + kv_head[1])
     for r in results:
         print("\n".join(r["alone"]))
-    print("\nThe episode, SLO attainment over all requests and per arrival state:\n")
     ep_head = (" preemptions |", "---:|") if args.kv else ("", "")
-    print("| task | policy | all requests | on | off |" + ep_head[0])
-    print("|---|---|---:|---:|---:|" + ep_head[1])
-    for r in results:
-        print("\n".join(r["episode"]))
-    print("\nPaired over the test seeds (SLO attainment; mean ± 95% t half-width, wins/ties/losses):\n")
-    print("| task | difference | mean ± half-width (W/T/L) |")
-    print("|---|---|---|")
-    for r in results:
-        print("\n".join(r["paired"]))
+    print_table("The episode, SLO attainment over all requests and per arrival state:",
+                "| task | policy | all requests | on | off |" + ep_head[0], "|---|---|---:|---:|---:|" + ep_head[1],
+                [r["episode"] for r in results])
+    print_table(PAIRED_TITLE, "| task | difference | mean ± half-width (W/T/L) |", "|---|---|---|",
+                [r["paired"] for r in results])
     if args.grid:
-        print("\nEvery static rule in the episode, SLO attainment over all requests and per arrival state, and "
-              "state-switch minus the rule (paired, as above):\n")
-        print("| task | rule | all requests | on | off | state-switch - rule (W/T/L) |" + ep_head[0])
-        print("|---|---|---:|---:|---:|---|" + ep_head[1])
-        for r in results:
-            print("\n".join(r["grid"]))
+        print_table("Every static rule in the episode, SLO attainment over all requests and per arrival state, and "
+                    "state-switch minus the rule (paired, as above):",
+                    "| task | rule | all requests | on | off | state-switch - rule (W/T/L) |" + ep_head[0],
+                    "|---|---|---:|---:|---:|---|" + ep_head[1], [r["grid"] for r in results])
     return 0
 
 
