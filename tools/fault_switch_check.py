@@ -52,9 +52,9 @@ import numpy as np
 from kairos_gym.agents.base import least_loaded_deflectable
 from kairos_gym.agents.runner import simulate
 from kairos_gym.train.entries import STATIC_GRID, rule_label, tune_static
-from kairos_gym.train.suite import TIER_NAMES, Task, seeds
+from kairos_gym.train.suite import TIER_NAMES, Task
 
-from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
 from kairos_gym.progress import or_silent
 from kairos_gym.sim.hook import ARRIVAL, LARGEST_SAFE, Decision, DecisionContext
@@ -175,13 +175,9 @@ def without_faults(sc: ScenarioConfig) -> ScenarioConfig:
 
 
 def make_task(scenario: str, requests: int | None, tier: str, n_test: int) -> Task:
-    """The suite-style task of ``scenario`` at ``tier`` (as ``mix_shift_check.make_task``, for a fault
-    scenario)."""
-    sc = load_scenario(scenario)
-    fault_windows(sc)
-    over = {} if requests is None else {"workload": {"num_requests": int(requests)}}
-    return Task(f"{sc.name}/{tier}", scenario, seeds(*range(n_test)), TRAIN, family=sc.name, tier=tier,
-                overrides=over)
+    """The suite-style task of ``scenario`` at ``tier`` (``mix_shift_check.make_task``, for a scenario with timed
+    faults)."""
+    return _msc.make_task(scenario, requests, tier, n_test, check=fault_windows)
 
 
 def split(sc: ScenarioConfig, policy: Any, seed: int, params: dict[str, Any] | None = None) -> tuple[float, ...]:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -98,11 +98,13 @@ def check_scenario(sc: ScenarioConfig, where: str = "mix_shift_check") -> None:
                           "'by_state' (one length section per MMPP state)")
 
 
-def make_task(scenario: str, requests: int | None, tier: str, n_test: int) -> Task:
+def make_task(scenario: str, requests: int | None, tier: str, n_test: int,
+              check: Callable[[ScenarioConfig], Any] | None = None) -> Task:
     """The suite-style task of ``scenario`` at ``tier``: ``requests`` per instance (None: the scenario's own),
-    test seeds 0..n_test-1, train seeds 1000 and 1001."""
+    test seeds 0..n_test-1, train seeds 1000 and 1001. ``check`` raises a ConfigError for a scenario the tool cannot
+    measure (default :func:`check_scenario`: MMPP arrivals with lengths by state)."""
     sc = load_scenario(scenario)
-    check_scenario(sc)
+    (check or check_scenario)(sc)
     over = {} if requests is None else {"workload": {"num_requests": int(requests)}}
     return Task(f"{sc.name}/{tier}", scenario, seeds(*range(n_test)), TRAIN, family=sc.name, tier=tier,
                 overrides=over)
