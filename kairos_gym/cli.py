@@ -510,12 +510,13 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
         WHERE,
         check_policy_names,
         check_settings,
+        check_track,
         load_resume,
         oracle_precision_md,
         run_oracle_precision,
     )
     from kairos_gym.train.precision import MAX_INSTANCES
-    from kairos_gym.train.suite import TRACKS, select_tasks
+    from kairos_gym.train.suite import select_tasks
 
     w = WHERE
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
@@ -527,8 +528,7 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     n1 = parse_int(w, "--max-instances", args.max_instances, n2, MAX_INSTANCES)
     rounds = parse_int(w, "--rounds", args.rounds, 2, MAX_ROUNDS)
     check_settings(half, pilot, ratio, n1, n2, rounds)
-    if args.track not in TRACKS:
-        raise ConfigError(w, "--track", args.track, "one of " + ", ".join(TRACKS))
+    check_track(args.track)
     out = args.out or ("ORACLE_PRECISION.md" if args.track == "exact" else "ORACLE_PRECISION_REALISTIC.md")
     check_outputs(w, {"--out": out, "--json": args.json})
     check_policy_names(policies)

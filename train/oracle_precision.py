@@ -154,6 +154,12 @@ def check_settings(half_width: float, pilot: int, cost_ratio: float, max_instanc
                           "sizing)")
 
 
+def check_track(track: str) -> None:
+    """``--track``: one of :data:`~kairos_gym.train.suite.TRACKS` (ConfigError otherwise)."""
+    if track not in TRACKS:
+        raise ConfigError(WHERE, "--track", track, "one of " + ", ".join(TRACKS))
+
+
 def load_resume(path: Path | str) -> dict[str, Any]:
     """The per-instance scores of an earlier run's ``--json`` file, ``{"track": track, "tasks": {task: {"scores":
     {label: [...]}, "bases": [...], "best_static": rule}}}`` (a file without ``"track"`` is of the exact track, as
@@ -286,8 +292,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     docstring, "Tracks")."""
     t0 = time.perf_counter()
     check_settings(half_width, pilot, cost_ratio, max_instances, max_oracle, rounds)
-    if track not in TRACKS:
-        raise ConfigError(WHERE, "--track", track, "one of " + ", ".join(TRACKS))
+    check_track(track)
     policies = list(policies)
     check_policy_names(policies)
     suite = SUITE if suite is None else tuple(suite)
@@ -531,5 +536,5 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BASE_LABELS", "COST_RATIO", "DEFAULT_POLICIES", "HALF_WIDTH", "PILOT", "check_settings",
+__all__ = ["BASE_LABELS", "COST_RATIO", "DEFAULT_POLICIES", "HALF_WIDTH", "PILOT", "check_settings", "check_track",
            "oracle_precision_md", "run_oracle_precision", "task_estimates"]
