@@ -134,32 +134,40 @@ class FailureRate:
                    _number(where, "mttr_s", d["mttr_s"], 0.0, MAX_FAULT_TIME_S, low_open=True))
 
 
+RANDOM_CLASSES = ("prefill", "decode", "network")
+"""The keys of ``faults.random`` that draw faults: node failures of each prefill / decode node, and outages of the
+P->D network (every link cut at once)."""
+
+
 @dataclass(frozen=True)
 class RandomFailures:
-    """The random-failure generator: failures start in [0, ``horizon_s``) (seconds); ``prefill`` / ``decode``:
-    the rate of each node of that class (None: that class never fails at random)."""
+    """The random-failure generator: faults start in [0, ``horizon_s``) (seconds); ``prefill`` / ``decode``:
+    the failure rate of each node of that class; ``network``: the rate of P->D network outages, each of which cuts
+    every prefill node's link at once (a switch between the two pools failing: transfers stall, prefill and decode
+    go on) until it is repaired (None: that class never fails at random)."""
 
     horizon_s: float
     prefill: FailureRate | None = None
     decode: FailureRate | None = None
+    network: FailureRate | None = None
 
     @classmethod
     def from_dict(cls, d: Any, where: str) -> RandomFailures:
         if not isinstance(d, dict):
-            raise ConfigError(where, "random", d, "a mapping with keys horizon_s, prefill, decode")
-        check_keys(where, d, ("horizon_s", "prefill", "decode"))
+            raise ConfigError(where, "random", d, "a mapping with keys horizon_s, " + ", ".join(RANDOM_CLASSES))
+        check_keys(where, d, ("horizon_s", *RANDOM_CLASSES))
         if "horizon_s" not in d:
             raise ConfigError(where, "horizon_s", None, "a value (required)")
         h = _number(where, "horizon_s", d["horizon_s"], 0.0, MAX_FAULT_TIME_S, low_open=True)
-        p = FailureRate.from_dict(d["prefill"], f"{where}: prefill") if d.get("prefill") is not None else None
-        dd = FailureRate.from_dict(d["decode"], f"{where}: decode") if d.get("decode") is not None else None
-        if p is None and dd is None:
-            raise ConfigError(where, "random", d, "at least one of prefill, decode")
-        return cls(h, p, dd)
+        rates = [FailureRate.from_dict(d[k], f"{where}: {k}") if d.get(k) is not None else None
+                 for k in RANDOM_CLASSES]
+        if all(r is None for r in rates):
+            raise ConfigError(where, "random", d, "at least one of " + ", ".join(RANDOM_CLASSES))
+        return cls(h, *rates)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"horizon_s": self.horizon_s}
-        for k in ("prefill", "decode"):
+        for k in RANDOM_CLASSES:
             r = getattr(self, k)
             if r is not None:
                 out[k] = {"mtbf_s": r.mtbf_s, "mttr_s": r.mttr_s}
@@ -238,8 +246,14 @@ class FaultsConfig:
                                   f"every outage ended by a later {cls_}_{end} event (requests must be able to finish)")
         if self.random is not None:
             r = self.random
-            expected = sum(k * r.horizon_s / rate.mtbf_s for k, rate in ((n_prefill, r.prefill), (n_decode, r.decode))
-                           if rate is not None)
+            if r.network is not None:
+                timed = next((e for e in self.ordered() if e.kind.startswith("link_")), None)
+                if timed is not None:
+                    raise ConfigError(f"{where}: events", "kind", f"{timed.kind} of link {timed.node} at "
+                                      f"{timed.at_s:g} s", "no timed link event beside random.network (a drawn "
+                                      "outage and a timed impairment of the same link would not nest)")
+            expected = sum(k * r.horizon_s / rate.mtbf_s for k, rate in ((n_prefill, r.prefill), (n_decode, r.decode),
+                                                                         (1, r.network)) if rate is not None)
             if expected > MAX_EXPECTED_FAILURES:
                 raise ConfigError(f"{where}: random", "horizon_s", r.horizon_s,
                                   f"an expected failure count (nodes x horizon_s / mtbf_s) <= {MAX_EXPECTED_FAILURES}"
@@ -252,9 +266,10 @@ class FaultsConfig:
 
         Random failures are drawn from ``rng.spawn(1)[0]``, a child stream of the run's generator: the workload's
         draws (and the information track's noise seed) are not perturbed, and the same seed gives the same
-        failures. Draw order: prefill nodes 0..P-1, then decode nodes 0..D-1; per node, alternately an up time
-        (``mtbf_s`` x standard exponential) and a repair time (``mttr_s`` x standard exponential) until a failure
-        would start at or after ``horizon_s`` (a repair may end after it)."""
+        failures. Draw order: prefill nodes 0..P-1, then decode nodes 0..D-1, then the network; per node (or for the
+        network), alternately an up time (``mtbf_s`` x standard exponential) and a repair time (``mttr_s`` x standard
+        exponential) until a failure would start at or after ``horizon_s`` (a repair may end after it). A network
+        outage is a ``link_cut`` of every link 0..P-1 at its start and a ``link_restored`` of each at its end."""
         evs: list[tuple[float, int, int, float]] = [
             (e.at_s, FAULT_KINDS.index(e.kind), e.node, e.factor) for e in self.ordered()]
         if self.random is not None:
@@ -277,5 +292,19 @@ class FaultsConfig:
                         if len(evs) > MAX_FAULT_EVENTS:
                             raise ConfigError(f"{where}: random", "horizon_s", r.horizon_s,
                                               f"a generator drawing at most {MAX_FAULT_EVENTS} events per run")
+            if r.network is not None:
+                cut, restored = FAULT_KINDS.index("link_cut"), FAULT_KINDS.index("link_restored")
+                t = 0.0
+                while True:
+                    t += r.network.mtbf_s * float(child.standard_exponential())
+                    if t >= r.horizon_s:
+                        break
+                    rep = r.network.mttr_s * float(child.standard_exponential())
+                    evs.extend((t, cut, link, 1.0) for link in range(n_prefill))
+                    evs.extend((t + rep, restored, link, 1.0) for link in range(n_prefill))
+                    t += rep
+                    if len(evs) > MAX_FAULT_EVENTS:
+                        raise ConfigError(f"{where}: random", "horizon_s", r.horizon_s,
+                                          f"a generator drawing at most {MAX_FAULT_EVENTS} events per run")
         evs.sort(key=lambda e: e[0])  # stable: ties keep timed-then-drawn order
         return [e[0] for e in evs], [e[1] for e in evs], [e[2] for e in evs], [e[3] for e in evs]

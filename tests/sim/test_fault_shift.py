@@ -1,9 +1,9 @@
 """The ``fault-shift`` scenario and ``tools/fault_switch_check.py`` (docs/benchmark.md, "fault-shift").
 
-Guards: the scenario is what its comment grounds (kv-shift's off-state fits at 10 req/s, kv-pressure's cluster, both
-P->D links cut for 3 s five times, the same times on every seed); the tool's fault windows are the intervals with
-a fault active (merged, read off the timed events) and a scenario without timed faults, or with a random generator,
-is one ConfigError (exit status 2 from the command line); its fault-switch reference deflects exactly the arrivals
+Guards: the scenario is what its comment grounds (kv-shift's off-state fits at 10 req/s, kv-pressure's cluster,
+random P->D network outages: every link cut at once, other times on every seed); the tool's fault windows are the
+intervals with a fault active (merged, read off the run's fault events, per seed) and a scenario without faults is
+one ConfigError (exit status 2 from the command line); its fault-switch reference deflects exactly the arrivals
 in a window; its pending-switch rule deflects exactly when the decode nodes' pending admissions reach ``k`` and is
 tuned to the best ``k`` on the train seeds; its in/out split and fault-free scenario are what they claim; its
 ``--grid`` rows pair both switches with every static rule.
@@ -21,7 +21,19 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import ARRIVAL, DEFLECT, PREFILL, Decision, DecisionContext
 from tests.tool_loader import load_tool
 
-WINDOWS = ((10.0, 13.0), (30.0, 33.0), (50.0, 53.0), (70.0, 73.0), (90.0, 93.0))
+
+def _windows(sc: ScenarioConfig, seed: int = 0) -> tuple[tuple[float, float], ...]:
+    """The network outages of ``sc``'s run at ``seed``, read straight off the run's fault events."""
+    from kairos_gym.sim import Simulator
+
+    ev = Simulator(sc, seed=seed).fault_events
+    cuts = [t for t, k, n, _ in ev if k == "link_cut" and n == 0]
+    ends = [t for t, k, n, _ in ev if k == "link_restored" and n == 0]
+    return tuple(zip(cuts, ends, strict=True))
+
+
+SEED = 3
+"""A seed whose outages start early (the first at ~2.5 s): a 300-request run (~30 s) meets several."""
 
 
 def _tool() -> Any:
@@ -47,44 +59,55 @@ def test_fault_shift_grounds_its_sections_in_the_fits_and_the_cluster_it_names()
     assert (lengths.output_median, lengths.output_sigma, lengths.output_max) == (
         chat.output_median, chat.output_sigma, chat.output_max)
     assert lengths == load_scenario("kv-shift").workload.lengths.off
-    assert sc.faults.random is None and sc.faults.reentry == "prefill"
-    cuts = sorted((e.at_s, e.node) for e in sc.faults.events if e.kind == "link_cut")
-    ends = sorted((e.at_s, e.node) for e in sc.faults.events if e.kind == "link_restored")
-    assert cuts == [(a, n) for a, _ in WINDOWS for n in (0, 1)]
-    assert ends == [(b, n) for _, b in WINDOWS for n in (0, 1)]
-    assert len(sc.faults.events) == 20
+    assert sc.faults.events == () and sc.faults.reentry == "prefill"
+    r = sc.faults.random
+    assert (r.horizon_s, r.prefill, r.decode) == (100.0, None, None)
+    assert (r.network.mtbf_s, r.network.mttr_s) == (12.0, 3.0)
+    from kairos_gym.sim import Simulator
+
+    per_seed = []
+    for seed in range(6):
+        ev = Simulator(sc, seed=seed).fault_events
+        # every outage cuts both links at once and restores both at once
+        by_time: dict[float, set[tuple[str, int]]] = {}
+        for t, k, n, _ in ev:
+            by_time.setdefault(t, set()).add((k, n))
+        assert all(v in ({("link_cut", 0), ("link_cut", 1)}, {("link_restored", 0), ("link_restored", 1)})
+                   for v in by_time.values())
+        per_seed.append(_windows(sc, seed))
+    assert len(set(per_seed)) == 6  # other outages on every seed
+    n = [len(w) for w in per_seed]
+    assert 3 <= np.mean(n) <= 11  # ~6.7 expected in the 100 s horizon
 
 
 def test_fault_windows_are_the_merged_intervals_with_a_fault_active() -> None:
     tool = _tool()
-    assert tool.fault_windows(load_scenario("fault-shift")) == WINDOWS
-    # bursty-link-degraded: link 0 impaired [5, 30), link 1 cut [12, 16) inside it: one window
-    assert tool.fault_windows(load_scenario("bursty-link-degraded")) == ((5.0, 30.0),)
-    sc = ScenarioConfig.from_dict({"faults": {"events": [
+    sc = load_scenario("fault-shift")
+    assert tool.fault_windows(sc, 0) == _windows(sc, 0) and tool.fault_windows(sc, 3) == _windows(sc, 3)
+    assert tool.fault_windows(sc, 0) != tool.fault_windows(sc, 1)
+    # bursty-link-degraded: link 0 impaired [5, 30), link 1 cut [12, 16) inside it: one window, every seed
+    assert tool.fault_windows(load_scenario("bursty-link-degraded"), 0) == ((5.0, 30.0),)
+    timed = ScenarioConfig.from_dict({"faults": {"events": [
         {"at_s": 1.0, "kind": "prefill_down", "node": 0}, {"at_s": 2.0, "kind": "decode_slow", "node": 1,
                                                           "factor": 2.0},
         {"at_s": 3.0, "kind": "prefill_up", "node": 0}, {"at_s": 4.0, "kind": "decode_normal", "node": 1},
         {"at_s": 4.0, "kind": "link_cut", "node": 1}, {"at_s": 6.0, "kind": "link_restored", "node": 1},
         {"at_s": 8.0, "kind": "decode_down", "node": 0}, {"at_s": 9.0, "kind": "decode_up", "node": 0}]}})
-    assert tool.fault_windows(sc) == ((1.0, 6.0), (8.0, 9.0))
+    assert tool.fault_windows(timed, 0) == tool.fault_windows(timed, 5) == ((1.0, 6.0), (8.0, 9.0))
+    assert tool.event_windows([(1.0, "link_cut", 0, 1.0), (1.0, "link_cut", 1, 1.0), (2.0, "link_restored", 0, 1.0),
+                               (2.5, "link_restored", 1, 1.0), (2.5, "prefill_down", 0, 1.0),
+                               (3.0, "prefill_up", 0, 1.0)]) == ((1.0, 3.0),)
     mask = tool.in_windows(np.array([0.5, 1.0, 5.99, 6.0, 8.5, 9.0]), ((1.0, 6.0), (8.0, 9.0)))
     assert mask.tolist() == [False, True, True, False, True, False]
 
 
-def test_a_scenario_without_timed_faults_or_with_random_ones_is_one_config_error(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_scenario_without_faults_is_one_config_error(capsys: pytest.CaptureFixture[str]) -> None:
     tool = _tool()
-    with pytest.raises(ConfigError, match=r"faults\.events"):
-        tool.fault_windows(load_scenario("kv-shift"))
-    rnd = ScenarioConfig.from_dict({"faults": {"events": [{"at_s": 1.0, "kind": "link_cut", "node": 0},
-                                                          {"at_s": 2.0, "kind": "link_restored", "node": 0}],
-                                               "random": {"horizon_s": 10.0,
-                                                          "prefill": {"mtbf_s": 100.0, "mttr_s": 1.0}}}})
-    with pytest.raises(ConfigError, match=r"faults\.random"):
-        tool.fault_windows(rnd)
+    with pytest.raises(ConfigError, match=r"faults"):
+        tool.fault_windows(load_scenario("kv-shift"), 0)
     with pytest.raises(SystemExit) as e:
         tool.main(["--scenario", "kv-shift", "--seeds", "1"])
-    assert e.value.code == 2 and "faults.events" in capsys.readouterr().err
+    assert e.value.code == 2 and "faults" in capsys.readouterr().err
     for bad in (["--tiers", "default,default"], ["--tiers", "loose"], ["--seeds", "11"], ["--requests", "0"]):
         with pytest.raises(SystemExit) as e:
             tool.main(bad)
@@ -98,24 +121,26 @@ def test_fault_switch_deflects_exactly_the_arrivals_in_a_fault_window() -> None:
     from kairos_gym.agents.runner import simulate
 
     seen: list[tuple[int, bool, bool]] = []
+    sc = _small()
+    windows = _windows(sc, SEED)
+    assert len([w for w in windows if w[0] < 25.0]) >= 2
 
     class Spy:
         name = "spy"
 
         def __init__(self) -> None:
-            self.inner = tool.FaultSwitch(WINDOWS)
+            self.inner = tool.FaultSwitch(windows)
 
         def decide(self, ctx: DecisionContext) -> Decision:
             d = self.inner.decide(ctx)
-            inside = any(a <= ctx.now_s < b for a, b in WINDOWS)
+            inside = any(a <= ctx.now_s < b for a, b in windows)
             seen.append((ctx.request.rid, inside, least_loaded_deflectable(ctx) is not None))
             assert d.path == (DEFLECT if inside and seen[-1][2] and ctx.kind == ARRIVAL else PREFILL)
             return d
 
-    sc = _small()
-    _, sim = simulate(Spy(), sc, 0)
+    _, sim = simulate(Spy(), sc, SEED)
     t = sim.requests_table()
-    inside = tool.in_windows(t["arrival_s"], WINDOWS)
+    inside = tool.in_windows(t["arrival_s"], windows)
     deflected = np.asarray(t["path"]) == "deflect"
     assert not deflected[~inside].any()
     assert deflected[inside].sum() == sum(1 for _, i, ok in seen if i and ok) > 10
@@ -144,7 +169,7 @@ def test_pending_switch_deflects_when_pending_admissions_reach_k_and_is_tuned_on
             counts.append((sum(x.pending_admissions for x in ctx.decode), d.path, ok))
             return d
 
-    simulate(Spy(2), _small(), 0)
+    simulate(Spy(2), _small(), SEED)
     assert all(kind == (DEFLECT if n >= 2 and ok else PREFILL) for n, kind, ok in counts)
     # the cuts stall transfers, so pending admissions rise (to exactly k at some decisions)
     assert sum(n == 2 and ok for n, _, ok in counts) > 0 and sum(n >= 2 for n, *_ in counts) > 10
@@ -158,17 +183,17 @@ def test_split_and_the_fault_free_scenario_are_what_they_claim() -> None:
     from kairos_gym.agents.runner import simulate
 
     sc = _small()
-    all_, inside, outside, share, pre = tool.split(sc, "no-deflect", 0)
-    summary, sim = simulate("no-deflect", sc, 0)
+    all_, inside, outside, share, pre = tool.split(sc, "no-deflect", SEED)
+    summary, sim = simulate("no-deflect", sc, SEED)
     t = sim.requests_table()
-    mask = tool.in_windows(t["arrival_s"], WINDOWS)
+    mask = tool.in_windows(t["arrival_s"], _windows(sc, SEED))
     assert all_ == summary["slo_attainment"] and pre == summary["n_preemptions"]
     assert share == mask.mean() and 0 < share < 1
     assert share * inside + (1 - share) * outside == pytest.approx(all_, abs=1e-12)
     assert inside < outside  # the cuts cost no-deflect its TTFT
     free = tool.without_faults(sc)
     assert not free.faults.enabled and free.workload == sc.workload and free.cluster == sc.cluster
-    assert simulate("no-deflect", free, 0)[0]["slo_attainment"] > all_
+    assert simulate("no-deflect", free, SEED)[0]["slo_attainment"] > all_
 
 
 def test_grid_rows_pair_both_switches_with_each_rule(capsys: pytest.CaptureFixture[str]) -> None:
@@ -186,7 +211,8 @@ def test_grid_rows_pair_both_switches_with_each_rule(capsys: pytest.CaptureFixtu
     assert len(out["grid"]) == len(tool.STATIC_GRID)
     assert tool.main(["--requests", "200", "--seeds", "2", "--tiers", "default"]) == 0
     text = capsys.readouterr().out
-    assert "[10, 13), [30, 33), [50, 53), [70, 73), [90, 93)" in text and "pending-switch - best-static" in text
+    first = ", ".join(f"[{a:.4g}, {b:.4g})" for a, b in _windows(base, 0))
+    assert f"seed 0: {first};" in text and "pending-switch - best-static" in text
 
 
 def test_oracle_rows_are_fresh_oracle_runs_beside_the_switches(capsys: pytest.CaptureFixture[str]) -> None:

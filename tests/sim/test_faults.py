@@ -335,6 +335,51 @@ def test_determinism_with_random_failures():
     assert kinds <= {"prefill_down", "prefill_up", "decode_down", "decode_up"}
 
 
+def test_network_outages_cut_every_link_at_once_in_the_documented_draw_order():
+    """faults.random.network: after the node draws (prefill nodes, then decode nodes) of the same child stream,
+    alternately an up time (mtbf_s x Exp(1)) and an outage (mttr_s x Exp(1)) until an outage would start at or after
+    horizon_s; each outage is a link_cut of every link at its start and a link_restored of each at its end. The
+    workload is the fault-free run's; nothing is lost, and no transfer moves during an outage."""
+    net = {"mtbf_s": 4.0, "mttr_s": 1.0}
+    sc = scenario(random={**RANDOM, "network": net})
+    sim = Simulator(sc, seed=7)
+    child = np.random.default_rng(7).spawn(1)[0]
+    for rate in (RANDOM["prefill"], RANDOM["prefill"], RANDOM["decode"], RANDOM["decode"]):  # the node draws
+        t = 0.0
+        while True:
+            t += rate["mtbf_s"] * float(child.standard_exponential())
+            if t >= RANDOM["horizon_s"]:
+                break
+            t += rate["mttr_s"] * float(child.standard_exponential())
+    want, t = [], 0.0
+    while True:
+        t += net["mtbf_s"] * float(child.standard_exponential())
+        if t >= RANDOM["horizon_s"]:
+            break
+        rep = net["mttr_s"] * float(child.standard_exponential())
+        want.append((t, t + rep))
+        t += rep
+    got = [e for e in sim.fault_events if e[1].startswith("link_")]
+    assert got == sorted([(a, "link_cut", n, 1.0) for a, _ in want for n in (0, 1)]
+                         + [(b, "link_restored", n, 1.0) for _, b in want for n in (0, 1)], key=lambda e: e[0])
+    assert len(want) >= 3
+    node_only = Simulator(scenario(random=RANDOM), seed=7).fault_events
+    assert [e for e in sim.fault_events if not e[1].startswith("link_")] == node_only  # node draws unchanged
+    assert (np.asarray(sim.arrival) == np.asarray(Simulator(scenario(), seed=7).arrival)).all()
+    s = sim.run(make_policy("no-deflect", sc))
+    check_end(sim, s)
+    assert s["faults"]["events"] == len(sim.fault_events)
+    # a prefill-path request whose prefill ended inside an outage gets its first token only after the outage
+    net_only = scenario(random={"horizon_s": 30.0, "network": net})
+    sim = Simulator(net_only, seed=7)
+    s = sim.run(make_policy("no-deflect", net_only))
+    check_end(sim, s)
+    outages = [(a, b) for (a, k, n, _), (b, *_r) in zip(sim.fault_events[0::4], sim.fault_events[2::4], strict=True)]
+    first = np.asarray(sim.first_token)
+    assert any(((first > a + 1e-3) & (first < b)).sum() == 0 and b - a > 0.5 for a, b in outages)
+    assert net_only.to_dict()["faults"]["random"] == {"horizon_s": 30.0, "network": net}
+
+
 def test_snapshot_restore_and_pickling_with_faults():
     """Mid-run (between faults, after one fired): restore returns to the same future, and a pickled copy (a
     re-simulation from the decision log, with the same faults) ends at the same bytes."""
@@ -379,6 +424,12 @@ def test_snapshot_restore_and_pickling_with_faults():
     ({"events": [], "random": {"horizon_s": 10.0}}, "random"),
     ({"events": [], "random": {"horizon_s": 10.0, "decode": {"mtbf_s": 0, "mttr_s": 1.0}}}, "mtbf_s"),
     ({"evnts": []}, "evnts"),
+    ({"events": [], "random": {"horizon_s": 10.0, "network": {"mtbf_s": 1.0}}}, "mttr_s"),
+    ({"events": [], "random": {"horizon_s": 10.0, "network": {"mtbf_s": 1.0, "mttr_s": 1.0, "links": 2}}}, "links"),
+    ({"events": [], "random": {"horizon_s": 1e6, "network": {"mtbf_s": 10.0, "mttr_s": 1.0}}}, "horizon_s"),
+    # a drawn network outage and a timed impairment of a link would not nest: refused together
+    ({"events": [ev(1.0, "link_degraded", 1, 0.5), ev(2.0, "link_restored", 1)],
+      "random": {"horizon_s": 10.0, "network": {"mtbf_s": 5.0, "mttr_s": 1.0}}}, "kind"),
 ])
 def test_bad_faults_sections_are_one_clear_error(bad, field):
     with pytest.raises(ConfigError) as e:
