@@ -96,7 +96,7 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     sources: dict[str, int] = {"cache": 0, "run": 0}
 
     def run_oracle(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
-        bases = oracle_scores.task_bases(best[task.name]["chosen"] if task.name in best else None)
+        bases = oracle_scores.task_bases(best[task.name]["chosen"] if task.name in best else None, task.oracle_bases)
         summary, source = oracle_scores.oracle_summary(cache, on_track(sc, PINNED_TRACK[REFERENCE]), seed, bases,
                                                        progress=tick)
         sources[source] += 1

@@ -312,7 +312,7 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     run = backend or SerialBackend(retries=0)
     bar.start(len(STATIC_GRID) * sum(len(t.train) for t in suite))
     best = {t.name: tune_static(t, bases[t.name], bar, run)["chosen"] for t in suite}
-    oracle_bases = {t.name: oracle_scores.task_bases(best[t.name]) for t in suite}
+    oracle_bases = {t.name: oracle_scores.task_bases(best[t.name], t.oracle_bases) for t in suite}
     base_labels = {t.name: list(dict.fromkeys(_base_label(b, best[t.name]) for b in oracle_bases[t.name]))
                    for t in suite}
 

@@ -123,13 +123,18 @@ def oracle_summary(entries: Mapping[str, Any], sc: ScenarioConfig, seed: int, ba
     return run_oracle(sc, seed, bases, fixed_chunks, progress)["summary"], "run"
 
 
-def task_bases(best_static: Mapping[str, Any] | None) -> list[Any]:
-    """The leaderboard Oracle's bases for a task: :data:`DEFAULT_BASES` plus the task's tuned best-static rule
-    (when tuned and not already one of them), so the Oracle is never below best-static on an instance."""
+def task_bases(best_static: Mapping[str, Any] | None, extra: Sequence[Any] = ()) -> list[Any]:
+    """The leaderboard Oracle's bases for a task: :data:`DEFAULT_BASES`, then the task's own ``extra`` bases
+    (``Task.oracle_bases``), then its tuned best-static rule (when tuned and not already one of them), so the
+    Oracle is never below any of them on an instance."""
     bases: list[Any] = list(DEFAULT_BASES)
+    for b in extra:
+        rule: Any = b if isinstance(b, str) else [b[0], dict(b[1])]
+        if rule not in bases:
+            bases.append(rule)
     if best_static:
         name, params = best_static["policy"], dict(best_static["params"])
-        rule: Any = name if not params else [name, params]
+        rule = name if not params else [name, params]
         if rule not in bases:
             bases.append(rule)
     return bases
@@ -154,7 +159,7 @@ def regenerate(tasks: str | None = None, max_requests: int | None = None, out: P
         # per distinct base set (the Oracle itself always runs on the exact track)
         base_sets: list[list[Any]] = []
         for track in TRACKS:
-            bases = task_bases(tune_static(t, on_track(base, track), or_silent(None))["chosen"])
+            bases = task_bases(tune_static(t, on_track(base, track), or_silent(None))["chosen"], t.oracle_bases)
             if bases not in base_sets:
                 base_sets.append(bases)
         for bases in base_sets:

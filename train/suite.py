@@ -67,6 +67,9 @@ class Task:
     family: str = ""
     tier: str = "default"
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    oracle_bases: tuple[Any, ...] = ()
+    """Base policies the task's Oracle rolls out beside the leaderboard's (:func:`kairos_gym.train.oracle_scores.
+    task_bases`): registry names or ``(name, params)`` pairs with a native twin (:data:`FAMILY_ORACLE_BASES`)."""
 
     def describe(self, which: str = "test") -> str:
         inst = self.test if which == "test" else self.train
@@ -171,11 +174,18 @@ FAMILIES: tuple[tuple[str, str, dict[str, Any], tuple[Instance, ...], tuple[Inst
     ("long-tail", "mooncake", {}, windows(_MC[2:]), windows(_MC[:3]), True),
     ("kv-pressure", "kv-pressure", _N, _SEEDS, _TRAIN, False),
     ("azure-code", "azure-code", {}, windows(_AZ[2:]), windows(_AZ[:3]), True),
+    ("fault-shift", "fault-shift", _N, _SEEDS, _TRAIN, False),
 )
 """The task families: (family, shipped scenario, overrides, test instances, train instances, trace windows)."""
+FAMILY_ORACLE_BASES: dict[str, tuple[Any, ...]] = {"fault-shift": ("pending-switch",)}
+"""Oracle bases a family adds to the leaderboard's (:func:`kairos_gym.train.oracle_scores.task_bases`). In
+``fault-shift`` the right decision flips with a network outage that no default base sees (each is a static rule or
+Kairos, none reads the decode nodes' pending admissions), so a rule that switches (``pending-switch``, which does)
+beats every static one there; its Oracle also rolls out ``pending-switch``, and so bounds it (docs/benchmark.md,
+"fault-shift")."""
 SUITE: tuple[Task, ...] = tuple(
     Task(fam if tier == "default" else f"{fam}/{tier}", scen, test, train, windows=win, family=fam, tier=tier,
-         overrides=over)
+         overrides=over, oracle_bases=FAMILY_ORACLE_BASES.get(fam, ()))
     for fam, scen, over, test, train, win in FAMILIES for tier in TIER_NAMES)
 """The standard suite: every family at every tier; test instances (:data:`N_TEST` per task) and the disjoint
 train instances of ``best-static``."""
@@ -219,5 +229,5 @@ def parse_tracks(spec: str, where: str = "leaderboard") -> tuple[str, ...]:
     return (spec,)
 
 
-__all__ = ["FAMILIES", "INSTANCE_REQUESTS", "N_TEST", "SUITE", "TIERS", "TIER_NAMES", "TRACKS", "Instance", "Task",
+__all__ = ["FAMILIES", "FAMILY_ORACLE_BASES", "INSTANCE_REQUESTS", "N_TEST", "SUITE", "TIERS", "TIER_NAMES", "TRACKS", "Instance", "Task",
            "on_track", "parse_tracks", "seeds", "select_tasks", "tier_slos", "unloaded", "windows"]

@@ -99,3 +99,33 @@ def test_the_leaderboard_takes_the_oracle_from_the_cache(tmp_path, monkeypatch) 
     assert again["figures"]["oracle"] == first["figures"]["oracle"]
     assert scoring.REFERENCE == "oracle" and again["anchors"]["tiny-o"]["reference"] == pytest.approx(
         sum(first["figures"]["oracle"]["tiny-o"]["slo_attainment"]) / 2)
+
+
+def test_task_bases_are_the_defaults_then_the_familys_own_then_best_static() -> None:
+    from kairos_gym.agents.oracle import DEFAULT_BASES
+    from kairos_gym.train.suite import FAMILY_ORACLE_BASES
+
+    sl = {"policy": "sl", "params": {"length_threshold": 2048, "chunk": 512}}
+    assert osc.task_bases(None) == list(DEFAULT_BASES)
+    assert osc.task_bases(sl, ("pending-switch",)) == [*DEFAULT_BASES, "pending-switch", ["sl", sl["params"]]]
+    # a rule already among them is rolled out once
+    assert osc.task_bases({"policy": "sq-ls", "params": {}}, ("sq-ls", ("pending-switch", {"k": 2}))) == [
+        *DEFAULT_BASES, ["pending-switch", {"k": 2}]]
+    assert FAMILY_ORACLE_BASES == {"fault-shift": ("pending-switch",)}
+    for t in SUITE:
+        assert t.oracle_bases == FAMILY_ORACLE_BASES.get(t.family, ()), t.name
+    assert {t.name for t in SUITE if t.family == "fault-shift"} == {"fault-shift/strict", "fault-shift",
+                                                                     "fault-shift/relaxed"}
+
+
+def test_the_leaderboards_oracle_rolls_out_the_tasks_own_bases(tmp_path) -> None:
+    """A task's ``oracle_bases`` reach the Oracle the leaderboard runs (its cache entry names them), and the Oracle is
+    then never below them on an instance."""
+    fs = load_scenario("fault-shift").with_overrides({"workload": {"num_requests": 150}})
+    suite = (Task("fs-o", fs.to_dict(), seeds(3), seeds(100), oracle_bases=("pending-switch",)),)
+    path = tmp_path / "cache.json"
+    res = run_suite(["no-deflect", "kairos", "oracle", "pending-switch"], suite=suite, reps=20, oracle_cache=path)
+    (e,) = osc.load(path).values()
+    assert e["bases"] == [*osc.DEFAULT_BASES, "pending-switch"]
+    fig = res["figures"]
+    assert fig["oracle"]["fs-o"]["slo_attainment"][0] >= fig["pending-switch"]["fs-o"]["slo_attainment"][0]
