@@ -5,7 +5,7 @@ SB3-like ``predict``; build them by name with :func:`make_policy` and run them w
 """
 
 from kairos_gym.agents.base import BasePolicy
-from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, Random
+from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, PendingSwitch, Random
 from kairos_gym.agents.kairos import Kairos, KairosEstimate
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.ppo import PPOAgent
@@ -23,6 +23,7 @@ __all__ = [
     "NoDeflect",
     "Oracle",
     "PPOAgent",
+    "PendingSwitch",
     "Random",
     "make_policy",
     "policy_params",

@@ -1,5 +1,6 @@
 """Static baselines (DOMAIN.md section 2): no-deflect, always-deflect, random, SQ and SL, and the LargestSafe
-variants of the deflecting ones (always-deflect-ls, sq-ls, sl-ls: the same rules with ``chunk = LARGEST_SAFE``).
+variants of the deflecting ones (always-deflect-ls, sq-ls, sl-ls: the same rules with ``chunk = LARGEST_SAFE``); and
+pending-switch, a rule that switches to deflecting while the decode nodes' admissions back up (a cut KV link).
 
 None of them needs the latency model: they read the :class:`DecisionContext` node views only. A
 deflection always goes to a decode node that can take one (``can_deflect``: no deflected prefill in
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from kairos_gym.agents.base import (
     BasePolicy,
     check_chunk,
@@ -162,6 +164,46 @@ class SL(BasePolicy):
         return {**super().describe(), "length_threshold": self.length_threshold, "chunk": self.chunk}
 
 
+MAX_PENDING = 1_000_000
+"""Largest :class:`PendingSwitch` threshold ``k`` (requests)."""
+
+
+class PendingSwitch(BasePolicy):
+    """Switch on the decode nodes' backlog: deflect (to the least-loaded decode node that can take one, with
+    ``chunk``: default LARGEST_SAFE) when the decode nodes' ``pending_admissions`` (requests whose KV arrived or is
+    arriving, not yet in a batch: transfers stalled on a cut P->D link count) sum to at least ``k`` requests
+    (default 1), the prefill path (JSQ) otherwise, and when no node can take a deflection. Made for
+    ``fault-shift`` (cut KV links): while a cut lasts the transfers pile up as pending admissions and the rule
+    deflects, so the prefills skip the cut link. It decides the same way at every decision kind (arrival, pull,
+    re-entry), like SQ and SL. Markov in the simulator state (no memory): a native twin exists for the rollout
+    Oracle (src/core/base_policies.cpp, ``BASE_PENDING_SWITCH``)."""
+
+    name = "pending-switch"
+
+    def __init__(self, scenario: Any = None, seed: int | None = 0, k: int = 1, chunk: int = LARGEST_SAFE) -> None:
+        super().__init__(seed)
+        where = f"policy {self.name}"
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_PENDING:
+            raise ConfigError(where, "k", k, f"a whole number of requests from 1 to {MAX_PENDING:,}")
+        self.k = int(k)
+        self.chunk = check_chunk(where, chunk, scenario_or_none(scenario))
+
+    def pending(self, ctx: DecisionContext) -> int:
+        """The decode nodes' pending admissions (requests)."""
+        return sum(d.pending_admissions for d in ctx.decode)
+
+    def _decide(self, ctx: DecisionContext) -> Decision:
+        if self.pending(ctx) >= self.k:
+            check_chunk_in_menu(f"policy {self.name}", self.chunk, ctx)
+            d = least_loaded_deflectable(ctx)
+            if d is not None:
+                return Decision.deflect(d, self.chunk)
+        return Decision.prefill_path()
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "k": self.k, "chunk": self.chunk}
+
+
 class AlwaysDeflectLS(AlwaysDeflect):
     """:class:`AlwaysDeflect` with LargestSafe chunks (``chunk = LARGEST_SAFE``, no chunk parameter): the
     simulator re-applies LargestSafe chunk by chunk on the true state (the largest menu size whose step fits in
@@ -192,5 +234,5 @@ class SLLS(SL):
         super().__init__(scenario, seed, length_threshold=length_threshold, chunk=LARGEST_SAFE)
 
 
-__all__ = ["DEFAULT_CHUNK", "LARGEST_SAFE", "SL", "SLLS", "SQ", "SQLS", "AlwaysDeflect", "AlwaysDeflectLS", "NoDeflect",
-           "Random"]
+__all__ = ["DEFAULT_CHUNK", "LARGEST_SAFE", "MAX_PENDING", "SL", "SLLS", "SQ", "SQLS", "AlwaysDeflect",
+           "AlwaysDeflectLS", "NoDeflect", "PendingSwitch", "Random"]

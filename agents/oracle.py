@@ -14,7 +14,9 @@ latencies (the simulator itself). At each decision it tries every candidate acti
   always-deflect-ls, sq-ls and sl-ls (their default thresholds), decided inside the native core
   (src/core/base_policies.cpp, bit-identical to the Python policies: tests/native/test_base_policies.py).
   ``bases`` takes registry names or ``(name, params)`` pairs of these rules (also the fixed-chunk
-  always-deflect, sq, sl); a rule named twice (the same native spec) is rolled out once.
+  always-deflect, sq, sl) and of pending-switch (deflect while the decode nodes' pending admissions sum to >= k:
+  the one base that switches when a fault cuts the KV links, e.g. on fault-shift; not a default base); a rule
+  named twice (the same native spec) is rolled out once.
 - each base policy's own action at the decision is added when it is not a candidate already (after the same
   dedupe: e.g. a fixed-chunk base with ``fixed_chunks=False``), so the improvement property below holds for
   any options.
@@ -46,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kairos_gym.agents.base import BasePolicy
-from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect
+from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, PendingSwitch
 from kairos_gym.agents.kairos import Kairos
 
 from kairos_gym.config import ScenarioConfig, load_scenario
@@ -56,7 +58,8 @@ from kairos_gym.sim.hook import Decision, DecisionContext
 
 DEFAULT_BASES: tuple[str, ...] = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls")
 """The Oracle's base policies (registry names, default parameters), in tie-break order."""
-BASE_NAMES = ("no-deflect", "kairos-exact", "always-deflect", "always-deflect-ls", "sq", "sq-ls", "sl", "sl-ls")
+BASE_NAMES = ("no-deflect", "kairos-exact", "always-deflect", "always-deflect-ls", "sq", "sq-ls", "sl", "sl-ls",
+              "pending-switch")
 """The registry policies that have a native twin (:func:`native_spec`)."""
 MAX_BASES = 16
 """Most base policies of one Oracle."""
@@ -65,8 +68,8 @@ MAX_BASES = 16
 def native_spec(policy: BasePolicy) -> dict[str, Any]:
     """The native base-policy spec (``_core.BasePolicy``) of a Python policy object, from its own constants (so
     the native decision is bit-identical). ConfigError for a policy without a native twin: anything but
-    no-deflect, always-deflect(-ls), sq(-ls), sl(-ls) and Kairos on the exact information track with the
-    scenario's chunk menu."""
+    no-deflect, always-deflect(-ls), sq(-ls), sl(-ls), pending-switch and Kairos on the exact information track
+    with the scenario's chunk menu."""
     c = _native_core()
     where = f"policy {policy.name}"
     if isinstance(policy, Kairos):
@@ -89,6 +92,8 @@ def native_spec(policy: BasePolicy) -> dict[str, Any]:
                 "unit_requests": policy.unit == "requests"}
     if isinstance(policy, SL):
         return {"kind": c.BASE_SL, "chunk": int(policy.chunk), "threshold": float(policy.length_threshold)}
+    if isinstance(policy, PendingSwitch):
+        return {"kind": c.BASE_PENDING_SWITCH, "chunk": int(policy.chunk), "min_pending": int(policy.k)}
     raise ConfigError(where, "policy", policy.name, "a policy with a native twin: " + ", ".join(BASE_NAMES))
 
 

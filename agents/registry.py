@@ -11,7 +11,17 @@ from collections.abc import Callable
 from typing import Any
 
 from kairos_gym.agents.base import BasePolicy
-from kairos_gym.agents.baselines import SL, SLLS, SQ, SQLS, AlwaysDeflect, AlwaysDeflectLS, NoDeflect, Random
+from kairos_gym.agents.baselines import (
+    SL,
+    SLLS,
+    SQ,
+    SQLS,
+    AlwaysDeflect,
+    AlwaysDeflectLS,
+    NoDeflect,
+    PendingSwitch,
+    Random,
+)
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
@@ -49,6 +59,7 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
     "sq-ls": SQLS,
     "sl": SL,
     "sl-ls": SLLS,
+    "pending-switch": PendingSwitch,
     "kairos": Kairos,
     "kairos-exact": KairosExact,
     "kairos-pull": KairosPull,

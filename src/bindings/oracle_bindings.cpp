@@ -29,8 +29,8 @@ T get_or(const nb::dict& d, const char* key, T fallback) {
     return d.contains(key) ? nb::cast<T>(d[key]) : fallback;
 }
 
-const char* const KEYS[] = {"kind", "chunk", "threshold", "unit_requests", "alpha", "beta", "ttft_slo_s",
-                            "prefill_budget", "xfer_setup_s", "xfer_per_token_s", "menu_desc"};
+const char* const KEYS[] = {"kind", "chunk", "threshold", "unit_requests", "min_pending", "alpha",
+                            "beta", "ttft_slo_s", "prefill_budget", "xfer_setup_s", "xfer_per_token_s", "menu_desc"};
 
 BaseSpec spec_from(const nb::dict& d) {
     for (auto item : d) {
@@ -45,6 +45,7 @@ BaseSpec spec_from(const nb::dict& d) {
     s.chunk = get_or<int64_t>(d, "chunk", 0);
     s.threshold = get_or<double>(d, "threshold", 0.0);
     s.unit_requests = get_or<bool>(d, "unit_requests", false);
+    s.min_pending = get_or<int64_t>(d, "min_pending", 1);
     s.alpha = get_or<double>(d, "alpha", 1.3);
     s.beta = get_or<double>(d, "beta", 1.0);
     s.ttft_slo_s = get_or<double>(d, "ttft_slo_s", 1.0);
@@ -63,6 +64,7 @@ void bind_oracle(nb::module_& m) {
     m.attr("BASE_ALWAYS_DEFLECT") = BASE_ALWAYS_DEFLECT;
     m.attr("BASE_SQ") = BASE_SQ;
     m.attr("BASE_SL") = BASE_SL;
+    m.attr("BASE_PENDING_SWITCH") = BASE_PENDING_SWITCH;
     nb::class_<BaseDecider>(m, "BasePolicy", "A base policy decided inside the core (src/core/base_policies.hpp).")
         .def("__init__",
              [](BaseDecider* self, const Simulator& like, const nb::dict& spec) {
@@ -70,7 +72,7 @@ void bind_oracle(nb::module_& m) {
              },
              nb::arg("like"), nb::arg("spec"),
              "like: a _core.Simulator of the scenario (its pricer is copied); spec: dict (kind, chunk, threshold, "
-             "unit_requests, and Kairos's alpha, beta, ttft_slo_s, prefill_budget, xfer_setup_s, xfer_per_token_s, "
+             "unit_requests, min_pending, and Kairos's alpha, beta, ttft_slo_s, prefill_budget, xfer_setup_s, xfer_per_token_s, "
              "menu_desc).")
         .def("decide", [](BaseDecider& b, const Simulator& s) {
                  if (s.pending_rid() < 0) throw nb::value_error("BasePolicy.decide: no pending decision");

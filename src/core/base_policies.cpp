@@ -16,8 +16,11 @@ double dbl(int64_t v) { return static_cast<double>(v); }
 }  // namespace
 
 BaseDecider::BaseDecider(BaseSpec spec, const Pricer& pricer) : spec_(std::move(spec)), pricer_(pricer) {
-    if (spec_.kind < BASE_NO_DEFLECT || spec_.kind > BASE_SL) throw std::invalid_argument("base policy: unknown kind");
+    if (spec_.kind < BASE_NO_DEFLECT || spec_.kind > BASE_PENDING_SWITCH)
+        throw std::invalid_argument("base policy: unknown kind");
     if (spec_.chunk < 0) throw std::invalid_argument("base policy: chunk < 0");
+    if (spec_.kind == BASE_PENDING_SWITCH && spec_.min_pending < 1)
+        throw std::invalid_argument("base policy pending-switch: min_pending < 1");
     if (spec_.kind == BASE_KAIROS_EXACT) {
         if (spec_.menu_desc.empty()) throw std::invalid_argument("base policy kairos-exact: empty chunk menu");
         if (spec_.prefill_budget < 1) throw std::invalid_argument("base policy kairos-exact: prefill budget < 1");
@@ -60,6 +63,15 @@ Action BaseDecider::decide(const DecisionMenu& m) {
                 if (p == 0 || v < q) q = v;
             }
             if (dbl(q) > s.threshold) {
+                int64_t d = least_loaded_deflectable(m);
+                if (d >= 0) return Action{1, d, s.chunk};
+            }
+            return Action{0, -1, 0};
+        }
+        case BASE_PENDING_SWITCH: {
+            int64_t pending = 0;
+            for (int64_t d = 0; d < m.D; ++d) pending += m.decode_i[static_cast<size_t>(5 * d + 2)];
+            if (pending >= s.min_pending) {
                 int64_t d = least_loaded_deflectable(m);
                 if (d >= 0) return Action{1, d, s.chunk};
             }

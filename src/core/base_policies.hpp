@@ -6,6 +6,8 @@
 //   always-deflect      AlwaysDeflect (chunk 0 = LargestSafe: always-deflect-ls)
 //   sq                  SQ: deflect when the shortest prefill queue (tokens or requests) > threshold (sq-ls: chunk 0)
 //   sl                  SL: deflect prompts shorter than threshold tokens (sl-ls: chunk 0)
+//   pending-switch      PendingSwitch: deflect when the decode nodes' pending admissions (DecisionMenu::decode_i
+//                       column 2, the context's pending_admissions) sum to >= min_pending requests (chunk 0 default)
 // Every one is Markov in the simulator state (no memory between decisions), which the Oracle's improvement
 // property needs. At a re-entry decision (faults.reentry: policy) each decides as at an arrival, on the prefill
 // the request now needs (prompt + gen tokens: DecisionMenu::gen). Times in seconds, sizes in tokens.
@@ -27,6 +29,7 @@ constexpr int BASE_KAIROS_EXACT = 1;
 constexpr int BASE_ALWAYS_DEFLECT = 2;
 constexpr int BASE_SQ = 3;
 constexpr int BASE_SL = 4;
+constexpr int BASE_PENDING_SWITCH = 5;
 
 // One routing decision: kind 0 = prefill path (node -1: the shortest queue), 1 = deflect to decode node `node`
 // with `chunk` tokens per step (0: LargestSafe).
@@ -41,9 +44,10 @@ struct Action {
 // them, so every double is the same bits).
 struct BaseSpec {
     int kind = BASE_NO_DEFLECT;
-    int64_t chunk = 0;           // always-deflect, sq, sl: tokens per chunk step (0: LargestSafe)
+    int64_t chunk = 0;           // always-deflect, sq, sl, pending-switch: tokens per chunk step (0: LargestSafe)
     double threshold = 0.0;      // sq: queue threshold (tokens or requests); sl: length threshold (tokens)
     bool unit_requests = false;  // sq: the queue in requests (else tokens)
+    int64_t min_pending = 1;     // pending-switch: k, the pending admissions (requests, >= 1) that switch it
     // kairos-exact
     double alpha = 1.3;
     double beta = 1.0;

@@ -130,6 +130,36 @@ def test_fewer_bases_and_no_fixed_chunks_still_bound_those_bases() -> None:
         Oracle(sc, bases=["sl-ls"]), sc, 5)["slo_attainment"]
 
 
+FAULT_SHIFT = [(n, seed) for n in (150, 200, 250) for seed in range(4)]
+
+
+@pytest.mark.parametrize(("n", "seed"), FAULT_SHIFT)
+def test_an_oracle_with_pending_switch_among_its_bases_bounds_it_on_fault_shift(n: int, seed: int) -> None:
+    """pending-switch's native twin (BASE_PENDING_SWITCH) as a base: the Oracle is never below the switching rule
+    (fault-shift's link cuts make it deflect while transfers stall)."""
+    sc = _sc("fault-shift", {"workload": {"num_requests": n}})
+    o = Oracle(sc, bases=["no-deflect", "pending-switch"])
+    got = run_policy(o, sc, seed)
+    assert _n_ok(got) >= _n_ok(run_policy("pending-switch", sc, seed))
+    assert _n_ok(got) >= _n_ok(run_policy("no-deflect", sc, seed))
+    assert o.stats["n_rollouts"] == o.stats["n_candidates"] * 2
+
+
+def test_pending_switch_with_the_default_bases_and_its_parameters() -> None:
+    sc = _sc("fault-shift", {"workload": {"num_requests": 200}})
+    o = Oracle(sc, bases=[*DEFAULT_BASES, ["pending-switch", {"k": 2}]])
+    assert o.specs[-1] == {"kind": core().BASE_PENDING_SWITCH, "chunk": 0, "min_pending": 2}
+    got = run_policy(o, sc, 0)
+    assert got["policy_params"]["bases"][-1] == ["pending-switch", {"k": 2}]
+    for name, params in [*((b, {}) for b in DEFAULT_BASES), ("pending-switch", {"k": 2})]:
+        assert _n_ok(got) >= _n_ok(run_policy(name, sc, 0, **params)), name
+    same = Oracle(sc, bases=["pending-switch", ("pending-switch", {"k": 1, "chunk": 0})])  # one rule, two spellings
+    assert len(same.specs) == 1
+    with pytest.raises(ConfigError) as e:
+        Oracle(sc, bases=[("pending-switch", {"k": 0})])
+    assert e.value.field == "k"
+
+
 def test_each_base_policy_action_is_a_candidate_whatever_the_options() -> None:
     """With fixed_chunks false a fixed-chunk base's own deflection (512 tokens) is still tried: the improvement
     property needs every base's action among the candidates."""

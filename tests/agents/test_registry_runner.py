@@ -13,7 +13,8 @@ TINY = {"name": "tiny", "workload": {"arrival": {"kind": "poisson", "rate": 20},
 
 def test_names():
     assert list(POLICIES) == ["no-deflect", "always-deflect", "always-deflect-ls", "random", "sq", "sq-ls", "sl",
-                              "sl-ls", "kairos", "kairos-exact", "kairos-pull", "oracle", "ppo", "ppo-general"]
+                              "sl-ls", "pending-switch", "kairos", "kairos-exact", "kairos-pull", "oracle", "ppo",
+                              "ppo-general"]
 
 
 def test_kairos_exact_is_kairos_on_the_exact_track():

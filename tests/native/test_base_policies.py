@@ -64,6 +64,59 @@ def test_native_base_policy_runs_are_bit_identical_to_the_python_policy(key: str
     assert deflected > 0  # the rules did deflect: the comparison covers the deflection path
 
 
+# pending-switch, with parameters under which it switches there: fault-shift's link cuts (at 10 s and 30 s within
+# 300 requests) stall transfers (pending admissions >= 1, up to more than 16); bursty's admissions backlog without
+# faults (k <= 2); bursty-prefill-failure's re-entry decisions (faults.reentry: policy)
+PENDING_PARAMS: list[dict[str, Any]] = [{}, {"k": 2}, {"chunk": 256}, {"k": 2, "chunk": 512}]
+PENDING_SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
+    "fault-shift": ("fault-shift", {"workload": {"num_requests": 300}}, [*PENDING_PARAMS, {"k": 4}, {"k": 16}]),
+    "bursty": ("bursty", {"workload": {"num_requests": 300}}, PENDING_PARAMS),
+    "bursty-prefill-failure": ("bursty-prefill-failure", {"workload": {"num_requests": 300}}, PENDING_PARAMS),
+}
+
+
+@pytest.mark.parametrize("key", list(PENDING_SCENARIOS))
+@pytest.mark.parametrize("seed", [0, 3])
+def test_native_pending_switch_runs_are_bit_identical_to_the_python_policy(key: str, seed: int) -> None:
+    base, over, settings = PENDING_SCENARIOS[key]
+    sc = load_scenario(base).with_overrides(over)
+    kinds: set[int] = set()
+    for params in settings:
+        pol = make_policy("pending-switch", sc, seed, **params)
+        py = Simulator(sc, seed=seed)
+        pol.reset()
+        py.run(pol)
+        nat = Simulator(sc, seed=seed)
+        n = core().BasePolicy(nat._core, native_spec(pol)).run(nat._core)
+        nat._read_columns()
+        assert n == nat.n_decisions == py.n_decisions
+        assert digest(nat) == digest(py), (key, seed, params)
+        log = py.decision_log()
+        assert {0, 1} <= set(log[:, 1].tolist()), params  # it switched: prefill-path and deflected arrivals
+        kinds |= set(log[:, 1].tolist())
+    if key == "bursty-prefill-failure":  # re-entry decisions (4), deflected ones (5) too on seed 0
+        assert {4, 5} <= kinds if seed == 0 else 4 in kinds
+
+
+def test_native_pending_switch_reads_the_pending_admissions_the_context_shows() -> None:
+    """Decision by decision on fault-shift: the native twin's action is the Python policy's, and the context's
+    pending admissions reach k (the switch is exercised both ways at k = 2)."""
+    sc = load_scenario("fault-shift").with_overrides({"workload": {"num_requests": 250}})
+    pol = make_policy("pending-switch", sc, 0, k=2)
+    sim = Simulator(sc, seed=0)
+    nat = core().BasePolicy(sim._core, native_spec(pol))
+    ctx = sim.next_decision()
+    seen = set()
+    while ctx is not None:
+        d = pol.decide(ctx)
+        want = (0, -1, 0) if d.path == PREFILL else (1, d.decode_node, d.chunk)
+        assert nat.decide(sim._core) == want
+        seen.add((pol.pending(ctx) >= 2, d.path))
+        sim.apply(d)
+        ctx = sim.next_decision()
+    assert seen >= {(False, PREFILL), (True, "deflect")}
+
+
 def test_native_decide_matches_the_python_decision_at_every_step() -> None:
     sc = scenario("bursty")
     pol = make_policy("kairos-exact", sc, 0)
@@ -102,3 +155,5 @@ def test_a_bad_spec_is_refused_by_the_core() -> None:
         core().BasePolicy(sim._core, {"kind": 0, "treshold": 1.0})
     with pytest.raises(ValueError, match="unknown kind"):
         core().BasePolicy(sim._core, {"kind": 9})
+    with pytest.raises(ValueError, match="min_pending < 1"):
+        core().BasePolicy(sim._core, {"kind": core().BASE_PENDING_SWITCH, "min_pending": 0})
