@@ -121,9 +121,10 @@ MAX_ROUNDS = 10
 """Largest ``--rounds``."""
 MAX_RESUME_BYTES = 256 << 20
 """Largest ``--resume`` file read (bytes)."""
-BASE_LABELS = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls", BEST_STATIC)
-"""The phase-1 entries whose per-instance maximum is ``M`` (the Oracle's bases: :data:`oracle_scores.task_bases`
-with the task's best-static rule)."""
+BASE_LABELS = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls", "pending-switch", BEST_STATIC)
+"""The phase-1 entries that run the Oracle's bases (:func:`oracle_scores.task_bases`: the defaults, a family's own
+bases such as fault-shift's ``pending-switch``, the task's best-static rule); per task ``M`` is the per-instance
+maximum of the task's own bases among them."""
 DEFAULT_POLICIES = PRECISION_POLICIES
 """The default phase-1 policies (the leaderboard's default policies but the Oracle)."""
 
@@ -336,8 +337,9 @@ def run_oracle_precision(policies: Sequence[str] = tuple(DEFAULT_POLICIES.split(
     heuristics = [e.label for e in entries if e.label not in NOT_HEURISTICS]
     columns: list[tuple[str, Entry, Mapping[str, Any]]] = [(e.label, e, bases) for e in entries]
     if track != "exact":  # the Oracle's bases as its rollouts run them: on the exact track
+        used = {lb for t in suite for lb in base_labels[t.name]}  # pending-switch only where a task rolls it out
         columns += [(lb + EXACT_SUFFIX, next(e for e in entries if e.label == lb), exact)
-                    for lb in BASE_LABELS if lb not in PINNED_TRACK]
+                    for lb in BASE_LABELS if lb not in PINNED_TRACK and lb in used]
     base_keys = {t.name: [lb if track == "exact" or lb in PINNED_TRACK else lb + EXACT_SUFFIX
                           for lb in base_labels[t.name]] for t in suite}
     x: dict[str, dict[str, list[float]]] = {t.name: {key: [] for key, _, _ in columns} for t in suite}

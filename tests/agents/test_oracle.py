@@ -130,13 +130,14 @@ def test_fewer_bases_and_no_fixed_chunks_still_bound_those_bases() -> None:
         Oracle(sc, bases=["sl-ls"]), sc, 5)["slo_attainment"]
 
 
-FAULT_SHIFT = [(n, seed) for n in (150, 200, 250) for seed in range(4)]
+FAULT_SHIFT = [(n, seed) for n in (150, 200, 250) for seed in (3, 5, 8, 9)]
+"""Instances with network outages early on (first outage at 2.5, 6.4, 16.5, 5.1 s; 150 requests take ~15 s)."""
 
 
 @pytest.mark.parametrize(("n", "seed"), FAULT_SHIFT)
 def test_an_oracle_with_pending_switch_among_its_bases_bounds_it_on_fault_shift(n: int, seed: int) -> None:
     """pending-switch's native twin (BASE_PENDING_SWITCH) as a base: the Oracle is never below the switching rule
-    (fault-shift's link cuts make it deflect while transfers stall)."""
+    (fault-shift's network outages make it deflect while transfers stall)."""
     sc = _sc("fault-shift", {"workload": {"num_requests": n}})
     o = Oracle(sc, bases=["no-deflect", "pending-switch"])
     got = run_policy(o, sc, seed)
@@ -149,10 +150,10 @@ def test_pending_switch_with_the_default_bases_and_its_parameters() -> None:
     sc = _sc("fault-shift", {"workload": {"num_requests": 200}})
     o = Oracle(sc, bases=[*DEFAULT_BASES, ["pending-switch", {"k": 2}]])
     assert o.specs[-1] == {"kind": core().BASE_PENDING_SWITCH, "chunk": 0, "min_pending": 2}
-    got = run_policy(o, sc, 0)
+    got = run_policy(o, sc, 3)
     assert got["policy_params"]["bases"][-1] == ["pending-switch", {"k": 2}]
     for name, params in [*((b, {}) for b in DEFAULT_BASES), ("pending-switch", {"k": 2})]:
-        assert _n_ok(got) >= _n_ok(run_policy(name, sc, 0, **params)), name
+        assert _n_ok(got) >= _n_ok(run_policy(name, sc, 3, **params)), name
     same = Oracle(sc, bases=["pending-switch", ("pending-switch", {"k": 1, "chunk": 0})])  # one rule, two spellings
     assert len(same.specs) == 1
     with pytest.raises(ConfigError) as e:

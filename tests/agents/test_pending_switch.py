@@ -95,7 +95,7 @@ def test_it_is_the_fault_switch_tools_pending_switch_on_fault_shift(k: int) -> N
     at every kind) and the tool's (arrivals only) make the same decisions, and the runs are byte-identical."""
     tool = load_tool("fault_switch_check")
     sc = load_scenario("fault-shift").with_overrides({"workload": {"num_requests": 300}})
-    for seed in (0, 1):
+    for seed in (3, 5):  # seeds whose network outages start early (2.5 s, 6.4 s): several within 300 requests
         ours, sim = simulate("pending-switch", sc, seed, k=k)
         theirs, tsim = simulate(tool.PendingSwitch(k), sc, seed)
         assert _digest(sim) == _digest(tsim), (k, seed)

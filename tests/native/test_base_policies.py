@@ -64,9 +64,10 @@ def test_native_base_policy_runs_are_bit_identical_to_the_python_policy(key: str
     assert deflected > 0  # the rules did deflect: the comparison covers the deflection path
 
 
-# pending-switch, with parameters under which it switches there: fault-shift's link cuts (at 10 s and 30 s within
-# 300 requests) stall transfers (pending admissions >= 1, up to more than 16); bursty's admissions backlog without
-# faults (k <= 2); bursty-prefill-failure's re-entry decisions (faults.reentry: policy)
+# pending-switch, with parameters under which it switches there: fault-shift's network outages (seeds 3 and 5: the
+# first at 2.5 s and 6.4 s, several within 300 requests) stall transfers (pending admissions >= 1, up to more than
+# 16); bursty's admissions backlog without faults (k <= 2); bursty-prefill-failure's re-entry decisions
+# (faults.reentry: policy)
 PENDING_PARAMS: list[dict[str, Any]] = [{}, {"k": 2}, {"chunk": 256}, {"k": 2, "chunk": 512}]
 PENDING_SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] = {
     "fault-shift": ("fault-shift", {"workload": {"num_requests": 300}}, [*PENDING_PARAMS, {"k": 4}, {"k": 16}]),
@@ -75,8 +76,10 @@ PENDING_SCENARIOS: dict[str, tuple[str, dict[str, Any], list[dict[str, Any]]]] =
 }
 
 
-@pytest.mark.parametrize("key", list(PENDING_SCENARIOS))
-@pytest.mark.parametrize("seed", [0, 3])
+PENDING_SEEDS = {"fault-shift": (3, 5), "bursty": (0, 3), "bursty-prefill-failure": (0, 3)}
+
+
+@pytest.mark.parametrize(("key", "seed"), [(k, s) for k in PENDING_SCENARIOS for s in PENDING_SEEDS[k]])
 def test_native_pending_switch_runs_are_bit_identical_to_the_python_policy(key: str, seed: int) -> None:
     base, over, settings = PENDING_SCENARIOS[key]
     sc = load_scenario(base).with_overrides(over)
@@ -103,7 +106,7 @@ def test_native_pending_switch_reads_the_pending_admissions_the_context_shows() 
     pending admissions reach k (the switch is exercised both ways at k = 2)."""
     sc = load_scenario("fault-shift").with_overrides({"workload": {"num_requests": 250}})
     pol = make_policy("pending-switch", sc, 0, k=2)
-    sim = Simulator(sc, seed=0)
+    sim = Simulator(sc, seed=3)  # outages from 2.5 s on
     nat = core().BasePolicy(sim._core, native_spec(pol))
     ctx = sim.next_decision()
     seen = set()

@@ -30,6 +30,8 @@ from kairos_gym.progress import or_silent
 from kairos_gym.two_phase import allocation, ratio_estimate, sum_estimate
 
 POLICIES = [*BASE_LABELS, "kairos"]
+TINY_BASES = [lb for lb in BASE_LABELS if lb != "pending-switch"]
+"""The tiny task's bases: it rolls out no family base (pending-switch is fault-shift's)."""
 
 
 def _tiny():
@@ -37,6 +39,24 @@ def _tiny():
     t = select_tasks("bursty/strict")[0]
     return dataclasses.replace(t, name="tiny", family="tiny", test=seeds(*range(10)),
                                overrides={**t.overrides, "workload": {"num_requests": 40}})
+
+
+def test_a_familys_own_oracle_base_is_in_m_and_the_oracles_bases():
+    """A task with ``oracle_bases`` (fault-shift's pending-switch): its Oracle rolls it out and M includes its
+    phase-1 column; on the realistic track its exact-track column runs too."""
+    fs = select_tasks("fault-shift")[0]
+    task = dataclasses.replace(fs, name="tiny-fs", family="tiny-fs", test=seeds(3, 5, 8, 9, 10, 11),
+                               overrides={"workload": {"num_requests": 60}})
+    assert task.oracle_bases == ("pending-switch",)
+    for track in ("exact", "realistic"):
+        res = run_oracle_precision(POLICIES, suite=[task], half_width=0.2, pilot=3, max_instances=6, max_oracle=4,
+                                   rounds=2, track=track)
+        v = res["tasks"]["tiny-fs"]
+        assert v["bases"][:6] == TINY_BASES[:5] + ["pending-switch"]  # best-static after it, unless a default rule
+        col = "pending-switch" if track == "exact" else "pending-switch" + op.EXACT_SUFFIX
+        assert col in v["base_columns"]
+        m = np.max([v["scores"][c] for c in v["base_columns"]], axis=0)
+        assert all(o >= mm for o, mm in zip(v["scores"]["oracle"], m, strict=False))
 
 
 def test_small_run_end_to_end():
@@ -283,9 +303,10 @@ def test_realistic_track_runs_the_policies_there_and_the_oracles_bases_on_the_ex
 
     for lb in POLICIES:  # kairos-exact is pinned to the exact track
         assert v["scores"][lb] == scores(exact if lb == "kairos-exact" else real, lb), lb
-    cols = ["kairos-exact" if lb == "kairos-exact" else lb + op.EXACT_SUFFIX for lb in BASE_LABELS]
-    assert v["base_columns"] == cols and v["bases"] == list(BASE_LABELS)
-    for lb, col in zip(BASE_LABELS, cols, strict=True):
+    cols = ["kairos-exact" if lb == "kairos-exact" else lb + op.EXACT_SUFFIX for lb in TINY_BASES]
+    assert v["base_columns"] == cols and v["bases"] == TINY_BASES
+    assert "pending-switch" + op.EXACT_SUFFIX not in v["scores"]  # no task of this run rolls it out
+    for lb, col in zip(TINY_BASES, cols, strict=True):
         assert v["scores"][col] == scores(exact, lb), col
     # the track is real: some base scores differently with stale state and noisy predictions
     assert any(v["scores"][lb] != v["scores"][lb + op.EXACT_SUFFIX] for lb in ("always-deflect-ls", "sq-ls", "sl-ls"))
