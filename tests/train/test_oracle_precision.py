@@ -52,7 +52,7 @@ def test_a_familys_own_oracle_base_is_in_m_and_the_oracles_bases():
         res = run_oracle_precision(POLICIES, suite=[task], half_width=0.2, pilot=3, max_instances=6, max_oracle=4,
                                    rounds=2, track=track)
         v = res["tasks"]["tiny-fs"]
-        assert v["bases"][:6] == TINY_BASES[:5] + ["pending-switch"]  # best-static after it, unless a default rule
+        assert v["bases"][:6] == [*TINY_BASES[:5], "pending-switch"]  # then best-static, unless a default rule
         col = "pending-switch" if track == "exact" else "pending-switch" + op.EXACT_SUFFIX
         assert col in v["base_columns"]
         m = np.max([v["scores"][c] for c in v["base_columns"]], axis=0)
