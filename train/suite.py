@@ -229,5 +229,5 @@ def parse_tracks(spec: str, where: str = "leaderboard") -> tuple[str, ...]:
     return (spec,)
 
 
-__all__ = ["FAMILIES", "FAMILY_ORACLE_BASES", "INSTANCE_REQUESTS", "N_TEST", "SUITE", "TIERS", "TIER_NAMES", "TRACKS", "Instance", "Task",
-           "on_track", "parse_tracks", "seeds", "select_tasks", "tier_slos", "unloaded", "windows"]
+__all__ = ["FAMILIES", "FAMILY_ORACLE_BASES", "INSTANCE_REQUESTS", "N_TEST", "SUITE", "TIERS", "TIER_NAMES", "TRACKS",
+           "Instance", "Task", "on_track", "parse_tracks", "seeds", "select_tasks", "tier_slos", "unloaded", "windows"]
