@@ -2,7 +2,8 @@
 
 Every episode of :class:`DomainEnv` draws, with the env's own generator,
 
-- a **task family** of the suite (:data:`kairos_gym.train.suite.FAMILIES`), uniformly;
+- a **task family** of the suite (:data:`kairos_gym.train.suite.FAMILIES`; by default every family without
+  faults, :func:`default_families`), uniformly;
 - an **SLO tier** (``strict``, ``default``, ``relaxed``; the suite's SLOs of that family and tier,
   :meth:`kairos_gym.train.suite.Task.base`), uniformly;
 - an **information track** (``exact``, ``realistic``; :func:`kairos_gym.train.suite.on_track`), uniformly;
@@ -78,6 +79,17 @@ def family_names() -> tuple[str, ...]:
     return tuple(f[0] for f in FAMILIES)
 
 
+def default_families() -> tuple[str, ...]:
+    """The families a domain draws from when ``families`` is not given: every family of the suite whose scenario
+    has no ``faults:`` section. A fault family's observation carries the availability group (P + D + 1 more
+    features: docs/reliability.md), so it cannot share a domain with the others; name it alone (or with other
+    fault families of its layout) in ``families``."""
+    from kairos_gym.config import load_scenario
+    from kairos_gym.train.suite import FAMILIES
+
+    return tuple(f[0] for f in FAMILIES if not load_scenario(f[1]).faults.enabled)
+
+
 def _choice(where: str, field: str, value: Any, allowed: Sequence[str]) -> tuple[str, ...]:
     """``value`` (None: every allowed name) as a tuple of distinct allowed names, in the given order."""
     if value is None:
@@ -124,7 +136,8 @@ class DomainSpec:
 
         if not isinstance(largest_safe, bool):
             raise ConfigError(where, "largest_safe_action", largest_safe, "true or false")
-        return cls(_choice(where, "families", families, family_names()), _choice(where, "tiers", tiers, TIER_NAMES),
+        fams = default_families() if families is None else _choice(where, "families", families, family_names())
+        return cls(fams, _choice(where, "tiers", tiers, TIER_NAMES),
                    _choice(where, "tracks", tracks, TRACKS), _load_range(where, load), largest_safe)
 
 

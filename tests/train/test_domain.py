@@ -288,3 +288,17 @@ def test_the_domain_env_trains_on_dummy_and_refuses_the_native_vector_env():
     with pytest.raises(ConfigError) as e:
         parse_config({DOMAIN_ENV_ID: {**body, "vec_backend": "native"}})
     assert e.value.field == "vec_backend"
+
+
+def test_the_default_domain_leaves_the_fault_families_out_and_they_train_alone():
+    """fault-shift's observation has the availability group (62 features, not 57): the default domain is every family
+    without faults; fault-shift alone is a domain of its own; mixed with another layout it is one ConfigError."""
+    assert D.default_families() == tuple(f for f in D.family_names() if f != "fault-shift")
+    assert "fault-shift" in D.family_names()
+    assert D.DomainSpec.parse().families == D.default_families()
+    env = D.DomainEnv(families=["fault-shift"])
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (62,)
+    with pytest.raises(ConfigError) as e:
+        D.DomainEnv(families=["bursty", "fault-shift"])
+    assert e.value.field == "families" and "62" in str(e.value)
