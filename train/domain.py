@@ -84,8 +84,9 @@ def default_families() -> tuple[str, ...]:
     has no ``faults:`` section. A fault family's observation carries the availability group (P + D + 1 more
     features: docs/reliability.md), so it cannot share a domain with the others; name it alone (or with other
     fault families of its layout) in ``families``."""
-    from kairos_gym.config import load_scenario
     from kairos_gym.train.suite import FAMILIES
+
+    from kairos_gym.config import load_scenario
 
     return tuple(f[0] for f in FAMILIES if not load_scenario(f[1]).faults.enabled)
 
