@@ -23,10 +23,10 @@ Per tier it prints:
    (:class:`FaultSwitch`), a reference that switches by construction: it deflects (LargestSafe chunks,
    least-loaded node) every request that arrives while a fault is active and none otherwise. It knows the fault
    schedule, which no policy sees (the context shows node availability, not a link's state: docs/reliability.md,
-   "Faults"), and nothing else: a switching rule, not an upper bound. And ``pending-switch`` (:class:`PendingSwitch`),
-   a rule that reads only the decision context: it deflects while the decode nodes' ``pending_admissions`` (KV
-   arrived or arriving, not yet in a batch: stalled transfers count) sum to at least ``k``, ``k`` tuned on the
-   train seeds from :data:`PENDING_GRID` (:func:`tune_pending`).
+   "Faults"), and nothing else: a switching rule, not an upper bound. And ``pending-switch``
+   (:class:`PendingSwitch`: the registered policy), a rule that reads only the decision context: it deflects while
+   the decode nodes' ``pending_admissions`` (KV arrived or arriving, not yet in a batch: stalled transfers count)
+   sum to at least ``k``, ``k`` tuned on the train seeds from :data:`PENDING_GRID` (:func:`tune_pending`).
 3. **Paired differences** over the test seeds (95% Student-t, :func:`kairos_gym.stats.mean_ci`): fault-switch -
    best-static, pending-switch - best-static and kairos - best-static, with wins / ties / losses.
 4. With ``--grid``: every rule of the static grid in the episode, and fault-switch and pending-switch minus the
@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kairos_gym.agents import baselines
 from kairos_gym.agents.base import least_loaded_deflectable
 from kairos_gym.agents.runner import simulate
 from kairos_gym.train.entries import STATIC_GRID, rule_label, tune_static
@@ -80,8 +81,6 @@ FAULT_STARTS = ("prefill_down", "decode_down", "prefill_slow", "decode_slow", "l
 """The fault kinds that take a node or link out of its normal state (the others end such a state)."""
 PENDING_GRID = (1, 2, 4, 8, 16)
 """The thresholds (requests) :func:`tune_pending` chooses :class:`PendingSwitch`'s ``k`` from."""
-MAX_PENDING = 1_000_000
-"""Largest :class:`PendingSwitch` threshold (requests)."""
 
 
 def check_faults(sc: ScenarioConfig, where: str = "fault_switch_check") -> None:
@@ -149,25 +148,12 @@ class FaultSwitch:
         return Decision.prefill_path()
 
 
-class PendingSwitch:
-    """A switch that reads only the decision context: deflect an arrival (LargestSafe chunks, least-loaded decode
-    node that can take one; the prefill path when none can) when the decode nodes' ``pending_admissions`` sum to at
-    least ``k`` requests (KV arrived or arriving, not yet in a batch: transfers stalled on a cut link count), the
-    prefill path otherwise. Other decision kinds get the prefill path."""
-
-    name = "pending-switch"
+class PendingSwitch(baselines.PendingSwitch):
+    """The registered ``pending-switch`` (:class:`kairos_gym.agents.baselines.PendingSwitch`, LargestSafe chunks)
+    with threshold ``k``: deflect while the decode nodes' ``pending_admissions`` sum to at least ``k`` requests."""
 
     def __init__(self, k: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_PENDING:
-            raise ConfigError("pending-switch", "k", k, f"a whole number from 1 to {MAX_PENDING}")
-        self.k = k
-
-    def decide(self, ctx: DecisionContext) -> Decision:
-        if ctx.kind == ARRIVAL and sum(d.pending_admissions for d in ctx.decode) >= self.k:
-            d = least_loaded_deflectable(ctx)
-            if d is not None:
-                return Decision.deflect(d, LARGEST_SAFE)
-        return Decision.prefill_path()
+        super().__init__(k=k)
 
 
 def tune_pending(sc: ScenarioConfig, train: list[int]) -> int:
