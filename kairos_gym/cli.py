@@ -383,6 +383,9 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
                    help=f"stage-1 instances per (task, policy, track), {MIN_PILOT}..{MAX_PILOT} (default {PILOT})")
     p.add_argument("--max-instances", default=str(DEFAULT_MAX_INSTANCES), metavar="N",
                    help=f"cap on a cell's instances, --pilot + 1..{MAX_INSTANCES} (default {DEFAULT_MAX_INSTANCES})")
+    p.add_argument("--resume", metavar="PATH", help="an earlier run's --json file: its per-instance scores are used "
+                   "instead of re-running (each reused cell's instance 0 is re-run and must be equal; new tasks, "
+                   "policies or instances run), so the result is a fresh run's")
     p.add_argument("--out", default="PRECISION.md", help="markdown file to write (default PRECISION.md)")
     p.add_argument("--json", metavar="PATH", help="also write every cell (per-instance scores included) as JSON")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
@@ -407,6 +410,7 @@ def _cmd_precision(args: argparse.Namespace) -> int:
         precision_md,
         run_precision,
     )
+    from kairos_gym.train.precision_resume import load_precision_resume
     from kairos_gym.train.suite import parse_tracks, select_tasks
 
     w = WHERE
@@ -421,10 +425,11 @@ def _cmd_precision(args: argparse.Namespace) -> int:
     check_policy_names(policies, [])
     externals = [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     check_policy_names(policies, externals)
+    resume = None if args.resume is None else load_precision_resume(args.resume, w, MAX_INSTANCES)
     command = _command_line(args, "precision")
     with backend_from_args(w, args) as backend, _progress(args, "precision") as bar:
         res = run_precision(policies, externals, suite=suite, tracks=tracks, half_width=half, pilot=pilot,
-                            max_instances=cap, progress=bar, command=command, backend=backend)
+                            max_instances=cap, progress=bar, command=command, backend=backend, resume=resume)
     _write_text(args.out, precision_md(res))
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s, {res['runs']:,} runs)")
     _write_json(args.json, res)

@@ -67,6 +67,7 @@ from kairos_gym.train.entries import (
 from kairos_gym.train.entries import DEFAULT_POLICIES as LEADERBOARD_POLICIES
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 from kairos_gym.train.evaluate import check_policies
+from kairos_gym.train.precision_resume import same_rule
 from kairos_gym.train.provenance import provenance
 from kairos_gym.train.scoring import COMPARISON, METRIC, REFERENCE, run_scores
 from kairos_gym.train.suite import N_TEST, SUITE, TRACKS, Instance, Task, on_track
@@ -251,12 +252,14 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
                   suite: Sequence[Task] | None = None, tracks: Sequence[str] = TRACKS,
                   half_width: float = HALF_WIDTH, pilot: int = PILOT, max_instances: int = DEFAULT_MAX_INSTANCES,
                   progress: RunProgress | None = None, command: str = "kairos-gym precision",
-                  backend: Backend | None = None) -> dict[str, Any]:
+                  backend: Backend | None = None, resume: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Stein's two-stage procedure for every (task, policy, track) cell (module docstring); the JSON-ready
     result (:func:`precision_md` writes it). Everything is checked before the first run: the settings, the
     names, every policy built for every task and track, every instance's scenario and (trace) request count,
     external policies probed. ``backend`` runs the registry policies' runs (default: serially, here; external
-    ones always run here)."""
+    ones always run here). ``resume`` (:func:`~kairos_gym.train.precision_resume.load_precision_resume`): an
+    earlier run's scores, used instead of re-running an instance (instance 0 of each reused cell is re-run and
+    must be equal; the result is a fresh run's)."""
     t0 = time.perf_counter()
     check_settings(half_width, pilot, max_instances)
     policies = list(policies)
@@ -306,35 +309,59 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
             runs.append((tr, t, e))
         of_cell.append(index[key])
 
-    def jobs(lo: Mapping[int, int], hi: Mapping[int, int]) -> list[Any]:
-        return [scored_task(entry_task(e, t, inst.scenario(bases[(tr, t.name)]), inst.seed,
-                                       f"{tr} {t.name} {e.label} {inst.label}"))
-                for k, (tr, t, e) in enumerate(runs) for inst in instances[t.name][lo[k]:hi[k]]]
-
     def check_complete(k: int) -> None:
         if any(math.isnan(v) for v in scores[k]):
             tr, t, e = runs[k]
             raise ConfigError(WHERE, e.label, f"{tr} {t.name}", f"runs that complete requests (a {METRIC} on "
                               "every instance)")
 
+    known: dict[int, list[float]] = {}  # run k -> the resumed file's scores of that cell
+    for k, (tr, t, e) in enumerate(runs):
+        xs = (resume or {}).get("cells", {}).get((ran_on(e, tr), t.name, e.label))
+        if xs and (e.label != BEST_STATIC or same_rule(resume["best_static"].get((tr, t.name)),
+                                                       best[(tr, t.name)]["chosen"])):
+            known[k] = xs
+    n_runs = 0
+    n_resumed = 0
+
+    def run_range(lo: Mapping[int, int], hi: Mapping[int, int]) -> dict[int, list[float]]:
+        """Instances lo[k] .. hi[k]-1 of every run k: the file's scores where it has them (instance 0 always run
+        and compared), the others run now."""
+        nonlocal n_runs, n_resumed
+        todo = [(k, i) for k in range(len(runs)) for i in range(lo[k], hi[k]) if i == 0 or i >= len(known.get(k, ()))]
+        tasks = [scored_task(entry_task(e, t, inst.scenario(bases[(tr, t.name)]), inst.seed,
+                                        f"{tr} {t.name} {e.label} {inst.label}"))
+                 for k, i in todo for tr, t, e in (runs[k],) for inst in (instances[t.name][i],)]
+        n_runs += len(tasks)
+        bar.start(len(tasks))
+        got = dict(zip(todo, run.map(tasks, bar), strict=True))  # one float per run (scored_task)
+        del tasks
+        out: dict[int, list[float]] = {}
+        for k in range(len(runs)):
+            xs = []
+            for i in range(lo[k], hi[k]):
+                v = got.get((k, i))
+                if v is None:
+                    v = known[k][i]
+                    n_resumed += 1
+                elif i == 0 and k in known and repr(v) != repr(known[k][0]):
+                    tr, t, e = runs[k]
+                    raise ConfigError(WHERE, "--resume", f"{resume['path']}: {tr} {t.name} {e.label}, instance 0: "
+                                      f"{known[k][0]!r}, a fresh run {v!r}", "a file of this code version (its "
+                                      "scores reproduce)")
+                xs.append(v)
+            out[k] = xs
+        return out
+
     zero = dict.fromkeys(range(len(runs)), 0)
     stage1 = dict.fromkeys(range(len(runs)), pilot)
-    first = jobs(zero, stage1)
-    n_runs = len(first)
-    bar.start(n_runs)
-    out = iter(run.map(first, bar))  # one float per run (scored_task): no run summary is kept
-    del first
-    scores: dict[int, list[float]] = {k: [next(out) for _ in range(pilot)] for k in range(len(runs))}
+    scores: dict[int, list[float]] = run_range(zero, stage1)
     for k in range(len(runs)):
         check_complete(k)
     sizes = {k: stein_n(scores[k], half_width, max_instances) for k in range(len(runs))}
-    second = jobs(stage1, {k: n for k, (n, _) in sizes.items()})
-    n_runs += len(second)
-    bar.start(len(second))
-    out = iter(run.map(second, bar))
-    del second
+    rest = run_range(stage1, {k: n for k, (n, _) in sizes.items()})
     for k in range(len(runs)):
-        scores[k] += [next(out) for _ in range(sizes[k][0] - pilot)]
+        scores[k] += rest[k]
         check_complete(k)
     result: dict[str, Any] = {tr: {} for tr in tracks}
     for k, (tr, t, e) in enumerate(cells):
@@ -362,7 +389,8 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
                   for t in suite],
         "best_static": {f"{tr} {name}": b["chosen"] for (tr, name), b in best.items()},
         "cells": result, "paired": pairs, "comparison": COMPARISON if pairs else None,
-        "runs": n_runs, "elapsed_s": time.perf_counter() - t0,
+        "runs": n_runs, "resumed": n_resumed, "resumed_from": (resume or {}).get("path"),
+        "elapsed_s": time.perf_counter() - t0,
     }
 
 
@@ -410,7 +438,9 @@ def precision_md(res: Mapping[str, Any]) -> str:
         f"Command: `{res['command']}`  ",
         f"Code: kairos-gym {res['version']}, {where}  ",
         f"Run: {res['date']}, wall time {res['elapsed_s']:.0f} s, {res['runs']:,} runs (Python {res['python']}, "
-        f"numpy {res['numpy']})",
+        f"numpy {res['numpy']})" + (f"; {res['resumed']:,} scores from `{res['resumed_from']}` (--resume: each "
+                                    "reused cell's instance 0 re-run and equal, the result of a fresh run)"
+                                    if res.get("resumed_from") else ""),
         "",
         f"Protocol (docs/benchmark.md, \"Precision of the per-task means\"; `train/precision.py`): target half-width "
         f"d = {d:g} of the 95% interval of a policy's mean SLO attainment per task (an interval of width "

@@ -295,3 +295,91 @@ def test_a_process_pool_gives_the_serial_result():
     with ProcessBackend(2, 0) as pool:
         pooled = run_precision(["no-deflect", "kairos", "best-static"], backend=pool, **kw)
     assert pooled["cells"] == serial["cells"] and pooled["best_static"] == serial["best_static"]
+
+
+# ---------------------------------------------------------------------------------------------- --resume
+def _resume_kw(**kw):
+    base = {"suite": select_tasks("bursty/strict"), "tracks": ("exact", "realistic"), "half_width": 0.05, "pilot": 3,
+            "max_instances": 7}
+    return {**base, **kw}
+
+
+def _write(tmp_path, res, name="prev.json"):
+    import json
+
+    path = tmp_path / name
+    path.write_text(json.dumps(res))
+    return path
+
+
+def test_resume_gives_a_fresh_runs_result_and_runs_only_what_the_file_lacks(tmp_path):
+    """A file of a smaller run (fewer policies, one task, a looser target): the resumed run equals a fresh run of
+    the larger one; it runs instance 0 of every reused cell, the cells the file lacks and the instances past the
+    file's, and reuses the rest."""
+    from kairos_gym.train.precision_resume import load_precision_resume
+
+    policies = ["no-deflect", "kairos", "kairos-exact", "best-static"]
+    small = run_precision(["no-deflect", "kairos", "kairos-exact"], **_resume_kw(half_width=0.08))
+    suite = select_tasks("bursty/strict,decode-bound/strict")
+    fresh = run_precision(policies, **_resume_kw(suite=suite))
+    rec = RecordingBackend()
+    resume = load_precision_resume(_write(tmp_path, small), "precision", MAX_INSTANCES)
+    resumed = run_precision(policies, **_resume_kw(suite=suite), backend=rec, resume=resume)
+    assert resumed["cells"] == fresh["cells"] and resumed["paired"] == fresh["paired"]
+    assert resumed["best_static"] == fresh["best_static"]
+    old = small["cells"]
+    reused = sum(min(len(old[tr]["bursty/strict"][lb]["scores"]), fresh["cells"][tr]["bursty/strict"][lb]["n"]) - 1
+                 for tr in ("exact", "realistic") for lb in ("no-deflect", "kairos")) \
+        + min(len(old["exact"]["bursty/strict"]["kairos-exact"]["scores"]),
+              fresh["cells"]["exact"]["bursty/strict"]["kairos-exact"]["n"]) - 1  # pinned: one set of runs
+    assert resumed["resumed"] == reused > 0
+    assert resumed["runs"] == fresh["runs"] - reused == len([lb for lb in rec.labels if not lb.startswith("tune ")])
+    assert resumed["resumed_from"] == str(tmp_path / "prev.json")
+    assert "scores from" in precision_md(resumed) and "scores from" not in precision_md(fresh)
+    # instance 0 of a reused cell ran again; instance 1 of it did not
+    inst = precision_instances(suite[0], 7)
+    assert f"exact bursty/strict kairos {inst[0].label}" in rec.labels
+    assert f"exact bursty/strict kairos {inst[1].label}" not in rec.labels
+
+
+def test_resume_reuses_best_static_only_with_the_same_rule(tmp_path):
+    from kairos_gym.train.precision_resume import load_precision_resume
+
+    kw = _resume_kw(tracks=("exact",))
+    prev = run_precision(["no-deflect", "kairos", "best-static"], **kw)
+    chosen = prev["best_static"]["exact bursty/strict"]
+    other = {"policy": "sl", "params": {"length_threshold": 8192, "chunk": 512}}
+    assert other != chosen
+    prev["best_static"]["exact bursty/strict"] = other
+    rec = RecordingBackend()
+    resume = load_precision_resume(_write(tmp_path, prev), "precision", MAX_INSTANCES)
+    again = run_precision(["no-deflect", "kairos", "best-static"], **kw, backend=rec, resume=resume)
+    assert again["cells"] == run_precision(["no-deflect", "kairos", "best-static"], **kw)["cells"]
+    n = again["cells"]["exact"]["bursty/strict"]["best-static"]["n"]
+    assert sum("best-static" in lb for lb in rec.labels) == n  # every instance of it ran
+    assert again["resumed"] == sum(c["n"] - 1 for lb, c in again["cells"]["exact"]["bursty/strict"].items()
+                                   if lb != "best-static")
+
+
+def test_a_resume_file_that_does_not_reproduce_or_is_malformed_is_one_config_error(tmp_path):
+    from kairos_gym.train.precision_resume import load_precision_resume
+
+    kw = _resume_kw(tracks=("exact",))
+    prev = run_precision(["no-deflect", "kairos"], **kw)
+    xs = prev["cells"]["exact"]["bursty/strict"]["kairos"]["scores"]
+    xs[0] = xs[0] - 0.002 if xs[0] >= 0.002 else xs[0] + 0.002  # another code version (or an edit)
+    resume = load_precision_resume(_write(tmp_path, prev), "precision", MAX_INSTANCES)
+    with pytest.raises(ConfigError) as e:
+        run_precision(["no-deflect", "kairos"], **kw, resume=resume)
+    assert e.value.field == "--resume" and "instance 0" in str(e.value)
+    for bad in ("{nope", "[]", '{"cells": {"exact": {"t": {"p": {"scores": [1.5]}}}}, "best_static": {}}',
+                '{"cells": {}, "best_static": {"nospace": {}}}'):
+        (tmp_path / "bad.json").write_text(bad)
+        with pytest.raises(ConfigError) as e:
+            load_precision_resume(tmp_path / "bad.json", "precision", MAX_INSTANCES)
+        assert e.value.field == "--resume"
+    with pytest.raises(ConfigError):
+        load_precision_resume(tmp_path / "absent.json", "precision", MAX_INSTANCES)
+    from kairos_gym.cli import main
+
+    assert main(["precision", "--resume", str(tmp_path / "absent.json"), "--tasks", "bursty/strict"]) == 2
