@@ -32,6 +32,14 @@ DEFAULT_CHUNK = 512
 adding at most ~30 ms to a decode step."""
 
 
+def deflect_least_loaded(name: str, chunk: int, ctx: DecisionContext) -> Decision:
+    """The static rules' deflection: ``chunk`` (tokens, or LARGEST_SAFE; checked against the scenario's menu) to
+    the least-loaded decode node that can take a deflection, the prefill path (JSQ) when none can."""
+    check_chunk_in_menu(f"policy {name}", chunk, ctx)
+    d = least_loaded_deflectable(ctx)
+    return Decision.prefill_path() if d is None else Decision.deflect(d, chunk)
+
+
 class NoDeflect(BasePolicy):
     """Plain disaggregation: every prefill on a prefill node chosen by join-shortest-queue."""
 
@@ -56,9 +64,7 @@ class AlwaysDeflect(BasePolicy):
         self.chunk = check_chunk(f"policy {self.name}", chunk, scenario_or_none(scenario))
 
     def _decide(self, ctx: DecisionContext) -> Decision:
-        check_chunk_in_menu(f"policy {self.name}", self.chunk, ctx)
-        d = least_loaded_deflectable(ctx)
-        return Decision.prefill_path() if d is None else Decision.deflect(d, self.chunk)
+        return deflect_least_loaded(self.name, self.chunk, ctx)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "chunk": self.chunk}
@@ -128,10 +134,7 @@ class SQ(BasePolicy):
 
     def _decide(self, ctx: DecisionContext) -> Decision:
         if self.queue(ctx) > self.queue_threshold:
-            check_chunk_in_menu(f"policy {self.name}", self.chunk, ctx)
-            d = least_loaded_deflectable(ctx)
-            if d is not None:
-                return Decision.deflect(d, self.chunk)
+            return deflect_least_loaded(self.name, self.chunk, ctx)
         return Decision.prefill_path()
 
     def describe(self) -> dict[str, Any]:
@@ -154,10 +157,7 @@ class SL(BasePolicy):
 
     def _decide(self, ctx: DecisionContext) -> Decision:
         if ctx.request.prompt_tokens + ctx.emitted_tokens < self.length_threshold:  # + gen at a re-entry
-            check_chunk_in_menu(f"policy {self.name}", self.chunk, ctx)
-            d = least_loaded_deflectable(ctx)
-            if d is not None:
-                return Decision.deflect(d, self.chunk)
+            return deflect_least_loaded(self.name, self.chunk, ctx)
         return Decision.prefill_path()
 
     def describe(self) -> dict[str, Any]:
@@ -194,10 +194,7 @@ class PendingSwitch(BasePolicy):
 
     def _decide(self, ctx: DecisionContext) -> Decision:
         if self.pending(ctx) >= self.k:
-            check_chunk_in_menu(f"policy {self.name}", self.chunk, ctx)
-            d = least_loaded_deflectable(ctx)
-            if d is not None:
-                return Decision.deflect(d, self.chunk)
+            return deflect_least_loaded(self.name, self.chunk, ctx)
         return Decision.prefill_path()
 
     def describe(self) -> dict[str, Any]:

@@ -83,6 +83,7 @@ from kairos_gym.train.suite import SUITE, TRACKS, Task, on_track
 from kairos_gym.backends import Backend, SerialBackend
 from kairos_gym.backends.runs import RunSpec, run_task
 from kairos_gym.errors import ConfigError
+from kairos_gym.json_file import read_json_file
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.stats import mean_ci, nan_to_none, t_quantile_975
 from kairos_gym.two_phase import Estimate, allocation, ratio_estimate, sum_estimate
@@ -167,18 +168,9 @@ def load_resume(path: Path | str) -> dict[str, Any]:
     every file before ``--track`` was): a ConfigError for a file that is too large, not JSON or not of that shape.
     Only data is read; :func:`run_oracle_precision` re-runs each task's first instance of every entry and
     refuses the file unless they reproduce."""
-    import json
-
     p = Path(path)
     where = "--resume"
-    if not p.is_file():
-        raise ConfigError(WHERE, where, str(p), "an existing file written by oracle-precision --json")
-    if p.stat().st_size > MAX_RESUME_BYTES:
-        raise ConfigError(WHERE, where, str(p), f"at most {MAX_RESUME_BYTES} bytes")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(WHERE, where, str(p), f"a JSON file written by oracle-precision --json ({e})") from None
+    data = read_json_file(WHERE, where, p, MAX_RESUME_BYTES, "file written by oracle-precision --json")
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, dict):
         raise ConfigError(WHERE, where, str(p), "a JSON object with a \"tasks\" object (oracle-precision --json)")

@@ -17,13 +17,13 @@ stage 1 sees the same scores, so Stein's sizes are the same. Only data is read (
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.json_file import read_json_file
 
 MAX_RESUME_BYTES = 256 << 20
 """Largest ``--resume`` file read (bytes)."""
@@ -35,14 +35,7 @@ def load_precision_resume(path: Path | str, where: str, max_instances: int) -> d
     that shape (scores: lists of at most ``max_instances`` SLO attainments in [0, 1])."""
     p = Path(path)
     flag = "--resume"
-    if not p.is_file():
-        raise ConfigError(where, flag, str(p), "an existing file written by kairos-gym precision --json")
-    if p.stat().st_size > MAX_RESUME_BYTES:
-        raise ConfigError(where, flag, str(p), f"at most {MAX_RESUME_BYTES} bytes")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(where, flag, str(p), f"a JSON file written by kairos-gym precision --json ({e})") from None
+    data = read_json_file(where, flag, p, MAX_RESUME_BYTES, "file written by kairos-gym precision --json")
     shape = ("a JSON object with \"cells\" {track: {task: {policy: {\"scores\": [...], \"ran_on\": track}}}} and "
              "\"best_static\", as kairos-gym precision --json writes them")
     cells = data.get("cells") if isinstance(data, dict) else None

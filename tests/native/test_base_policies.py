@@ -44,22 +44,28 @@ def digest(sim: Any) -> str:
     return h.hexdigest()
 
 
+def _python_equals_native(pol: Any, sc: Any, seed: int, what: Any) -> Simulator:
+    """Run ``pol`` in Python and its native twin on ``sc`` at ``seed``: the same decisions and byte-identical
+    per-request results (else an assertion naming ``what``); the Python run's simulator."""
+    py = Simulator(sc, seed=seed)
+    pol.reset()
+    py.run(pol)
+    nat = Simulator(sc, seed=seed)
+    n = core().BasePolicy(nat._core, native_spec(pol)).run(nat._core)
+    nat._read_columns()
+    assert n == nat.n_decisions == py.n_decisions, what
+    assert digest(nat) == digest(py), what
+    assert nat.summary()["slo_attainment"] == py.summary()["slo_attainment"], what
+    return py
+
+
 @pytest.mark.parametrize("key", list(SCENARIOS))
 @pytest.mark.parametrize("seed", [0, 3])
 def test_native_base_policy_runs_are_bit_identical_to_the_python_policy(key: str, seed: int) -> None:
     sc = scenario(key)
     deflected = 0
     for name, params in POLICIES:
-        pol = make_policy(name, sc, seed, **params)
-        py = Simulator(sc, seed=seed)
-        pol.reset()
-        py.run(pol)
-        nat = Simulator(sc, seed=seed)
-        n = core().BasePolicy(nat._core, native_spec(pol)).run(nat._core)
-        nat._read_columns()
-        assert n == nat.n_decisions == py.n_decisions
-        assert digest(nat) == digest(py), (key, seed, name, params)
-        assert nat.summary()["slo_attainment"] == py.summary()["slo_attainment"]
+        py = _python_equals_native(make_policy(name, sc, seed, **params), sc, seed, (key, name, params))
         deflected += int((np.asarray(py.path) == 1).sum())
     assert deflected > 0  # the rules did deflect: the comparison covers the deflection path
 
@@ -85,15 +91,7 @@ def test_native_pending_switch_runs_are_bit_identical_to_the_python_policy(key: 
     sc = load_scenario(base).with_overrides(over)
     kinds: set[int] = set()
     for params in settings:
-        pol = make_policy("pending-switch", sc, seed, **params)
-        py = Simulator(sc, seed=seed)
-        pol.reset()
-        py.run(pol)
-        nat = Simulator(sc, seed=seed)
-        n = core().BasePolicy(nat._core, native_spec(pol)).run(nat._core)
-        nat._read_columns()
-        assert n == nat.n_decisions == py.n_decisions
-        assert digest(nat) == digest(py), (key, seed, params)
+        py = _python_equals_native(make_policy("pending-switch", sc, seed, **params), sc, seed, (key, params))
         log = py.decision_log()
         assert {0, 1} <= set(log[:, 1].tolist()), params  # it switched: prefill-path and deflected arrivals
         kinds |= set(log[:, 1].tolist())
