@@ -192,23 +192,35 @@ train instances of ``best-static``."""
 
 
 def select_tasks(spec: str, suite: Sequence[Task] | None = None, where: str = "leaderboard") -> tuple[Task, ...]:
-    """The tasks of a comma-separated ``--tasks`` list: task names (``bursty/strict``), family names (every
-    tier of the family) or tier names (every family at that tier); in suite order, each once. ``suite``:
-    :data:`SUITE` when None; ``where``: the command errors name."""
+    """The tasks of a comma-separated ``--tasks`` list: task names (``bursty/strict``; ``<family>/default`` is a
+    family's default tier alone, whose task name is the family's), family names (every tier of the family) or
+    tier names (every family at that tier); in suite order, each once. ``suite``: :data:`SUITE` when None;
+    ``where``: the command errors name."""
     w = where
     suite = SUITE if suite is None else tuple(suite)
     names = [p.strip() for p in spec.split(",")]
     fams = {t.family for t in suite}
     known = [t.name for t in suite]
+    alias = {f"{t.family}/default": t.name for t in suite if t.family and t.tier == "default"}
     if not spec.strip() or any(not n for n in names):
         raise ConfigError(w, "--tasks", spec, "a comma-separated list of task, family or tier names")
+    picked: set[str] = set()
     for n in names:
-        if n not in known and n not in fams and n not in TIER_NAMES:
-            raise ConfigError(w, "--tasks", n, "task names (" + ", ".join(known) + "), family names ("
-                              + ", ".join(sorted(fams)) + ") or tier names (" + ", ".join(TIER_NAMES) + ")")
+        if n in alias:
+            picked.add(alias[n])
+        elif n in fams:
+            picked |= {t.name for t in suite if t.family == n}
+        elif n in known:
+            picked.add(n)
+        elif n in TIER_NAMES:
+            picked |= {t.name for t in suite if t.tier == n}
+        else:
+            raise ConfigError(w, "--tasks", n, "task names (" + ", ".join(known) + "; <family>/default: a family's "
+                              "default tier alone), family names (" + ", ".join(sorted(fams)) + ") or tier names ("
+                              + ", ".join(TIER_NAMES) + ")")
     if len(set(names)) != len(names):
         raise ConfigError(w, "--tasks", spec, "each name once")
-    return tuple(t for t in suite if t.name in names or t.family in names or t.tier in names)
+    return tuple(t for t in suite if t.name in picked)
 
 
 # ---------------------------------------------------------------------------------------------- tracks

@@ -286,6 +286,13 @@ def test_select_tasks_by_task_family_and_tier():
     assert {t.name for t in picked} == {t.name for t in SUITE if t.family == "decode-bound" or t.tier == "strict"}
     assert [t.name for t in picked] == [t.name for t in SUITE if t in picked]  # suite order
     assert len(picked) == 3 + len({t.family for t in SUITE}) - 1
+    # a family's default tier alone: <family>/default (the bare name is the whole family)
+    assert suite_mod.select_tasks("fault-shift/default") == (by["fault-shift"],)
+    assert [t.name for t in suite_mod.select_tasks("fault-shift")] == ["fault-shift/strict", "fault-shift",
+                                                                       "fault-shift/relaxed"]
+    assert suite_mod.select_tasks("bursty/default,bursty/strict") == (by["bursty/strict"], by["bursty"])
+    with pytest.raises(suite_mod.ConfigError, match="default tier alone"):
+        suite_mod.select_tasks("nope/default")
 
 
 def test_tier_slos_are_5x_and_25x_the_unloaded_decode_step_and_ttft():
