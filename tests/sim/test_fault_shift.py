@@ -224,9 +224,13 @@ def test_oracle_rows_are_fresh_oracle_runs_beside_the_switches(capsys: pytest.Ca
     assert len(out["oracle"]) == 1 and tool.check_tier(task)["oracle"] == []
     base = task.base()
     chosen = tool.tune_static(task, base, tool.or_silent(None))["chosen"]
-    o = run_oracle(base, 0, task_bases(chosen))["summary"]["slo_attainment"]
+    bases = task_bases(chosen, (("pending-switch", {"k": out["k"]}),))
+    assert bases[-2:-1] == [["pending-switch", {"k": out["k"]}]] or bases[-1] == ["pending-switch", {"k": out["k"]}]
+    o = run_oracle(base, 0, bases)["summary"]["slo_attainment"]
     switch = tool.split(base, "fault-switch", 0)[0]
     bs = tool.split(base, chosen["policy"], 0, dict(chosen["params"]))[0]
+    pend = tool.split(base, tool.PendingSwitch(out["k"]), 0)[0]
+    assert o >= max(bs, pend)  # a bound on both: pending-switch is one of its bases
     assert out["oracle"][0].startswith(f"| fault-shift/default | 0 | {o:.3f} | {switch:.3f} |")
     assert out["oracle"][0].endswith(f"| {o - switch:+.3f} | {o - bs:+.3f} |")
     with pytest.raises(SystemExit):
