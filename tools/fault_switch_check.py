@@ -310,8 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                     "pending-switch - rule (W/T/L) | preemptions |", "|---|---|---:|---:|---:|---|---|---:|",
                     [r["grid"] for r in results])
     if args.oracle:
-        print_table("The Oracle (the leaderboard's bases, the tier's best-static rule and the tuned pending-switch) per "
-                    "instance, beside the switching rules and best-static on the same instance (SLO attainment):",
+        print_table("The Oracle (the leaderboard's bases, the tier's best-static rule and the tuned pending-switch) "
+                    "per instance, beside the switching rules and best-static on the same instance (SLO "
+                    "attainment):",
                     "| task | seed | oracle | fault-switch | pending-switch | best-static | oracle - fault-switch | "
                     "oracle - best-static |", "|---|---:|---:|---:|---:|---:|---:|---:|",
                     [r["oracle"] for r in results])
