@@ -382,11 +382,13 @@ def test_network_outages_cut_every_link_at_once_in_the_documented_draw_order():
 
 def test_snapshot_restore_and_pickling_with_faults():
     """Mid-run (between faults, after one fired): restore returns to the same future, and a pickled copy (a
-    re-simulation from the decision log, with the same faults) ends at the same bytes."""
+    re-simulation from the decision log, with the same faults) ends at the same bytes; node failures and network
+    outages drawn."""
     sc = scenario([ev(4.0, "prefill_down", 0), ev(9.0, "prefill_up", 0), ev(7.0, "decode_down", 1),
-                   ev(10.0, "decode_up", 1)], random=RANDOM)
+                   ev(10.0, "decode_up", 1)], random={**RANDOM, "network": {"mtbf_s": 6.0, "mttr_s": 1.5}})
     pol = make_policy("kairos", sc)
     sim = Simulator(sc, seed=4)
+    assert sum(k == "link_cut" for t, k, _n, _f in sim.fault_events if t > 5.0) >= 2  # outages after the snapshot
     ctx = sim.next_decision()
     while ctx.now_s < 5.0:
         sim.apply(pol.decide(ctx))
