@@ -351,6 +351,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- precision
 def _add_precision(sub: argparse._SubParsersAction) -> None:
+    from kairos_gym.train.entries import MAX_EXTERNAL
     from kairos_gym.train.precision import (
         DEFAULT_MAX_INSTANCES,
         DEFAULT_POLICIES,
@@ -371,6 +372,11 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", default=None, metavar="NAMES",
                    help="task names, family names (" + ", ".join(dict.fromkeys(t.family for t in SUITE))
                    + ") or tier names (" + ", ".join(TIER_NAMES) + "), comma-separated; default: the whole suite")
+    p.add_argument("--policy", action="append", default=[], metavar="FILE.py:CLASS",
+                   help="also measure the class CLASS of the Python file FILE.py (repeatable; runs in this process). "
+                   "This RUNS the file, as 'python FILE.py' would: only your own or trusted code. The class needs "
+                   "decide(ctx) -> Decision; it is built with scenario= and seed= when its __init__ takes them (at "
+                   f"most {MAX_EXTERNAL} --policy/--checkpoint in all)")
     p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
                    help="also measure the trained agent of this safe-format checkpoint folder (repeatable; runs in "
                    "this process)")
@@ -395,10 +401,10 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_precision(args: argparse.Namespace) -> int:
 
-    from kairos_gym.agents.loader import policy_from_checkpoint
+    from kairos_gym.agents.loader import policy_from_checkpoint, policy_from_file
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.entries import BEST_STATIC
+    from kairos_gym.train.entries import BEST_STATIC, MAX_EXTERNAL
     from kairos_gym.train.precision import (
         MAX_HALF_WIDTH,
         MAX_INSTANCES,
@@ -423,7 +429,11 @@ def _cmd_precision(args: argparse.Namespace) -> int:
     check_settings(half, pilot, cap)
     check_outputs(w, {"--out": args.out, "--json": args.json})
     check_policy_names(policies, [])
-    externals = [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
+    if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
+        raise ConfigError(w, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
+                          f"at most {MAX_EXTERNAL} entries in all")
+    externals = [policy_from_file(s, w, "--policy") for s in args.policy]
+    externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     check_policy_names(policies, externals)
     resume = None if args.resume is None else load_precision_resume(args.resume, w, MAX_INSTANCES)
     command = _command_line(args, "precision")

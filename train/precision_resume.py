@@ -10,8 +10,9 @@ precision_instances`), so an earlier run's score is the score a fresh run would 
   run stops with a ConfigError before stage 2 (the file is of another code version, or was edited);
 - ``best-static`` is reused only where the file's tuned rule for that (track, task) is this run's rule.
 
-A ``--checkpoint`` entry is matched by its label (``checkpoint:<folder>`` as given): resume only with the same
-checkpoint (instance 0 is the only check that a retrained one would fail).
+A ``--checkpoint`` or ``--policy`` entry is matched by its label (``checkpoint:<folder>`` as given, or
+``<file name>:<class>``): resume only with the same checkpoint or the same file (instance 0 is the only check that
+a retrained agent or an edited file, or another file of the same name, would fail).
 
 Cells the file does not hold (a new task, a new policy) run in full. The result is then the one of a fresh run:
 stage 1 sees the same scores, so Stein's sizes are the same. Only data is read (JSON, at most
