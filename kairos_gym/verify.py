@@ -9,6 +9,7 @@ recorded in the package (``kairos_gym/data/verify.json``)::
     pricer_tables  the ChunkPricer's compiled cost tables and constants
     workloads      generated workloads of shipped scenarios (gamma, poisson, MMPP, profile, trace arrivals;
                    lognormal, by-state and pareto lengths)
+    decisions      every decision context a policy sees in a few runs (the native pricer's priced options)
     runs           per-request records and summaries of simulator runs (fixed and random policies, Kairos)
     env            a short Gymnasium trajectory under a seeded random masked policy
 
@@ -49,13 +50,16 @@ Arrays = dict[str, np.ndarray]
 # ---------------------------------------------------------------------------- hashing
 def canonical(value: Any) -> np.ndarray:
     """``value`` as the array whose bytes are hashed: float64 for floats, int64 for integers and booleans,
-    UTF-8 JSON bytes (uint8) for text, objects and mappings. Widening float32 to float64 is exact."""
+    UTF-8 bytes (uint8) for text and JSON of objects and mappings. Widening float32 to float64 is exact. A uint8
+    array is taken as text bytes already (kept as it is: canonical is idempotent)."""
     if isinstance(value, (str, bytes, dict)):
         return _text(value)
     try:
         a = np.asarray(value)
     except ValueError:  # ragged lists
         return _text(value)
+    if a.dtype == np.uint8:
+        return np.ascontiguousarray(a)
     if a.dtype.kind == "f":
         return np.ascontiguousarray(a, dtype="<f8")
     if a.dtype.kind in "iub":
@@ -89,7 +93,7 @@ def stage_hash(arrays: Mapping[str, np.ndarray]) -> tuple[str, dict[str, str]]:
     return h.hexdigest(), per
 
 
-# ---------------------------------------------------------------------------- stage 1: portable math
+# ---------------------------------------------------------------------------- stage: portable_math
 PORTABLE_MATH: tuple[tuple[str, int, tuple[float, float]], ...] = (
     ("exp", 1, (-745.0, 709.0)),
     ("log", 1, (1e-300, 1e300)),
@@ -163,7 +167,7 @@ def stage_portable_math() -> Arrays:
     return out
 
 
-# ---------------------------------------------------------------------------- stages 2-3: latency model, pricer
+# ---------------------------------------------------------------------------- stages: latency_model, pricer_tables
 LATENCY_PRESETS: tuple[tuple[str, str, str, int, bool], ...] = (
     ("bursty", "deepseek-v2-lite", "a100-80gb", 1, True),  # MoE, the shipped scenarios' calibrated model
     ("llama-3-8b-h100-tp2", "llama-3-8b", "h100-80gb", 2, False),  # dense, uncalibrated
@@ -217,7 +221,7 @@ def stage_pricer_tables() -> Arrays:
     return out
 
 
-# ---------------------------------------------------------------------------- stage 4: workloads
+# ---------------------------------------------------------------------------- stage: workloads
 WORKLOADS: tuple[tuple[str, str, Mapping[str, Any], int], ...] = (
     ("bursty/0", "bursty", {}, 0),  # gamma arrivals, lognormal lengths
     ("bursty/1", "bursty", {}, 1),
@@ -246,7 +250,7 @@ def stage_workloads() -> Arrays:
     return out
 
 
-# ---------------------------------------------------------------------------- stage 5: simulator runs
+# ---------------------------------------------------------------------------- stage: runs (simulator runs)
 class _NoDeflect:
     name = "no-deflect"
 
@@ -364,7 +368,50 @@ def stage_runs() -> Arrays:
     return out
 
 
-# ---------------------------------------------------------------------------- stage 6: env
+# ---------------------------------------------------------------------------- stage: decisions
+DECISION_RUNS: tuple[RunCase, ...] = (
+    RunCase("small/random/1", "small", {}, "random", 1),
+    RunCase("bursty/deflect-512/0", "bursty", {"workload": {"max_requests": 800}}, "deflect-512", 0),
+    RunCase("tight-swap/random/3", "small", _TIGHT, "random", 3, kv_capacity=12_000),
+    RunCase("fault-shift/random/0", "fault-shift", {"workload": {"max_requests": 400}}, "random", 0),
+)
+"""The decision stage's runs: every decision context a policy sees (the priced options), in order."""
+
+
+def _ctx_floats(x: Any, out: list[float]) -> None:
+    """Every float of a decision context (its views and priced options), depth first in field order."""
+    if isinstance(x, float):
+        out.append(x)
+    elif isinstance(x, tuple):  # the context, its views (named tuples) and the per-node / per-chunk tuples
+        for v in x:
+            _ctx_floats(v, out)
+
+
+def stage_decisions() -> Arrays:
+    from kairos_gym.config import load_scenario
+    from kairos_gym.sim import Simulator
+
+    out: Arrays = {}
+    for case in DECISION_RUNS:
+        sc = load_scenario(case.scenario)
+        if case.overrides:
+            sc = sc.with_overrides(dict(case.overrides))
+        sim = Simulator(sc, seed=case.seed, kv_capacity=case.kv_capacity)
+        pol = _policy(case.policy, sc, case.seed)
+        texts: list[str] = []
+        floats: list[float] = []
+        ctx = sim.next_decision()
+        while ctx is not None:
+            texts.append(repr(ctx))  # every field; floats as repr (exact)
+            _ctx_floats(tuple(ctx), floats)
+            sim.apply(pol.decide(ctx))
+            ctx = sim.next_decision()
+        out[f"{case.label}/floats"] = np.array(floats, dtype=np.float64)
+        out[f"{case.label}/contexts"] = canonical("\n".join(texts))
+    return out
+
+
+# ---------------------------------------------------------------------------- stage: env
 ENV_RUNS: tuple[tuple[str, int], ...] = (("kairos_gym/KairosSmall-v0", 2000), ("kairos_gym/Kairos-v0", 2000))
 """(Gymnasium id, steps) of the env stage."""
 
@@ -421,6 +468,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("latency_model", "step times of the latency model on a grid of batches", stage_latency_model),
     Stage("pricer_tables", "the chunk pricer's compiled cost tables", stage_pricer_tables),
     Stage("workloads", "generated workloads of shipped scenarios", stage_workloads),
+    Stage("decisions", "the priced options of every decision a policy sees", stage_decisions),
     Stage("runs", "per-request records of simulator runs", stage_runs),
     Stage("env", "a Gymnasium trajectory under a seeded random policy", stage_env),
 )
