@@ -608,6 +608,46 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- verify
+def _add_verify(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verify", help="does this machine reproduce the published results? (a few seconds; "
+                       "docs/reliability.md)")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+    p.add_argument("--reference", metavar="PATH", help="the reference hashes to compare with (default: the "
+                   "package's kairos_gym/data/verify.json)")
+    p.add_argument("--dump", metavar="PATH.npz", help="also write every stage's arrays to this .npz file (to "
+                   "compare two machines array by array)")
+    p.add_argument("--record", action="store_true", help="developers: write this machine's hashes as the reference "
+                   "(--reference, default the package's file) instead of comparing")
+    p.set_defaults(func=_cmd_verify)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from kairos_gym.verify import REFERENCE, record, run_verify, verdict_text
+
+    ref = args.reference or REFERENCE
+    if args.record:
+        if args.dump is not None or args.json is not None:
+            raise ConfigError("verify", "--record", "with --dump/--json", "--record alone (optionally --reference)")
+        check_outputs("verify", {"--reference": str(ref)})
+        out = record(ref)
+        print(f"recorded {len(out['stages'])} stages ({', '.join(out['stages'])}) at commit {out['commit']} -> {ref}")
+        return 0
+    check_outputs("verify", {"--json": args.json, "--dump": args.dump}, stdout_ok=["--json"])
+    if args.dump is not None and not str(args.dump).endswith(".npz"):
+        raise ConfigError("verify", "--dump", args.dump, "a path ending in .npz")
+    res = run_verify(ref, dump=args.dump)
+    res["verdict"] = verdict_text(res)
+    if args.json == "-":
+        _write_json("-", res)
+    else:
+        for r in res["stages"]:
+            print(f"{r['stage']:<14} {r['status']:<13} {r['seconds']:6.2f} s  {r.get('detail', r['what'])}")
+        print(f"verdict: {res['verdict']}")
+        _write_json(args.json, res)
+    return 0 if res["reproduces"] else 1
+
+
 # ---------------------------------------------------------------------------- evaluate
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="every policy on the same workloads; table, JSON, plots")
@@ -720,7 +760,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 COMMANDS = (
     _add_latency, _add_simulate, _add_evaluate, _add_sweep, _add_results, _add_leaderboard, _add_precision,
-    _add_oracle_precision, _add_bench, _add_demo, _add_train,
+    _add_oracle_precision, _add_bench, _add_demo, _add_verify, _add_train,
 )
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the wheel (compiling the native core kairos_gym._core), installs it into a fresh venv outside the checkout and uses it as a user would:
-# `import kairos_gym` + gym.make of every registered id, `kairos-gym --version`, and `kairos-gym demo` on the
+# `import kairos_gym` + gym.make of every registered id, `kairos-gym --version`, `kairos-gym verify` (the
+# recorded reference hashes are package data and must be reproduced), and `kairos-gym demo` on the
 # short `small` scenario. Catches package data missing from the wheel and top-level names leaking into
 # site-packages (only `kairos_gym` may be installed). Run by .ci/run after `make test`; needs the package
 # registry for torch==2.13.0 and the build backend, nothing else.
@@ -43,6 +44,8 @@ for env_id in ids:
 print(f"wheel_check: gym.make + reset + step ok for {len(ids)} ids")
 PYEOF
 "$work/venv/bin/kairos-gym" --version
+# the installed wheel reproduces the recorded reference (kairos_gym/data/verify.json, package data)
+"$work/venv/bin/kairos-gym" verify
 "$work/venv/bin/kairos-gym" demo --scenario small --seeds 0 --out "$work/demo"
 test -s "$work/demo/evaluate.json"
 echo "wheel_check: ok"

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kairos_gym.train.entries import STATIC_GRID
+from kairos_gym.train.provenance import verify_note
 from kairos_gym.train.scoring import MIN_HEADROOM, NOT_HEURISTICS, ranking
 from kairos_gym.train.suite import TIER_NAMES
 
@@ -116,7 +117,7 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
     scored, saturated = res["scored_tasks"], res["saturated_tasks"]
     commit = res["commit"]
     where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
-             if commit else "outside a git checkout")
+             if commit else "outside a git checkout") + verify_note(res)
     boot = res["bootstrap"]
     lines = [
         "# Leaderboard",

@@ -76,7 +76,7 @@ from kairos_gym.train.entries import (
 from kairos_gym.train.evaluate import check_policies
 from kairos_gym.train.precision import DEFAULT_POLICIES as PRECISION_POLICIES
 from kairos_gym.train.precision import MAX_INSTANCES, check_instances, precision_instances, scored_task
-from kairos_gym.train.provenance import provenance
+from kairos_gym.train.provenance import provenance, verify_note
 from kairos_gym.train.scoring import BASELINE, MIN_HEADROOM, NOT_HEURISTICS, REFERENCE
 from kairos_gym.train.suite import SUITE, TRACKS, Task, on_track
 
@@ -455,7 +455,7 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
     """The markdown text of ORACLE_PRECISION.md."""
     commit = res["commit"]
     where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
-             if commit else "outside a git checkout")
+             if commit else "outside a git checkout") + verify_note(res)
     d = res["half_width"]
     tasks = res["tasks"]
     met = sum(v["met"] for v in tasks.values())

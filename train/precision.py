@@ -68,7 +68,7 @@ from kairos_gym.train.entries import DEFAULT_POLICIES as LEADERBOARD_POLICIES
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 from kairos_gym.train.evaluate import check_policies
 from kairos_gym.train.precision_resume import same_rule
-from kairos_gym.train.provenance import provenance
+from kairos_gym.train.provenance import provenance, verify_note
 from kairos_gym.train.scoring import COMPARISON, METRIC, REFERENCE, run_scores
 from kairos_gym.train.suite import N_TEST, SUITE, TRACKS, Instance, Task, on_track
 
@@ -428,7 +428,7 @@ def precision_md(res: Mapping[str, Any]) -> str:
     """The markdown text of PRECISION.md."""
     commit = res["commit"]
     where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
-             if commit else "outside a git checkout")
+             if commit else "outside a git checkout") + verify_note(res)
     d, n0, cap = res["half_width"], res["pilot"], res["max_instances"]
     pinned = "".join(f"; {lb} always runs on the {tr} track" for lb, tr in res["pinned_track"].items()
                      if lb in res["policies"])

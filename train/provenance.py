@@ -1,19 +1,21 @@
-"""Provenance of a generated report (LEADERBOARD.md, PRECISION.md): the code it ran and where."""
+"""Provenance of a generated report (LEADERBOARD.md, PRECISION.md): the code it ran and where, and whether that
+machine reproduces the reference results (``kairos-gym verify``)."""
 
 from __future__ import annotations
 
 import datetime
 import platform
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 
-def provenance() -> dict[str, Any]:
+def code_version() -> dict[str, Any]:
     """The package version, the git commit of the checkout it runs from (None outside one) and whether tracked
-    files other than ``*.md`` differ from it, the date, Python and numpy versions."""
+    files other than ``*.md`` differ from it (None outside a checkout)."""
     from kairos_gym import __version__
 
     root = Path(__file__).resolve().parents[1]
@@ -27,9 +29,25 @@ def provenance() -> dict[str, Any]:
             dirty = any(not line.rstrip().endswith(".md") for line in status.splitlines() if line.strip())
         except (OSError, subprocess.SubprocessError):
             commit, dirty = None, None
-    return {"version": __version__, "commit": commit, "dirty": dirty,
+    return {"version": __version__, "commit": commit, "dirty": dirty}
+
+
+def provenance() -> dict[str, Any]:
+    """:func:`code_version`, the date, Python and numpy versions, and ``verify``: this machine's verdict against
+    the reference results (:func:`kairos_gym.verify.machine_verdict`: computed once per process, a few
+    seconds)."""
+    from kairos_gym.verify import machine_verdict
+
+    return {**code_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "python": platform.python_version(), "numpy": np.__version__}
+            "python": platform.python_version(), "numpy": np.__version__, "verify": machine_verdict()}
 
 
-__all__ = ["provenance"]
+def verify_note(res: Mapping[str, Any]) -> str:
+    """The verify verdict of a report's provenance as text to print beside its commit (``; `kairos-gym verify`:
+    ...``); empty for a result recorded before reports carried one."""
+    v = res.get("verify")
+    return f"; `kairos-gym verify`: {v['text']}" if isinstance(v, Mapping) and v.get("text") else ""
+
+
+__all__ = ["code_version", "provenance", "verify_note"]
