@@ -1,6 +1,7 @@
 // Python face of the portable MLP actor (src/core/mlp_forward.hpp), wrapped by agents/policy_file.py GreedyActor.
 // Arrays in are C-contiguous float32 (weights 2-D out x in, biases and inputs 1-D), masks 1-D bool; no implicit
-// conversion (a wrong dtype is a TypeError, never a silent cast); a wrong size is a ValueError. Arrays out are new.
+// conversion (noconvert: a wrong dtype or layout is a TypeError, never a silent cast or copy); a wrong size is a
+// ValueError. Arrays out are new.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -81,7 +82,7 @@ void bind_mlp(nb::module_& m) {
                     throw nb::value_error((std::string("MlpActor: ") + e.what()).c_str());
                 }
             },
-            "weights"_a, "biases"_a, "activation"_a,
+            "weights"_a.noconvert(), "biases"_a.noconvert(), "activation"_a,
             "weights: float32 (out x in) per layer, hidden layers then the logits layer; biases: float32 (out) each; "
             "activation: Tanh, ReLU, ELU, LeakyReLU, SiLU, GELU or Sigmoid (after each hidden layer).")
         .def_prop_ro("input_size", &mlp::MlpActor::input_size)
@@ -95,7 +96,7 @@ void bind_mlp(nb::module_& m) {
                 a.logits(x.data(), out);
                 return OutVec(out, {a.output_size()}, owner);
             },
-            "x"_a, "The logits (float32, output_size) of one input (float32, input_size).")
+            "x"_a.noconvert(), "The logits (float32, output_size) of one input (float32, input_size).")
         .def(
             "logits_rows",
             [](const mlp::MlpActor& a, Mat x) {
@@ -110,7 +111,7 @@ void bind_mlp(nb::module_& m) {
                 }
                 return OutMat(out, {rows, n_out}, owner);
             },
-            "x"_a, "The logits (float32, rows x output_size) of each row of x (float32, rows x input_size).")
+            "x"_a.noconvert(), "The logits (float32, rows x output_size) of each row of x (float32, rows x input_size).")
         .def(
             "act",
             [](const mlp::MlpActor& a, Vec x, std::optional<Mask> mask) {
@@ -119,7 +120,7 @@ void bind_mlp(nb::module_& m) {
                 const std::vector<std::uint8_t> mb = mask_bytes(a, *mask);
                 return a.act(x.data(), mb.data());
             },
-            "x"_a, "mask"_a = nb::none(),
+            "x"_a.noconvert(), "mask"_a.noconvert() = nb::none(),
             "The greedy action: argmax of the logits, masked-out actions (mask False) at -inf, ties to the lowest "
             "index.");
     m.def(
@@ -131,7 +132,7 @@ void bind_mlp(nb::module_& m) {
             for (std::size_t i = 0; i < mb.size(); ++i) mb[i] = mask->data()[i] ? 1 : 0;
             return mlp::masked_argmax(v.data(), mb.data(), v.shape(0));
         },
-        "v"_a, "mask"_a = nb::none(), "numpy's argmax of where(mask, v, -inf) (float32 v, bool mask or None).");
+        "v"_a.noconvert(), "mask"_a.noconvert() = nb::none(), "numpy's argmax of where(mask, v, -inf) (float32 v, bool mask or None).");
     m.def(
         "mlp_activate",
         [](const std::string& name, Vec y) {
@@ -147,6 +148,6 @@ void bind_mlp(nb::module_& m) {
             for (std::size_t i = 0; i < n; ++i) out[i] = mlp::activate(act, y.data()[i]);
             return OutVec(out, {n}, owner);
         },
-        "activation"_a, "y"_a, "The portable activation, element-wise over float32 values (float32 out).");
+        "activation"_a, "y"_a.noconvert(), "The portable activation, element-wise over float32 values (float32 out).");
     m.def("mlp_erfc", &mlp::erfc, "z"_a, "The portable erfc of the GELU activation (float).");
 }
