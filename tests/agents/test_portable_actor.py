@@ -3,7 +3,8 @@
 - exact: the native logits equal, bit for bit, a pure-Python run of the documented arithmetic (double accumulation,
   bias first then inputs by increasing index, one rounding to float32 per unit; activations in double from the
   portable exp/expm1 and the documented erfc, one rounding) on small random networks of every activation; a
-  float32-per-operation run of the same networks does not (so the comparison pins the order and the precision);
+  float32-per-operation run of the same networks does not; units whose terms cancel in one order only pin the
+  order (double sums of a few float32 products are mostly exact, so random networks alone barely see it);
 - accurate: the logits lie within a propagated float32 rounding bound of a float64 reference, each activation
   within one float32 ulp of mpmath's value (and the correctly rounded float32 nearly always), erfc within 5e-15;
 - the greedy action is numpy's argmax of where(mask, logits, -inf): ties to the lowest index, NaN first, all masked 0;
@@ -135,6 +136,28 @@ def test_native_logits_are_the_documented_arithmetic_bit_for_bit(activation: str
             assert np.array_equal(bits(got), bits(py_logits(actor, x))), (activation, x)
             differs_single += not np.array_equal(bits(got), bits(py_logits(actor, x, single=True)))
     assert differs_single > 0  # float32-per-operation arithmetic is another result: the test sees the difference
+
+
+ORDER_CASES = [
+    # (weights of one unit, inputs, bias, the documented result): terms that cancel only in one order
+    ([2.0**30, -(2.0**30)], [2.0**30, 2.0**30], 1.0, 0.0),  # bias first: 1 + 2^60 loses the 1 (bias last: 1)
+    ([1.0, 2.0**30, -(2.0**30)], [1.0, 2.0**30, 2.0**30], 0.0, 0.0),  # inputs by increasing index (reversed: 1)
+]
+
+
+@pytest.mark.parametrize(("w", "x", "b", "want"), ORDER_CASES)
+def test_accumulation_order_bias_first_then_increasing_index(w: list[float], x: list[float], b: float,
+                                                             want: float) -> None:
+    actor = GreedyActor([], (np.array([w], dtype=np.float32), np.array([b], dtype=np.float32)))
+    got = actor.logits(np.array(x, dtype=np.float32))
+    assert got[0] == want and py_logits(actor, np.array(x, dtype=np.float32))[0] == want
+
+
+def test_accumulation_is_double_not_float32() -> None:
+    # 2^40 + 1 - 2^40: exact in double (1), lost in float32 (0)
+    actor = GreedyActor([], (np.array([[2.0**20, 1.0, -(2.0**20)]], dtype=np.float32), np.zeros(1, np.float32)))
+    x = np.array([2.0**20, 1.0, 2.0**20], dtype=np.float32)
+    assert actor.logits(x)[0] == 1.0 and py_logits(actor, x, single=True)[0] == 0.0
 
 
 def test_logits_rows_and_act_are_logits() -> None:
