@@ -1,14 +1,14 @@
 """How often the portable actor's greedy action differs from the old torch forward pass (issue 24).
 
-    python tools/actor_agreement.py [--requests 400] [--seeds 0 1 2]
+    python tools/actor_agreement.py [--requests 400] [--seeds 0 1 2] [--instances 2]
 
-Runs the shipped agents (``ppo`` on its scenario ``bursty``; ``ppo-general`` on every suite family's default tier,
-both information tracks) with the portable actor (:class:`kairos_gym.agents.policy_file.GreedyActor`), records
-every decision's network input and mask, and recomputes each decision with the forward pass GreedyActor used
-before issue 24 (torch ``F.linear`` + activation per layer, float32, batch of one) and with a float64 reference
-(numpy, the float32 weights widened). Prints, per agent: decisions, greedy actions that differ between the two
-float32 passes, the largest |logit difference|, and how often each pass agrees with the float64 reference.
-Needs torch (the old path); the agents themselves do not.
+Runs the shipped agents (``ppo`` on its scenario ``bursty``; ``ppo-general`` on the first test instances of every
+task of the suite, both information tracks) with the portable actor (:class:`kairos_gym.agents.policy_file.
+GreedyActor`), records every decision's network input and mask, and recomputes each decision with the forward pass
+GreedyActor used before issue 24 (torch ``F.linear`` + activation per layer, float32, batch of one) and with a
+float64 reference (numpy, the float32 weights widened). Prints, per agent: decisions, greedy actions that differ
+between the two float32 passes, the largest |logit difference|, and how often each pass agrees with the float64
+reference. Needs torch (the old path); the agents themselves do not.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def masked_argmax(lg: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def measure(name: str, runs: list[tuple[Any, int]], requests: int) -> dict[str, Any]:
     xs, ms, actor = [], [], None
     for sc, seed in runs:
-        sc = sc.with_overrides({"workload": {"max_requests": requests}})
+        sc = sc.with_overrides({"workload": {"max_requests": requests}})  # a prefix of the instance's workload
         agent = make_policy(name, sc, 0)
         rec = Recorder(agent.actor)
         agent.actor = rec
@@ -106,13 +106,14 @@ def measure(name: str, runs: list[tuple[Any, int]], requests: int) -> dict[str, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=400, help="requests per episode (workload.max_requests)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="ppo's workload seeds on bursty")
+    ap.add_argument("--instances", type=int, default=2, help="ppo-general: the first N test instances of each task")
     args = ap.parse_args()
     from kairos_gym.config import load_scenario
 
     ppo_runs = [(load_scenario("bursty"), s) for s in args.seeds]
-    general_runs = [(on_track(t.base(), track), t.test[0].seed if not t.windows else 0)
-                    for t in SUITE if t.tier == "default" and not t.windows for track in ("exact", "realistic")]
+    general_runs = [(on_track(inst.scenario(t.base()), track), inst.seed)
+                    for t in SUITE for inst in t.test[:args.instances] for track in ("exact", "realistic")]
     for name, runs in (("ppo", ppo_runs), ("ppo-general", general_runs)):
         print(measure(name, runs, args.requests))
     return 0
