@@ -14,6 +14,7 @@ void bind_env(nb::module_& m);  // env_bindings.cpp: the native env step
 void bind_vec(nb::module_& m);  // vec_bindings.cpp: N env steps in one call
 void bind_oracle(nb::module_& m);  // oracle_bindings.cpp: native base policies, rollout Oracle
 void bind_portable_math(nb::module_& m);  // portable_math_bindings.cpp: exp, log, pow, ... (portable_math.hpp)
+void bind_mlp(nb::module_& m);  // mlp_bindings.cpp: the portable actor forward pass (mlp_forward.hpp)
 
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
@@ -37,4 +38,5 @@ NB_MODULE(_core, m) {
     bind_vec(m);
     bind_oracle(m);
     bind_portable_math(m);
+    bind_mlp(m);
 }
