@@ -137,13 +137,17 @@ def poisson(rng: np.random.Generator, lam: Any = 1.0, size: Any = None) -> Any:
 
 # --- config-time scalars --------------------------------------------------------------------------------------------
 def log(x: float) -> float:
-    """Portable natural log (the core's ``kairos::pmath::log``)."""
-    return float(_core().pmath_log(float(x)))
+    """Portable natural log (:func:`kairos_gym.portable_math.log`)."""
+    from kairos_gym import portable_math
+
+    return float(portable_math.log(float(x)))
 
 
 def pow(x: float, y: float) -> float:
-    """Portable ``x ** y`` for x > 0 (the core's ``kairos::pmath::pow``)."""
-    return float(_core().pmath_pow(float(x), float(y)))
+    """Portable ``x ** y`` for x > 0 (:func:`kairos_gym.portable_math.pow`)."""
+    from kairos_gym import portable_math
+
+    return float(portable_math.pow(float(x), float(y)))
 
 
 _INV_SQRT_PI = 0.5641895835477563  # 1/sqrt(pi), the nearest double
@@ -189,7 +193,7 @@ def erfc(x: float) -> float:
     if x > 27.3:
         return 0.0
     p, e = _square_exact(x)
-    scale = _core().pmath_exp(-p) * (1.0 - e) * _INV_SQRT_PI  # exp(-x^2) / sqrt(pi); |e| <= ulp(p) / 2
+    scale = _core().pm_exp(-p) * (1.0 - e) * _INV_SQRT_PI  # exp(-x^2) / sqrt(pi); |e| <= ulp(p) / 2
     depth = int(60 + 1600 / (x * x))  # converges the fraction to < 2^-60 relative for x > 0.5
     t = x
     for k in range(depth, 0, -1):  # x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))

@@ -13,7 +13,8 @@ void bind_simulator(nb::module_& m);  // simulator_bindings.cpp
 void bind_env(nb::module_& m);  // env_bindings.cpp: the native env step
 void bind_vec(nb::module_& m);  // vec_bindings.cpp: N env steps in one call
 void bind_oracle(nb::module_& m);  // oracle_bindings.cpp: native base policies, rollout Oracle
-void bind_samplers(nb::module_& m);  // samplers_bindings.cpp: portable numpy-Generator samplers, pmath scalars
+void bind_portable_math(nb::module_& m);  // portable_math_bindings.cpp: exp, log, pow, ... (portable_math.hpp)
+void bind_samplers(nb::module_& m);  // samplers_bindings.cpp: portable numpy-Generator samplers
 
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
@@ -36,5 +37,6 @@ NB_MODULE(_core, m) {
     bind_env(m);
     bind_vec(m);
     bind_oracle(m);
+    bind_portable_math(m);
     bind_samplers(m);
 }

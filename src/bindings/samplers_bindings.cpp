@@ -1,5 +1,5 @@
-// kairos_gym._core samplers: the portable numpy-Generator samplers of src/core/samplers.hpp over numpy's PCG64 state,
-// and the scalar portable exp / log / pow for config-time code. The Python face is
+// kairos_gym._core samplers: the portable numpy-Generator samplers of src/core/samplers.hpp over numpy's PCG64 state.
+// The Python face is
 // kairos_gym/workload/portable_random.py: it reads rng.bit_generator.state, passes the 128-bit state and increment as
 // (high, low) 64-bit halves, and writes the returned state back.
 #include <nanobind/nanobind.h>
@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <tuple>
 
-#include "portable_math.hpp"
 #include "samplers.hpp"
 
 namespace nb = nanobind;
@@ -90,7 +89,4 @@ void bind_samplers(nb::module_& m) {
     m.def("pcg_poisson", &pcg_poisson, "s_hi"_a, "s_lo"_a, "i_hi"_a, "i_lo"_a, "lam"_a, "out"_a,
           "Fill out (int64) with portable Poisson(lam) draws; returns the new PCG64 state (high, low).");
     m.def("pcg_loggam", &kairos::samplers::loggam, "x"_a, "log Gamma(x) by the samplers' portable Stirling series.");
-    m.def("pmath_exp", &kairos::pmath::exp, "x"_a, "Portable exp(x) (src/core/portable_math.hpp).");
-    m.def("pmath_log", &kairos::pmath::log, "x"_a, "Portable log(x) (src/core/portable_math.hpp).");
-    m.def("pmath_pow", &kairos::pmath::pow, "x"_a, "y"_a, "Portable pow(x, y) (src/core/portable_math.hpp).");
 }

@@ -1,0 +1,72 @@
+"""Portable exp, log, log1p, expm1, pow and cos: the same double on every CPU (issue 24).
+
+Python's ``math`` and numpy's ufuncs call code chosen by CPU feature (glibc's FMA/AVX2 variants of ``exp``/
+``log``/``pow``, numpy's AVX-512 loops), so ``x ** p`` can round differently on two machines. Every result path
+of the project (the latency model and the pricer tables it compiles, the observation features, the realistic
+track's noise, the workload samplers) uses these functions instead: they are the C++ core's
+(``src/core/portable_math.hpp``), built from IEEE-754 basic operations only, correctly rounded except within
+~2^-70 of a halfway case and always within 1 ulp of the correctly rounded value (tests/native/
+test_portable_math.py checks both against mpmath on a dense sample).
+
+Each function takes a Python float (or int) and returns a float, or takes numpy arrays (any shape; ``pow``
+broadcasts its two arguments) and returns a new float64 array of the broadcast shape. Ranges: see the C++ header
+(``cos`` refuses |x| > 2^20 pi/2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kairos_gym.native import core
+
+_c = core()
+_SCALARS = (float, int, np.floating, np.integer)
+
+
+def _array(x: Any) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def _unary(scalar: Any, vector: Any, x: Any) -> Any:
+    if isinstance(x, _SCALARS):
+        return scalar(float(x))
+    a = _array(x)
+    return vector(a.ravel()).reshape(a.shape)
+
+
+def exp(x: Any) -> Any:
+    """e^x."""
+    return _unary(_c.pm_exp, _c.pm_exp_array, x)
+
+
+def log(x: Any) -> Any:
+    """Natural logarithm (x > 0; log 0 = -inf)."""
+    return _unary(_c.pm_log, _c.pm_log_array, x)
+
+
+def log1p(x: Any) -> Any:
+    """log(1 + x), accurate for small x."""
+    return _unary(_c.pm_log1p, _c.pm_log1p_array, x)
+
+
+def expm1(x: Any) -> Any:
+    """e^x - 1, accurate for small x."""
+    return _unary(_c.pm_expm1, _c.pm_expm1_array, x)
+
+
+def cos(x: Any) -> Any:
+    """Cosine (radians, |x| <= 2^20 pi/2)."""
+    return _unary(_c.pm_cos, _c.pm_cos_array, x)
+
+
+def pow(x: Any, y: Any) -> Any:
+    """x ** y (C99 rules for the special cases: pow(x, 0) = 1, pow(1, y) = 1, a negative x needs a whole y)."""
+    if isinstance(x, _SCALARS) and isinstance(y, _SCALARS):
+        return _c.pm_pow(float(x), float(y))
+    if isinstance(y, _SCALARS):
+        a = _array(x)
+        return _c.pm_pow_array(a.ravel(), float(y)).reshape(a.shape)
+    a, b = np.broadcast_arrays(_array(x), _array(y))
+    return _c.pm_pow_arrays(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()).reshape(a.shape)
