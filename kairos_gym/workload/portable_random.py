@@ -186,7 +186,7 @@ def erfc(x: float) -> float:
             n += 1
             term = -term * x2 / n
             add = term / (2 * n + 1)
-            if abs(add) < 1e-18 * abs(total):
+            if abs(add) <= 1e-18 * abs(total):  # (x = 0: add is 0)
                 break
             total += add
         return 1.0 - _TWO_OVER_SQRT_PI * total
