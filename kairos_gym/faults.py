@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kairos_gym.errors import ConfigError, check_keys
+from kairos_gym.workload import portable_random as pr
 
 FAULT_KINDS = ("prefill_down", "prefill_up", "decode_down", "decode_up", "prefill_slow", "prefill_normal",
                "decode_slow", "decode_normal", "link_degraded", "link_cut", "link_restored")
@@ -282,10 +283,10 @@ class FaultsConfig:
                 for node in range(n):
                     t = 0.0
                     while True:
-                        t += rate.mtbf_s * float(child.standard_exponential())
+                        t += rate.mtbf_s * pr.standard_exponential(child)
                         if t >= r.horizon_s:
                             break
-                        rep = rate.mttr_s * float(child.standard_exponential())
+                        rep = rate.mttr_s * pr.standard_exponential(child)
                         evs.append((t, down, node, 1.0))
                         evs.append((t + rep, up, node, 1.0))
                         t += rep
@@ -296,10 +297,10 @@ class FaultsConfig:
                 cut, restored = FAULT_KINDS.index("link_cut"), FAULT_KINDS.index("link_restored")
                 t = 0.0
                 while True:
-                    t += r.network.mtbf_s * float(child.standard_exponential())
+                    t += r.network.mtbf_s * pr.standard_exponential(child)
                     if t >= r.horizon_s:
                         break
-                    rep = r.network.mttr_s * float(child.standard_exponential())
+                    rep = r.network.mttr_s * pr.standard_exponential(child)
                     evs.extend((t, cut, link, 1.0) for link in range(n_prefill))
                     evs.extend((t + rep, restored, link, 1.0) for link in range(n_prefill))
                     t += rep

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.workload import portable_random as pr
 from kairos_gym.workload.rate_profile import MAX_WINDOWS
 from kairos_gym.workload.rules import (
     NON_NEGATIVE,
@@ -81,7 +82,7 @@ class PoissonArrival(SyntheticArrival):
 
     def draw_fn(self, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
         """The next ``m`` inter-arrival times (s) of the stream ``rng`` (sequential)."""
-        return lambda m: rng.exponential(1.0 / self.rate, m)
+        return lambda m: pr.exponential(rng, 1.0 / self.rate, m)
 
     def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
                duration_s: float | None = None) -> np.ndarray:
@@ -109,9 +110,9 @@ class GammaArrival(SyntheticArrival):
 
     def draw_fn(self, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
         """The next ``m`` inter-arrival times (s) of the stream ``rng`` (sequential)."""
-        shape = 1.0 / self.cv**2
+        shape = 1.0 / (self.cv * self.cv)  # a product, not libm's pow
         scale = 1.0 / (self.rate * shape)
-        return lambda m: rng.gamma(shape, scale, m)
+        return lambda m: pr.gamma(rng, shape, scale, m)
 
     def sample(self, rng: np.random.Generator, *, num_requests: int | None = None,
                duration_s: float | None = None) -> np.ndarray:
@@ -224,10 +225,10 @@ class MMPPArrival(SyntheticArrival):
         sojourn_rng, count_rng, position_rng = child_generators(rng, 3)
         t0 = 0.0
         while True:
-            lengths = sojourn_rng.exponential(means)  # alternating on, off, on, off, ... sojourns
+            lengths = pr.exponential(sojourn_rng, means)  # alternating on, off, on, off, ... sojourns
             edges = np.cumsum(np.concatenate(([t0], lengths)))  # running sum carried over exactly
             starts = edges[:-1]
-            counts = count_rng.poisson(rates * lengths)
+            counts = pr.poisson(count_rng, rates * lengths)
             seg = np.repeat(np.arange(lengths.size), counts)
             # sojourns are disjoint and in time order, so sorting the batch sorts each sojourn's arrivals
             raw = starts[seg] + position_rng.random(seg.size) * lengths[seg]
@@ -369,7 +370,7 @@ class ProfileArrival(SyntheticArrival):
         n = rates.size
         t0 = 0.0
         while True:
-            times = np.cumsum(np.concatenate(([t0], candidate_rng.exponential(1.0 / peak, batch))))[1:]
+            times = np.cumsum(np.concatenate(([t0], pr.exponential(candidate_rng, 1.0 / peak, batch))))[1:]
             t0 = float(times[-1])
             window = np.floor(times / self.window_s).astype(np.int64) % n
             keep = keep_rng.random(batch) * peak < rates[window]

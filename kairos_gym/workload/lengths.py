@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kairos_gym.errors import ConfigError, check_keys
+from kairos_gym.workload import portable_random as pr
 from kairos_gym.workload.rules import (
     NON_NEGATIVE,
     POSITIVE,
@@ -117,15 +118,16 @@ def _check_mass(
 
 
 def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
-    """P(X < x) (strict, which matters only for sigma = 0: then X is the median)."""
+    """P(X < x) (strict, which matters only for sigma = 0: then X is the median). Portable: the erfc, log of
+    :mod:`~kairos_gym.workload.portable_random` (the acceptance it gives sizes batches and guards configs)."""
     if sigma == 0:
         return 1.0 if median < x else 0.0
-    return 0.5 * math.erfc(-(math.log(x) - math.log(median)) / (sigma * math.sqrt(2.0)))
+    return 0.5 * pr.erfc(-(pr.log(x) - pr.log(median)) / (sigma * math.sqrt(2.0)))
 
 
 def _pareto_cdf(x: float, x_min: float, alpha: float) -> float:
-    """P(X < x)."""
-    return 0.0 if x < x_min else 1.0 - (x_min / x) ** alpha
+    """P(X < x) (portable pow)."""
+    return 0.0 if x < x_min else 1.0 - pr.pow(x_min / x, alpha)
 
 
 @dataclass(frozen=True)
@@ -172,10 +174,10 @@ class LognormalLengths(SampledLengths):
         values = self.to_dict()
         out = []
         for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
-            mu, sigma = math.log(values[f"{side}_median"]), values[f"{side}_sigma"]
+            mu, sigma = pr.log(values[f"{side}_median"]), values[f"{side}_sigma"]
 
             def draw(m: int, mu: float = mu, sigma: float = sigma, g: np.random.Generator = side_rng) -> np.ndarray:
-                return g.lognormal(mu, sigma, m)
+                return pr.lognormal(g, mu, sigma, m)
 
             out.append((draw, values[f"{side}_max"], self.acceptance(values, side)))
         return out
@@ -232,7 +234,7 @@ class ParetoLengths(SampledLengths):
 
             def draw(m: int, x_min: float = x_min, alpha: float = alpha,
                      g: np.random.Generator = side_rng) -> np.ndarray:
-                return x_min * (g.pareto(alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
+                return x_min * (pr.pareto(g, alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
 
             out.append((draw, values[f"{side}_max"], self.acceptance(values, side)))
         return out

@@ -15,6 +15,7 @@ void bind_vec(nb::module_& m);  // vec_bindings.cpp: N env steps in one call
 void bind_oracle(nb::module_& m);  // oracle_bindings.cpp: native base policies, rollout Oracle
 void bind_portable_math(nb::module_& m);  // portable_math_bindings.cpp: exp, log, pow, ... (portable_math.hpp)
 void bind_mlp(nb::module_& m);  // mlp_bindings.cpp: the portable actor forward pass (mlp_forward.hpp)
+void bind_samplers(nb::module_& m);  // samplers_bindings.cpp: portable numpy-Generator samplers
 
 NB_MODULE(_core, m) {
     m.doc() = "kairos-gym native simulation core";
@@ -39,4 +40,5 @@ NB_MODULE(_core, m) {
     bind_oracle(m);
     bind_portable_math(m);
     bind_mlp(m);
+    bind_samplers(m);
 }
