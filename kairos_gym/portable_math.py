@@ -21,52 +21,58 @@ import numpy as np
 
 from kairos_gym.native import core
 
-_c = core()
 _SCALARS = (float, int, np.floating, np.integer)
+
+
+def _lib() -> Any:
+    """The native core (loaded on first use, so importing the physics does not need the compiled core yet)."""
+    return core()
 
 
 def _array(x: Any) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float64)
 
 
-def _unary(scalar: Any, vector: Any, x: Any) -> Any:
+def _unary(name: str, x: Any) -> Any:
+    c = _lib()
     if isinstance(x, _SCALARS):
-        return scalar(float(x))
+        return getattr(c, name)(float(x))
     a = _array(x)
-    return vector(a.ravel()).reshape(a.shape)
+    return getattr(c, name + "_array")(a.ravel()).reshape(a.shape)
 
 
 def exp(x: Any) -> Any:
     """e^x."""
-    return _unary(_c.pm_exp, _c.pm_exp_array, x)
+    return _unary("pm_exp", x)
 
 
 def log(x: Any) -> Any:
     """Natural logarithm (x > 0; log 0 = -inf)."""
-    return _unary(_c.pm_log, _c.pm_log_array, x)
+    return _unary("pm_log", x)
 
 
 def log1p(x: Any) -> Any:
     """log(1 + x), accurate for small x."""
-    return _unary(_c.pm_log1p, _c.pm_log1p_array, x)
+    return _unary("pm_log1p", x)
 
 
 def expm1(x: Any) -> Any:
     """e^x - 1, accurate for small x."""
-    return _unary(_c.pm_expm1, _c.pm_expm1_array, x)
+    return _unary("pm_expm1", x)
 
 
 def cos(x: Any) -> Any:
     """Cosine (radians, |x| <= 2^20 pi/2)."""
-    return _unary(_c.pm_cos, _c.pm_cos_array, x)
+    return _unary("pm_cos", x)
 
 
 def pow(x: Any, y: Any) -> Any:
     """x ** y (C99 rules for the special cases: pow(x, 0) = 1, pow(1, y) = 1, a negative x needs a whole y)."""
+    c = _lib()
     if isinstance(x, _SCALARS) and isinstance(y, _SCALARS):
-        return _c.pm_pow(float(x), float(y))
+        return c.pm_pow(float(x), float(y))
     if isinstance(y, _SCALARS):
         a = _array(x)
-        return _c.pm_pow_array(a.ravel(), float(y)).reshape(a.shape)
+        return c.pm_pow_array(a.ravel(), float(y)).reshape(a.shape)
     a, b = np.broadcast_arrays(_array(x), _array(y))
-    return _c.pm_pow_arrays(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()).reshape(a.shape)
+    return c.pm_pow_arrays(np.ascontiguousarray(a).ravel(), np.ascontiguousarray(b).ravel()).reshape(a.shape)

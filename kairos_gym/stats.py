@@ -5,7 +5,9 @@ half-width: ``t_{0.975, n-1} * s / sqrt(n)`` over the ``n`` seeds (``s`` the sam
 ``ddof=1``). With one seed there is no interval: the half-width is NaN and prints as ``n/a``.
 
 The t quantile is computed exactly for whole degrees of freedom (no scipy needed): the Student-t CDF has a
-closed form for integer ``df`` (Abramowitz & Stegun 26.7.3 and 26.7.4), inverted by bisection.
+closed form for integer ``df`` (Abramowitz & Stegun 26.7.3 and 26.7.4), inverted by bisection. It uses only
+IEEE-754 basic operations and square roots (``sin`` and ``cos`` of ``atan(u)`` are ``u / sqrt(1 + u^2)`` and
+``1 / sqrt(1 + u^2)``; :func:`atan` is the project's own), so every interval printed is the same on every CPU.
 """
 
 from __future__ import annotations
@@ -22,10 +24,30 @@ INTERVAL_LABEL = "mean ± 95% t-interval over n seeds (half-width)"
 """How tables name the ``±`` figure."""
 
 
+def atan(u: float) -> float:
+    """arctan(u) for u >= 0 from basic operations and square roots only (portable to the bit): ``pi/2 -
+    atan(1/u)`` above 1, the half-angle identity ``atan(u) = 2 atan(u / (1 + sqrt(1 + u^2)))`` until ``u < 2^-8``,
+    then the series ``u - u^3/3 + u^5/5 - ...``; within 8 ulp of the exact value (tests/test_stats_portable.py)."""
+    if not u >= 0.0:
+        raise ValueError(f"atan: u = {u!r}; allowed: a number >= 0")
+    if u > 1.0:  # atan(u) = pi/2 - atan(1/u): keeps u * u below overflow
+        return 0.5 * math.pi - atan(1.0 / u)
+    doublings = 0
+    while u >= 0.00390625:
+        u = u / (1.0 + math.sqrt(1.0 + u * u))
+        doublings += 1
+    u2 = u * u
+    total = 0.0
+    for k in range(9, -1, -1):  # u^2 < 2^-16: ten terms reach 2^-160
+        total = (1.0 if k % 2 == 0 else -1.0) / (2 * k + 1) + u2 * total
+    return u * total * float(1 << doublings)
+
+
 def _t_abs_cdf(t: float, df: int) -> float:
     """P(|T| <= t) for Student's t with ``df`` (whole number >= 1) degrees of freedom, t >= 0."""
-    theta = math.atan(t / math.sqrt(df))
-    s, c = math.sin(theta), math.cos(theta)
+    u = t / math.sqrt(df)
+    r = math.sqrt(1.0 + u * u)
+    s, c = u / r, 1.0 / r  # sin and cos of theta = atan(u)
     c2 = c * c
     if df % 2 == 1:  # A&S 26.7.3
         total = 0.0
@@ -35,7 +57,7 @@ def _t_abs_cdf(t: float, df: int) -> float:
             for k in range(3, df - 1, 2):  # term_k = term_{k-2} * (k-1)/k * cos^2
                 term *= (k - 1) / k * c2
                 total += term
-        return 2.0 / math.pi * (theta + s * total)
+        return 2.0 / math.pi * (atan(u) + s * total)
     term = 1.0  # A&S 26.7.4
     total = 1.0
     for k in range(2, df - 1, 2):  # term_k = term_{k-2} * (k-1)/k * cos^2
@@ -84,7 +106,7 @@ def mean_ci(values: Iterable[Any]) -> tuple[float, float]:
     m = math.fsum(v) / n
     if n == 1:
         return m, math.nan
-    sd = math.sqrt(math.fsum((x - m) ** 2 for x in v) / (n - 1))
+    sd = math.sqrt(math.fsum((x - m) * (x - m) for x in v) / (n - 1))
     return m, t_quantile_975(n - 1) * sd / math.sqrt(n)
 
 

@@ -105,7 +105,7 @@ def ratio_estimate(num: Sequence[float], den: Sequence[float], g: Sequence[float
     d = b + h
     if not d > 0:
         raise ValueError(f"two_phase.ratio_estimate: denominator estimate {d!r}; allowed: > 0")
-    return interval(a / d, (1.0 / d, -a / d**2, -a / d**2), c, len(g))
+    return interval(a / d, (1.0 / d, -a / (d * d), -a / (d * d)), c, len(g))
 
 
 MIN_PHASE2 = 2
@@ -125,7 +125,7 @@ def allocation(a: float, s: float, half_width: float, q: float, cost_ratio: floa
         raise ValueError(f"two_phase.allocation: n_min={n_min}, cap2={cap2}, cap1={cap1}; allowed: "
                          f"{MIN_PHASE2} <= n_min <= cap2 <= cap1")
     a = max(a, 0.0)
-    v = (half_width / q) ** 2
+    v = (half_width / q) * (half_width / q)
     k = (math.sqrt(a) + math.sqrt(cost_ratio * s)) / v
     eps = 1e-9  # a quotient that is a whole number up to rounding is not pushed one up
     n1 = max(n_min, math.ceil(math.sqrt(a) * k - eps))

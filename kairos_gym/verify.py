@@ -109,20 +109,12 @@ PORTABLE_MATH_POINTS = 4096
 
 
 def _core_function(name: str) -> Callable[..., Any] | None:
-    """The core's binding of the portable function ``name``, or None while the core does not expose it.
-
-    Looked up as ``_core.pmath.<name>``, ``_core.portable_math.<name>``, ``_core.pmath_<name>`` or
-    ``_core.portable_<name>`` (whichever the bindings define; extend here if they are named otherwise)."""
+    """The core's binding of the portable function ``name`` (``_core.pm_<name>``, src/bindings/
+    portable_math_bindings.cpp), or None in a build without it."""
     from kairos_gym import _core
 
-    for sub in ("pmath", "portable_math"):
-        mod = getattr(_core, sub, None)
-        if mod is not None and callable(getattr(mod, name, None)):
-            return getattr(mod, name)
-    for attr in (f"pmath_{name}", f"portable_{name}"):
-        if callable(getattr(_core, attr, None)):
-            return getattr(_core, attr)
-    return None
+    f = getattr(_core, f"pm_{name}", None)
+    return f if callable(f) else None
 
 
 def _portable_math_available() -> bool:

@@ -184,7 +184,7 @@ def stein_n(scores: Sequence[float], half_width: float, cap: int) -> tuple[int, 
     if n0 < MIN_PILOT:
         raise ConfigError(WHERE, "stage-1 scores", list(scores), f"at least {MIN_PILOT} values")
     s0 = float(np.std(np.asarray(scores, dtype=float), ddof=1))
-    need = (t_quantile_975(n0 - 1) * s0 / half_width) ** 2
+    need = (t_quantile_975(n0 - 1) * s0 / half_width) * (t_quantile_975(n0 - 1) * s0 / half_width)
     # a hair of slack so that a quotient that is a whole number up to rounding is not pushed one up
     required = max(n0 + 1, math.ceil(need - 1e-9))
     return min(required, cap), required

@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from kairos_gym.config import ScenarioConfig
+from kairos_gym.portable_math import log1p
 from kairos_gym.sim.hook import PULL, REENTRY, DecisionContext
 
 # Fixed scales of the squashed token / request counts (documented in docs/env.md).
@@ -164,7 +165,7 @@ class ObservationLayout:
         self._tbt = float(tbt)
         self._budget = float(budget)
         self._inv_max_chunk = 1.0 / max_chunk
-        self._log_den = 1.0 / math.log1p(self.max_context)
+        self._log_den = 1.0 / log1p(self.max_context)
         # group slices for the dict mode
         shapes = {"global": (2,), "request": (1 + int(oracle) + int(self.pull),),
                   "prefill": (self.P, len(PREFILL_FIELDS)),
@@ -211,10 +212,10 @@ class ObservationLayout:
         req = ctx.request
         ttft_slo, tbt_slo = ctx.ttft_slo_s, ctx.tbt_slo_s
         v: list[float] = [ttft_slo / (ttft_slo + TTFT_SLO_SCALE), tbt_slo / (tbt_slo + TBT_SLO_SCALE),
-                          math.log1p(req.prompt_tokens) * ld]
+                          log1p(req.prompt_tokens) * ld]
         if self.oracle:
             out = req.output_tokens
-            v.append(math.log1p(out) * ld if out is not None else 0.0)
+            v.append(log1p(out) * ld if out is not None else 0.0)
         if self.pull:
             v.append(1.0 if ctx.kind == PULL else 0.0)
         for pv, t in zip(ctx.prefill, ctx.ttft_prefill_s, strict=True):
@@ -262,7 +263,7 @@ class ObservationLayout:
                 r = x / f.scale
                 out[i] = -1.0 if math.isinf(r) else (1.0 - r) / (1.0 + r)
             elif f.transform == "log":
-                out[i] = math.log1p(x) / math.log1p(f.scale)
+                out[i] = log1p(x) / log1p(f.scale)
             elif f.transform == "linear":
                 out[i] = x / f.scale
             else:

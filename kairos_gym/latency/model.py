@@ -23,6 +23,9 @@ MLP matrices (3 gated, 2 plain), activation traffic, rotary traffic (RoPE only),
 or MLA), embedding weights (tied or not, learned position table). Only the efficiencies of operator classes
 are calibrated (``kairos_gym/data/calibration.yaml``).
 
+Arithmetic: every power goes through :func:`kairos_gym.portable_math.pow` (``pw``), never Python's ``**`` or
+numpy's, so the step times and the tables compiled from them are the same double on every CPU (issue 24).
+
 Input bounds: the public methods refuse, with one :class:`ConfigError`, negative, non-finite or non-integer
 token counts and values above :data:`MAX_TOKENS` (a length or the tokens of a step), :data:`MAX_SEQS`
 (sequences in a step), :data:`MAX_CANDIDATES` (chunks priced at once) or :data:`MAX_PAIRS` (an aggregate).
@@ -41,6 +44,7 @@ import numpy as np
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.calibration import Calibration, default_calibration
 from kairos_gym.latency.presets import MAX_TOKENS, GpuSpec, ModelSpec, check_tp, get_gpu, get_model
+from kairos_gym.portable_math import pow as pw
 
 __all__ = ["MAX_CANDIDATES", "MAX_PAIRS", "MAX_SEQS", "MAX_TOKENS", "ElementwiseTerms", "StepCost",
            "StepLatencyModel"]
@@ -52,6 +56,12 @@ MAX_CANDIDATES = 1 << 16
 MAX_PAIRS = float(1 << 50)
 """Largest aggregate accepted (decode pairs, prefill pairs, KV read tokens): 2^50, above what MAX_SEQS
 sequences of MAX_TOKENS tokens can add up to."""
+
+
+def p_norm(a: Any, b: Any, p: float, inv_p: float) -> Any:
+    """The roofline's smooth maximum ``(a^p + b^p)^(1/p)`` of a compute time and a memory time (seconds; floats or
+    arrays), ``inv_p`` = 1/p as the caller computed it, with the portable ``pow``."""
+    return pw(pw(a, p) + pw(b, p), inv_p)
 
 
 @dataclass(frozen=True)
@@ -387,37 +397,37 @@ class StepLatencyModel:
             fl = T * f
             tc = fl / self._peak_c_dense
             tm = (w + T * a) / self._peak_m_dense
-            t = t + cnt * (tc**p + tm**p) ** inv_p
+            t = t + cnt * p_norm(tc, tm, p, inv_p)
             flops = flops + cnt * fl
             comp = comp + cnt * tc
         # LM head over the sampling sequences
         fl = n_seqs * self._lm_f
         tc = fl / self._peak_c_dense
         tm = self._lm_w / self._peak_m_dense
-        t = t + (tc**p + tm**p) ** inv_p
+        t = t + p_norm(tc, tm, p, inv_p)
         flops = flops + fl
         comp = comp + tc
         if self._moe_layers:
-            experts = self._moe_E * (1.0 - self._moe_miss**T) + self._moe_shared
+            experts = self._moe_E * (1.0 - pw(self._moe_miss, T)) + self._moe_shared
             fl = T * self._moe_f_tok + T * self._router_f
             tc = fl / self._peak_c_moe
             tm = (experts * self._moe_w_expert + T * self._moe_act_tok) / self._peak_m_moe
             pm = self._p_moe
-            t = t + (tc**pm + tm**pm) ** (1.0 / pm)
+            t = t + p_norm(tc, tm, pm, 1.0 / pm)
             flops = flops + fl
             comp = comp + tc
         # prefill attention
         fl = pf_pairs * self._attn_pf_pair
         tc = fl / self._peak_c_attn_pf
         tm = kv_read_tokens * self._kv_gpu / self._peak_m_attn
-        t = t + (tc**p + tm**p) ** inv_p
+        t = t + p_norm(tc, tm, p, inv_p)
         flops = flops + fl
         comp = comp + tc
         # decode attention
         fl = dec_pairs * self._attn_dec_pair
         tc = fl / self._peak_c_attn_dec
         tm = dec_pairs * self._kv_gpu / self._peak_m_attn
-        t = t + (tc**p + tm**p) ** inv_p
+        t = t + p_norm(tc, tm, p, inv_p)
         flops = flops + fl
         comp = comp + tc
         t = t + T * (self._ew_tok + self._ar_tok)
@@ -444,17 +454,17 @@ class StepLatencyModel:
         ip = self._inv_p
         t = self._fixed + T * self._ew_ar_tok
         for cnt, fc, w, am in self._fast_gemms:
-            t += cnt * ((T * fc) ** p + (w + T * am) ** p) ** ip
-        t += ((n_seqs * self._lm_fc) ** p + self._lm_wm**p) ** ip
+            t += cnt * p_norm(T * fc, w + T * am, p, ip)
+        t += p_norm(n_seqs * self._lm_fc, self._lm_wm, p, ip)
         if self._moe_layers:
             pm = self._p_moe
             tc = T * self._moe_fc
-            tm = (self._moe_E * (1.0 - self._moe_miss**T) + self._moe_shared) * self._moe_wm + T * self._moe_am
-            t += (tc**pm + tm**pm) ** self._inv_p_moe
+            tm = (self._moe_E * (1.0 - pw(self._moe_miss, T)) + self._moe_shared) * self._moe_wm + T * self._moe_am
+            t += p_norm(tc, tm, pm, self._inv_p_moe)
         if pf_pairs > 0.0:
-            t += ((pf_pairs * self._apf_c) ** p + (kv_read_tokens * self._kv_m) ** p) ** ip
+            t += p_norm(pf_pairs * self._apf_c, kv_read_tokens * self._kv_m, p, ip)
         if dec_pairs > 0.0:
-            t += ((dec_pairs * self._adec_c) ** p + (dec_pairs * self._kv_m) ** p) ** ip
+            t += p_norm(dec_pairs * self._adec_c, dec_pairs * self._kv_m, p, ip)
         return t
 
     @staticmethod
@@ -476,7 +486,7 @@ class StepLatencyModel:
 
     def _lm_head_time(self, n_seqs: float) -> float:
         p = self._p
-        return ((n_seqs * self._lm_fc) ** p + self._lm_wm**p) ** self._inv_p
+        return p_norm(n_seqs * self._lm_fc, self._lm_wm, p, self._inv_p)
 
     def lm_head_cost(self, n_seqs: float) -> tuple[float, float, float]:
         """The LM-head GEMM as (seconds, FLOPs, compute seconds) for ``n_seqs`` sampling sequences (finite, in
@@ -509,7 +519,7 @@ class StepLatencyModel:
         if pf_pairs <= 0.0:
             return 0.0
         p = self._p
-        return ((pf_pairs * self._apf_c) ** p + (kv_read_tokens * self._kv_m) ** p) ** self._inv_p
+        return p_norm(pf_pairs * self._apf_c, kv_read_tokens * self._kv_m, p, self._inv_p)
 
     # ------------------------------------------------------------------ public API
     def step_cost(
@@ -626,7 +636,7 @@ class StepLatencyModel:
         for f, w, a in zip(self._g_f[per_layer], self._g_w[per_layer], self._g_a[per_layer], strict=True):
             tc = T * f / self._peak_c_dense
             tm = (w + T * a) / self._peak_m_dense
-            t = t + (tc**p + tm**p) ** (1.0 / p) + c.gemm_kernel_s
+            t = t + p_norm(tc, tm, p, 1.0 / p) + c.gemm_kernel_s
         ew = T * self._ew_tok / self.model.layers + self._ew_kernels * c.elementwise_kernel_s
         return t + ew
 

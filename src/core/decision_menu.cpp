@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "portable_math.hpp"
 #include "simulator.hpp"
 
 namespace kairos {
@@ -89,7 +90,7 @@ void Simulator::build_exact_menu(int64_t rid) {
     menu_request_terms(rid, own, xfer);
     // utilization proxy of every node now: the EWMA decayed over the idle time since its last step
     auto decayed = [now](double ewma, double t) {
-        return now <= t ? ewma : ewma * std::exp(-(now - t) / UTIL_WINDOW_S);
+        return now <= t ? ewma : ewma * pmath::exp(-(now - t) / UTIL_WINDOW_S);
     };
     for (int64_t i = 0; i < m.P; ++i) {
         const PrefillNode& node = pnodes_[static_cast<size_t>(i)];

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "portable_math.hpp"
 #include "simulator.hpp"
 
 namespace kairos {
@@ -47,7 +48,7 @@ double NoiseRng::uniform() { return (static_cast<double>(next() >> 11) + 0.5) * 
 double NoiseRng::normal() {
     const double u1 = uniform();
     const double u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * PI * u2);
+    return std::sqrt(-2.0 * pmath::log(u1)) * pmath::cos(2.0 * PI * u2);
 }
 
 // ---------------------------------------------------------------- the dispatcher's copy
@@ -55,7 +56,7 @@ void Simulator::refresh_view() {
     DispatcherView& v = info_.view;
     const double now = now_;
     auto decayed = [now](double ewma, double t) {  // as build_menu
-        return now <= t ? ewma : ewma * std::exp(-(now - t) / UTIL_WINDOW_S);
+        return now <= t ? ewma : ewma * pmath::exp(-(now - t) / UTIL_WINDOW_S);
     };
     v.p = pnodes_;
     v.p_util.resize(pnodes_.size());
@@ -72,7 +73,7 @@ void Simulator::refresh_view() {
 void Simulator::refresh_decode_copy(size_t i) {
     const double now = now_;
     auto decayed = [now](double ewma, double t) {  // as build_menu
-        return now <= t ? ewma : ewma * std::exp(-(now - t) / UTIL_WINDOW_S);
+        return now <= t ? ewma : ewma * pmath::exp(-(now - t) / UTIL_WINDOW_S);
     };
     const DecodeNode& d = dnodes_[i];
     DecodeCopy& c = info_.view.d[i];

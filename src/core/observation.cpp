@@ -1,4 +1,5 @@
 // ObservationLayout.values (env/observation.py) and ActionLayout.mask (env/actions.py), expression by expression.
+#include "portable_math.hpp"
 #include "observation.hpp"
 
 #include <cmath>
@@ -21,8 +22,8 @@ void encode_observation(const DecisionMenu& m, const ObsParams& p, float* out) {
     const double ttft = p.ttft, tbt = p.tbt, budget = p.budget, ld = p.log_den;
     put(p.ttft_slo / (p.ttft_slo + p.ttft_slo_scale));
     put(p.tbt_slo / (p.tbt_slo + p.tbt_slo_scale));
-    put(std::log1p(dbl(m.prompt)) * ld);
-    if (p.oracle) put(m.output >= 0 ? std::log1p(dbl(m.output)) * ld : 0.0);
+    put(pmath::log1p(dbl(m.prompt)) * ld);
+    if (p.oracle) put(m.output >= 0 ? pmath::log1p(dbl(m.output)) * ld : 0.0);
     if (p.pull) put(m.kind == DECISION_PULL ? 1.0 : 0.0);
     for (int64_t i = 0; i < m.P; ++i) {
         double qt = dbl(m.prefill_i[static_cast<size_t>(2 * i)]);

@@ -119,12 +119,16 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---------------------------------------------------------------------------------------------- constants
-// ln 2 as a triple (hi, lo, lo2); ln2/64 as (a1: 32 significant bits, so n a1 is exact for |n| < 2^21; a2; a3).
+// ln 2 as a triple (hi, lo, lo2); ln2/64 as a1 + a2 + a3 (a1: 32 significant bits, a2: 36, so that n a1 and n a2
+// are exact for |n| < 2^17, which |z| <= 746 keeps).
 constexpr DD kLn2 = {0x1.62e42fefa39efp-1, 0x1.abc9e3b39803fp-56};
-constexpr double kLn2Lo2 = 0x1.7b57a079a1934p-111;
+// ln 2 with a 42-bit head (k ln2 exact for |k| < 2^11) and two more parts
+constexpr double kLn2H42 = 0x1.62e42fefa3800p-1;
+constexpr double kLn2M42 = 0x1.ef35793c76730p-45;
+constexpr double kLn2L42 = 0x1.f97b57a079a19p-103;
 constexpr double kLn2On64A1 = 0x1.62e42ff000000p-7;
-constexpr double kLn2On64A2 = -0x1.718432a1b0e26p-41;
-constexpr double kLn2On64A3 = -0x1.9ff0342542fc3p-96;
+constexpr double kLn2On64A2 = -0x1.718432a1c0000p-41;  // 36 significant bits: n a2 exact for |n| < 2^17
+constexpr double kLn2On64A3 = 0x1.e3b39803f2f6bp-78;
 constexpr double k64OnLn2 = 0x1.71547652b82fep+6;
 // pi/2 in four parts, the first two 33 bits long (n p1 and n p2 exact for |n| < 2^20); 2/pi.
 constexpr double kPio2P1 = 0x1.921fb54400000p+0;
@@ -139,11 +143,10 @@ constexpr double kLogTableBase = 0.703125;
 constexpr int kInvFact = 28;
 
 struct Tables {
-    double log_c[kLogTableSize];    // c_i = 1 / (base + (i + 1/2) / 128), rounded to a double
+    double log_c[kLogTableSize];    // c_i = 1 / (base + (i + 1/2) / 128), rounded to 21 significant bits
     DD log_neg[kLogTableSize];      // -log(c_i)
     DD exp2_j[64];                  // 2^(j/64)
     DD inv_fact[kInvFact];          // 1/n!
-    DD third;                       // 1/3
 
     Tables() {
         inv_fact[0] = {1.0, 0.0};
@@ -152,9 +155,9 @@ struct Tables {
             fact = dd_mul_d(fact, static_cast<double>(n));
             inv_fact[n] = dd_div({1.0, 0.0}, fact);
         }
-        third = dd_div({1.0, 0.0}, {3.0, 0.0});
         for (int i = 0; i < kLogTableSize; ++i) {
-            const double c = 1.0 / (kLogTableBase + (i + 0.5) / 128.0);
+            // 21 bits: m_hi c and m_lo c are exact for the 21/32-bit halves of m (log_dd)
+            const double c = from_bits(bits_of(1.0 / (kLogTableBase + (i + 0.5) / 128.0)) & 0xffffffff80000000ULL);
             log_c[i] = c;
             log_neg[i] = dd_neg(log_atanh(c));
         }
@@ -184,17 +187,16 @@ const Tables& tables() {
 }
 
 // ---------------------------------------------------------------------------------------------- kernels
-// log1p(r) for |r| < 2^-6, r = rh + rl: r - r^2/2 + r^3/3 (double-double) + r^4 (-1/4 + r/5 - ...) (double).
+// log1p(r) for |r| < 2^-6, r = rh + rl (|rl| <= ulp(rh)/2): r - rh^2/2 as a double-double (rh^2 exact by
+// two-product), the rest (-rh rl + rh^3 (1/3 - rh/4 + ...)) as a double: its rounding error is below 2^-66 of r.
 DD log1p_small(DD r) {
-    const Tables& T = tables();
     const double rh = r.hi;
-    double q = 0.0;  // -1/4 + r/5 - r^2/6 + ... + r^10/14 (Horner)
-    for (int n = 14; n >= 4; --n) q = ((n % 2 == 0) ? -1.0 : 1.0) / n + rh * q;
-    const DD r2 = dd_mul(r, r);
-    const DD r3 = dd_mul(r2, r);
-    DD acc = dd_add(r, dd_mul_d(r2, -0.5));
-    acc = dd_add(acc, dd_mul(r3, T.third));
-    return dd_add_d(acc, (r2.hi * r2.hi) * q);
+    // 1/3 - r/4 + r^2/5 - ... - r^9/12 (Horner): the next term is below 2^-66 of r
+    const double q = 1.0 / 3 + rh * (-1.0 / 4 + rh * (1.0 / 5 + rh * (-1.0 / 6 + rh * (1.0 / 7 + rh * (-1.0 / 8 + rh * (
+        1.0 / 9 + rh * (-1.0 / 10 + rh * (1.0 / 11 + rh * (-1.0 / 12)))))))));
+    const DD h = two_prod(rh, rh);
+    const DD acc = dd_add(r, {-0.5 * h.hi, -0.5 * h.lo});
+    return dd_add_d(acc, h.hi * rh * q - rh * r.lo);
 }
 
 // log x as a double-double for a finite x > 0.
@@ -215,14 +217,15 @@ DD log_dd(double x) {
     if (k == 0 && m > 1.0 - 0x1p-6 && m < 1.0 + 0x1p-6) return log1p_small({m - 1.0, 0.0});  // m - 1 exact
     const Tables& T = tables();
     const int i = static_cast<int>((m - kLogTableBase) * 128.0);
-    const DD p = two_prod(m, T.log_c[i]);
-    const DD r = two_sum(p.hi - 1.0, p.lo);  // p.hi - 1 is exact (Sterbenz)
+    const double c = T.log_c[i];
+    // r = m c - 1 exactly as a double-double: m = mh + ml (21 and <= 32 significant bits), c has 21 bits, so mh c
+    // and ml c are exact, and mh c - 1 is exact (Sterbenz: mh c is within 2^-7 of 1)
+    const double mh = from_bits(bits_of(m) & 0xffffffff00000000ULL);
+    const DD r = two_sum(mh * c - 1.0, (m - mh) * c);
     DD acc = dd_add(T.log_neg[i], log1p_small(r));
     if (k != 0) {
-        const double kd = k;
-        DD kl = two_prod(kd, kLn2.hi);
-        kl.lo += kd * kLn2.lo + kd * kLn2Lo2;
-        acc = dd_add(fast_two_sum(kl.hi, kl.lo), acc);
+        const double kd = k;  // |k| <= 1075: kd ln2_head exact
+        acc = dd_add({kd * kLn2H42, kd * kLn2M42 + kd * kLn2L42}, acc);
     }
     return acc;
 }
@@ -234,13 +237,14 @@ DD exp_dd(DD z, int& k) {
     const int n = static_cast<int>(nd);
     const int j = n & 63;
     k = (n - j) / 64;
-    // r = z - n ln2/64: n a1 exact, z.hi - n a1 exact (Sterbenz, or n == 0)
-    const DD p2 = two_prod(nd, kLn2On64A2);
-    const DD r = dd_add(two_sum(z.hi - nd * kLn2On64A1, -p2.hi), {-p2.lo - nd * kLn2On64A3 + z.lo, 0.0});
+    // r = z - n ln2/64: n a1 and n a2 exact, z.hi - n a1 exact (Sterbenz, or n == 0)
+    const DD r0 = two_sum(z.hi - nd * kLn2On64A1, -nd * kLn2On64A2);
+    const DD r = fast_two_sum(r0.hi, r0.lo + (z.lo - nd * kLn2On64A3));
     // exp r = 1 + r + r^2/2 + r^3 (1/6 + r/24 + ...); |r| <= 0.0055: r^3/6 < 2^-24, so its tail is a double
     const double rh = r.hi;
-    double q = 0.0;
-    for (int n2 = 10; n2 >= 3; --n2) q = T.inv_fact[n2].hi + rh * q;
+    // 1/3! + r/4! + ... + r^7/10! (the constants are folded at compile time: one correctly rounded division each)
+    const double q = 1.0 / 6 + rh * (1.0 / 24 + rh * (1.0 / 120 + rh * (1.0 / 720 + rh * (1.0 / 5040 + rh * (
+        1.0 / 40320 + rh * (1.0 / 362880 + rh * (1.0 / 3628800)))))));
     DD r2 = two_prod(rh, rh);
     r2.lo += 2.0 * rh * r.lo;
     DD s = dd_add(r, dd_mul_d(fast_two_sum(r2.hi, r2.lo), 0.5));

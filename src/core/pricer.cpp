@@ -1,6 +1,7 @@
 // Pricer: literal translations of kairos_gym/latency/pricing.py's ChunkPricer methods (see pricer.hpp).
 // Each Python expression keeps its evaluation order and its int/float typing: `a + b + c` is (a + b) + c,
 // `x += a + b` is x + (a + b), an int * float converts the int first, an int product of three is exact.
+#include "portable_math.hpp"
 #include "pricer.hpp"
 
 #include <algorithm>
@@ -144,7 +145,7 @@ double Pricer::attn_time(double pf_pairs, double kv_read) const {
         throw PricerInputError("attn_time", "kv_read", kv_read, false, "a finite number in [0, 2^50] (tokens)");
     }
     const double p = ac_.p;
-    return std::pow(std::pow(pf_pairs * ac_.apf_c, p) + std::pow(kv_read * ac_.kv_m, p), ac_.inv_p);
+    return pmath::pow(pmath::pow(pf_pairs * ac_.apf_c, p) + pmath::pow(kv_read * ac_.kv_m, p), ac_.inv_p);
 }
 
 Cost3 Pricer::attn_cost(double pf_pairs, double kv_read) const {
@@ -177,21 +178,21 @@ double Pricer::model_time(double n_tokens, double n_seqs, double dec_pairs, doub
     const double ip = ac_.inv_p;
     double t = sc_.fixed_s + T * sc_.ew_ar_tok;
     for (const StepConstants::Gemm& gm : sc_.gemms) {
-        t += gm.count * std::pow(std::pow(T * gm.fc, p) + std::pow(gm.w + T * gm.am, p), ip);
+        t += gm.count * pmath::pow(pmath::pow(T * gm.fc, p) + pmath::pow(gm.w + T * gm.am, p), ip);
     }
-    t += std::pow(std::pow(n_seqs * sc_.lm_fc, p) + std::pow(sc_.lm_wm, p), ip);
+    t += pmath::pow(pmath::pow(n_seqs * sc_.lm_fc, p) + pmath::pow(sc_.lm_wm, p), ip);
     if (sc_.moe) {
         const double pm = sc_.moe_p;
         const double tc = T * sc_.moe_fc;
-        const double experts = sc_.moe_e * (1.0 - std::pow(sc_.moe_miss, T)) + sc_.moe_shared;
+        const double experts = sc_.moe_e * (1.0 - pmath::pow(sc_.moe_miss, T)) + sc_.moe_shared;
         const double tm = experts * sc_.moe_wm + T * sc_.moe_am;
-        t += std::pow(std::pow(tc, pm) + std::pow(tm, pm), sc_.moe_inv_p);
+        t += pmath::pow(pmath::pow(tc, pm) + pmath::pow(tm, pm), sc_.moe_inv_p);
     }
     if (pf_pairs > 0.0) {
-        t += std::pow(std::pow(pf_pairs * ac_.apf_c, p) + std::pow(kv_read * ac_.kv_m, p), ip);
+        t += pmath::pow(pmath::pow(pf_pairs * ac_.apf_c, p) + pmath::pow(kv_read * ac_.kv_m, p), ip);
     }
     if (dec_pairs > 0.0) {
-        t += std::pow(std::pow(dec_pairs * sc_.adec_c, p) + std::pow(dec_pairs * ac_.kv_m, p), ip);
+        t += pmath::pow(pmath::pow(dec_pairs * sc_.adec_c, p) + pmath::pow(dec_pairs * ac_.kv_m, p), ip);
     }
     return t;
 }

@@ -1,3 +1,4 @@
+#include "portable_math.hpp"
 #include "simulator.hpp"
 
 #include <algorithm>
@@ -802,8 +803,8 @@ template <class Node>
 void Simulator::util_update(Node& node, double dur, double util) {
     double now = now_;
     double gap = now - node.util_t;
-    double ewma = node.util_ewma * std::exp(-(gap > 0.0 ? gap : 0.0) / UTIL_WINDOW_S);  // idle time counts as 0
-    double w = 1.0 - std::exp(-dur / UTIL_WINDOW_S);
+    double ewma = node.util_ewma * pmath::exp(-(gap > 0.0 ? gap : 0.0) / UTIL_WINDOW_S);  // idle time counts as 0
+    double w = 1.0 - pmath::exp(-dur / UTIL_WINDOW_S);
     node.util_ewma = ewma * (1.0 - w) + util * w;
     node.util_t = now + dur;
 }

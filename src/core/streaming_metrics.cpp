@@ -1,5 +1,6 @@
 // Streaming metrics (see streaming_metrics.hpp): the log-bucket sketch and Simulator::retire, which folds a
 // request into the run's StreamSummary and frees its ring slot. Times in seconds, sizes in tokens.
+#include "portable_math.hpp"
 #include "streaming_metrics.hpp"
 
 #include <algorithm>
@@ -13,9 +14,9 @@ namespace kairos {
 LogSketch::LogSketch(double alpha) : alpha_(alpha) {
     if (!(alpha > 0.0 && alpha < 1.0)) throw std::invalid_argument("LogSketch: alpha must be in (0, 1)");
     gamma_ = (1.0 + alpha) / (1.0 - alpha);
-    log_gamma_ = std::log(gamma_);
-    offset_ = static_cast<int64_t>(std::ceil(std::log(MIN_VALUE) / log_gamma_));
-    int64_t last = static_cast<int64_t>(std::ceil(std::log(MAX_VALUE) / log_gamma_));
+    log_gamma_ = pmath::log(gamma_);
+    offset_ = static_cast<int64_t>(std::ceil(pmath::log(MIN_VALUE) / log_gamma_));
+    int64_t last = static_cast<int64_t>(std::ceil(pmath::log(MAX_VALUE) / log_gamma_));
     counts_.assign(static_cast<size_t>(last - offset_ + 1), 0);
 }
 
@@ -34,7 +35,7 @@ void LogSketch::add(double x, int64_t w) {
         high_ += w;
         return;
     }
-    int64_t i = static_cast<int64_t>(std::ceil(std::log(x) / log_gamma_)) - offset_;
+    int64_t i = static_cast<int64_t>(std::ceil(pmath::log(x) / log_gamma_)) - offset_;
     i = std::min<int64_t>(std::max<int64_t>(i, 0), static_cast<int64_t>(counts_.size()) - 1);
     counts_[static_cast<size_t>(i)] += w;
 }
@@ -49,7 +50,7 @@ double LogSketch::percentile(double q) const {
     for (size_t i = 0; i < counts_.size(); ++i) {
         acc += counts_[i];
         if (acc >= k) {
-            double v = 2.0 * std::exp(static_cast<double>(static_cast<int64_t>(i) + offset_) * log_gamma_) /
+            double v = 2.0 * pmath::exp(static_cast<double>(static_cast<int64_t>(i) + offset_) * log_gamma_) /
                        (gamma_ + 1.0);
             return std::min(v, max_seen_);  // never above the largest value seen (a bucket's top half)
         }
