@@ -269,8 +269,9 @@ class _DeflectFirst:
         return Decision.prefill_path()
 
 
-class _RandomDeflect:
-    """Uniform over the prefill path and every (node, chunk) deflection (a seeded numpy Generator)."""
+class RandomDeflect:
+    """Uniform over the prefill path and every (node, chunk) deflection, LargestSafe included (a seeded numpy
+    Generator; tools/fingerprint.py uses it too)."""
 
     name = "random"
 
@@ -328,7 +329,7 @@ def _policy(name: str, scenario: Any, seed: int) -> Any:
     if name.startswith("deflect-"):
         return _DeflectFirst(int(name.split("-")[1]))
     if name == "random":
-        return _RandomDeflect(seed)
+        return RandomDeflect(seed)
     from kairos_gym.agents.registry import make_policy
 
     return make_policy(name, scenario, seed=seed)

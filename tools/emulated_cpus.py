@@ -11,8 +11,8 @@ golden bit-identity tests once per emulated CPU, each in a fresh process with th
   (``numpy._core._multiarray_umath.__cpu_dispatch__`` that ``__cpu_features__`` marks present). numpy refuses to
   hide its baseline (``__cpu_baseline__``, X86_V2 on x86-64: a RuntimeError at import), so only dispatched
   targets are listed: numpy then runs its baseline loops, the code of the oldest CPU it supports;
-- ``all``: both together, and torch's scalar kernels (``ATEN_CPU_CAPABILITY=default``; the PPO policies run
-  through torch).
+- ``all``: both together, and torch's scalar kernels (``ATEN_CPU_CAPABILITY=default``: no result path runs
+  torch since the trained agents act through the core's MLP forward, so this guards against one coming back).
 
 Each emulated run must pass the tests, say ``equal`` for every verify stage, and dump arrays equal to the
 default run's, bit for bit (the tool prints, per emulation, the arrays that differ and by how many ulps, as
@@ -50,6 +50,7 @@ GOLDEN_TESTS = (
     "tests/harness/test_oracle_scores.py",
     "tests/env/test_env_native_snapshot.py",
     "tests/test_verify.py",
+    "tests/native/test_portable_math.py",
 )
 """The bit-identity tests against recorded data (the ones another CPU failed, issue 24, and tests/test_verify.py),
 about 40 s per run on an idle core."""

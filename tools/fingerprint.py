@@ -42,7 +42,8 @@ import gymnasium as gym
 
 import kairos_gym.env  # noqa: F401
 from kairos_gym.config import ScenarioConfig
-from kairos_gym.sim import Decision, Simulator
+from kairos_gym.sim import Simulator
+from kairos_gym.verify import RandomDeflect
 
 _spec = importlib.util.spec_from_file_location(
     "fingerprint_cases", Path(__file__).resolve().parent.parent / "tests" / "sim" / "conftest.py")
@@ -54,20 +55,6 @@ tight_memory_sim = _cases.tight_memory_sim
 
 _COLUMNS = ("arrival", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
             "p_node", "d_node", "max_gap", "path", "kv_moved")
-
-
-class RandomDeflect:
-    """Uniform over the prefill path and every (node, chunk) deflection, LargestSafe included."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def decide(self, ctx: Any) -> Decision:
-        opts = [Decision.prefill_path()]
-        for i, d in enumerate(ctx.decode):
-            if d.can_deflect:
-                opts += [Decision.deflect(i, c) for c in (0, *ctx.chunk_menu)]
-        return opts[int(self.rng.integers(len(opts)))]
 
 
 def _stable(summary: dict[str, Any]) -> dict[str, Any]:
