@@ -1,4 +1,4 @@
-"""Portable exp, log, log1p, expm1, pow and cos: the same double on every CPU (issue 24).
+"""Portable exp, log, log1p, expm1, pow, cos and erfc: the same double on every CPU (issue 24).
 
 Python's ``math`` and numpy's ufuncs call code chosen by CPU feature (glibc's FMA/AVX2 variants of ``exp``/
 ``log``/``pow``, numpy's AVX-512 loops), so ``x ** p`` can round differently on two machines. Every result path
@@ -64,6 +64,11 @@ def expm1(x: Any) -> Any:
 def cos(x: Any) -> Any:
     """Cosine (radians, |x| <= 2^20 pi/2)."""
     return _unary("pm_cos", x)
+
+
+def erfc(x: Any) -> Any:
+    """Complementary error function (within 8 ulp for normal results; see the C++ header)."""
+    return _unary("pm_erfc", x)
 
 
 def pow(x: Any, y: Any) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kairos_gym import portable_math as pm
 from kairos_gym.errors import ConfigError, check_keys
 from kairos_gym.workload import portable_random as pr
 from kairos_gym.workload.rules import (
@@ -122,12 +123,12 @@ def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
     :mod:`~kairos_gym.workload.portable_random` (the acceptance it gives sizes batches and guards configs)."""
     if sigma == 0:
         return 1.0 if median < x else 0.0
-    return 0.5 * pr.erfc(-(pr.log(x) - pr.log(median)) / (sigma * math.sqrt(2.0)))
+    return 0.5 * pm.erfc(-(pm.log(x) - pm.log(median)) / (sigma * math.sqrt(2.0)))
 
 
 def _pareto_cdf(x: float, x_min: float, alpha: float) -> float:
     """P(X < x) (portable pow)."""
-    return 0.0 if x < x_min else 1.0 - pr.pow(x_min / x, alpha)
+    return 0.0 if x < x_min else 1.0 - pm.pow(x_min / x, alpha)
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ class LognormalLengths(SampledLengths):
         values = self.to_dict()
         out = []
         for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
-            mu, sigma = pr.log(values[f"{side}_median"]), values[f"{side}_sigma"]
+            mu, sigma = pm.log(values[f"{side}_median"]), values[f"{side}_sigma"]
 
             def draw(m: int, mu: float = mu, sigma: float = sigma, g: np.random.Generator = side_rng) -> np.ndarray:
                 return pr.lognormal(g, mu, sigma, m)

@@ -15,8 +15,7 @@ sampler and the scenario parameters): ``exponential``, ``standard_exponential``,
 was computed in double precision and differs by up to 8e-15 relative, so those draws differ from numpy's in the
 last bits (relative difference < 1e-13), while the token counts the workload rounds them to agree.
 
-Config-time helpers: :func:`log`, :func:`pow` (the core's pmath) and :func:`erfc` (basic operations and pmath
-exp; see its docstring for the accuracy).
+The truncation cdfs' log, pow and erfc are :mod:`kairos_gym.portable_math`'s.
 
 A generator with another bit generator (``PCG64DXSM``, ``MT19937``, ...) is refused with :class:`ConfigError`.
 """
@@ -133,69 +132,3 @@ def poisson(rng: np.random.Generator, lam: Any = 1.0, size: Any = None) -> Any:
     out = np.empty(math.prod(shape), dtype=np.int64)
     _store(bg, st, _core().pcg_poisson(sh, sl, ih, il, pl, out))
     return int(out[0]) if scalar else out.reshape(shape)
-
-
-# --- config-time scalars --------------------------------------------------------------------------------------------
-def log(x: float) -> float:
-    """Portable natural log (:func:`kairos_gym.portable_math.log`)."""
-    from kairos_gym import portable_math
-
-    return float(portable_math.log(float(x)))
-
-
-def pow(x: float, y: float) -> float:
-    """Portable ``x ** y`` for x > 0 (:func:`kairos_gym.portable_math.pow`)."""
-    from kairos_gym import portable_math
-
-    return float(portable_math.pow(float(x), float(y)))
-
-
-_INV_SQRT_PI = 0.5641895835477563  # 1/sqrt(pi), the nearest double
-_TWO_OVER_SQRT_PI = 1.1283791670955126  # 2/sqrt(pi), the nearest double
-_SPLIT = 134217729.0  # 2^27 + 1 (Veltkamp)
-
-
-def _square_exact(x: float) -> tuple[float, float]:
-    """(p, e) with p + e == x*x exactly (Dekker's product, basic operations only)."""
-    p = x * x
-    c = _SPLIT * x
-    hi = c - (c - x)
-    lo = x - hi
-    e = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
-    return p, e
-
-
-def erfc(x: float) -> float:
-    """Complementary error function from IEEE basic operations and the portable exp only (same on every CPU).
-
-    |x| <= 0.5: ``1 - erf(x)`` with erf's Taylor series; x > 0.5: ``exp(-x^2) / sqrt(pi)`` (x^2 split exactly into two
-    doubles) times the Laplace continued fraction, evaluated bottom-up from a depth that converges it; x < -0.5:
-    ``2 - erfc(-x)``. Accuracy (tests/workload/test_portable_random.py, against mpmath on a dense grid of [-6, 26.5]):
-    within 4 ulp of the correctly rounded value for normal results (subnormal results, x > 26.55, lose relative
-    accuracy; 0 beyond 27.3).
-    """
-    x = float(x)
-    if math.isnan(x):
-        return x
-    if x < -0.5:
-        return 2.0 - erfc(-x)
-    if x <= 0.5:
-        x2 = x * x
-        term, total, n = x, x, 0
-        while True:  # erf(x) * sqrt(pi) / 2 = sum (-1)^n x^(2n+1) / (n! (2n+1))
-            n += 1
-            term = -term * x2 / n
-            add = term / (2 * n + 1)
-            if abs(add) <= 1e-18 * abs(total):  # (x = 0: add is 0)
-                break
-            total += add
-        return 1.0 - _TWO_OVER_SQRT_PI * total
-    if x > 27.3:
-        return 0.0
-    p, e = _square_exact(x)
-    scale = _core().pm_exp(-p) * (1.0 - e) * _INV_SQRT_PI  # exp(-x^2) / sqrt(pi); |e| <= ulp(p) / 2
-    depth = int(60 + 1600 / (x * x))  # converges the fraction to < 2^-60 relative for x > 0.5
-    t = x
-    for k in range(depth, 0, -1):  # x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))
-        t = x + 0.5 * k / t
-    return scale / t

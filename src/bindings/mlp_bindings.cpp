@@ -149,5 +149,4 @@ void bind_mlp(nb::module_& m) {
             return OutVec(out, {n}, owner);
         },
         "activation"_a, "y"_a.noconvert(), "The portable activation, element-wise over float32 values (float32 out).");
-    m.def("mlp_erfc", &mlp::erfc, "z"_a, "The portable erfc of the GELU activation (float).");
 }

@@ -39,11 +39,13 @@ void bind_portable_math(nb::module_& m) {
     m.def("pm_expm1", &pm::expm1, "x"_a, "Portable exp(x) - 1 (float).");
     m.def("pm_pow", &pm::pow, "x"_a, "y"_a, "Portable x ** y (float).");
     m.def("pm_cos", &pm::cos, "x"_a, "Portable cos (float; |x| <= 2^20 pi/2).");
+    m.def("pm_erfc", &pm::erfc, "x"_a, "Portable complementary error function (float).");
     m.def("pm_exp_array", [](In1 x) { return map1(x, [](double v) { return pm::exp(v); }); }, "x"_a);
     m.def("pm_log_array", [](In1 x) { return map1(x, [](double v) { return pm::log(v); }); }, "x"_a);
     m.def("pm_log1p_array", [](In1 x) { return map1(x, [](double v) { return pm::log1p(v); }); }, "x"_a);
     m.def("pm_expm1_array", [](In1 x) { return map1(x, [](double v) { return pm::expm1(v); }); }, "x"_a);
     m.def("pm_cos_array", [](In1 x) { return map1(x, [](double v) { return pm::cos(v); }); }, "x"_a);
+    m.def("pm_erfc_array", [](In1 x) { return map1(x, [](double v) { return pm::erfc(v); }); }, "x"_a);
     m.def("pm_pow_array", [](In1 x, double y) { return map1(x, [y](double v) { return pm::pow(v, y); }); },
           "x"_a, "y"_a, "Portable x ** y element-wise over a float64 array x and a float y.");
     m.def(

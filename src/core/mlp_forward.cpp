@@ -14,43 +14,7 @@ namespace kairos::mlp {
 
 namespace {
 
-constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi), the double nearest
-constexpr double kOneOverSqrtPi = 0.56418958354775628695;  // 1 / sqrt(pi)
 constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
-constexpr double kSeriesEnd = 1.0;  // the series below |z| = 1, the continued fraction from there
-constexpr int kSeriesTerms = 40;   // |z| < 1: the 40th term is < 1e-36 of the sum
-constexpr int kFractionDepth = 300;  // |z| >= 1: the fraction's depth (converged to < 4e-16 relative at z = 1)
-
-// e^(-z^2) without the rounding of z^2 (which costs z^2 2^-53 relative, 6e-14 at z = 24): z = t + (z - t) with t
-// z's top 21 significant bits, so t^2 is exact and -z^2 = -t^2 + (t - z)(t + z), the second term tiny.
-double exp_minus_square(double z) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &z, sizeof bits);
-    bits &= ~std::uint64_t{0xffffffff};
-    double t;
-    std::memcpy(&t, &bits, sizeof t);
-    return pmath::exp(-(t * t)) * pmath::exp((t - z) * (t + z));
-}
-
-// erf(z) for |z| < 1: 2/sqrt(pi) e^-z^2 sum_{n>=0} (2 z^2)^n z / (1*3*...*(2n+1)); every term has z's sign.
-double erf_series(double z) {
-    const double z2 = z * z;
-    const double two_z2 = 2.0 * z2;
-    double term = z;
-    double sum = z;
-    for (int n = 1; n < kSeriesTerms; ++n) {
-        term = term * two_z2 / static_cast<double>(2 * n + 1);
-        sum = sum + term;
-    }
-    return kTwoOverSqrtPi * pmath::exp(-z2) * sum;
-}
-
-// erfc(z) for z >= 1: e^-z^2 / sqrt(pi) / (z + (1/2) / (z + (2/2) / (z + (3/2) / (z + ...)))), bottom-up.
-double erfc_fraction(double z) {
-    double f = z;
-    for (int k = kFractionDepth; k >= 1; --k) f = z + (0.5 * static_cast<double>(k)) / f;
-    return kOneOverSqrtPi * exp_minus_square(z) / f;
-}
 
 float to_float(double v) { return static_cast<float>(v); }
 
@@ -76,13 +40,6 @@ Activation activation_from_name(const std::string& name) {
     throw std::invalid_argument("activation '" + name + "': not one of Tanh, ReLU, ELU, LeakyReLU, SiLU, GELU, Sigmoid");
 }
 
-double erfc(double z) {
-    if (std::isnan(z)) return z;
-    if (z >= kSeriesEnd) return erfc_fraction(z);
-    if (z <= -kSeriesEnd) return 2.0 - erfc_fraction(-z);
-    return 1.0 - erf_series(z);
-}
-
 float activate(Activation a, float yf) {
     const double y = static_cast<double>(yf);
     switch (a) {
@@ -99,7 +56,7 @@ float activate(Activation a, float yf) {
         case Activation::SiLU:
             return to_float(y / (1.0 + pmath::exp(-y)));
         case Activation::GELU:
-            return to_float(y * (0.5 * erfc(-(y * kSqrtHalf))));
+            return to_float(y * (0.5 * pmath::erfc(-(y * kSqrtHalf))));
         case Activation::Sigmoid:
             return to_float(1.0 / (1.0 + pmath::exp(-y)));
     }

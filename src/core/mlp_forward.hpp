@@ -41,19 +41,12 @@ Activation activation_from_name(const std::string& name);
 //   ELU        y > 0 ? y : pmath::expm1(y)                          (alpha 1)
 //   LeakyReLU  y > 0 ? y : y * 0.01      (0.01 the double nearest)  (negative_slope 0.01)
 //   SiLU       y / (1 + pmath::exp(-y))
-//   GELU       y * Phi(y),  Phi(y) = erfc(-y / sqrt 2) / 2 with this file's erfc (approximate="none")
+//   GELU       y * Phi(y),  Phi(y) = pmath::erfc(-y / sqrt 2) / 2 (approximate="none")
 //   Sigmoid    1 / (1 + pmath::exp(-y))
-// The double value before the rounding is within a few ulp (double) of the exact f(y) (GELU: see erfc), so the
+// The double value before the rounding is within a few ulp (double) of the exact f(y) (GELU: see pmath::erfc), so the
 // float result is the correctly rounded f(y) except when f(y) lies within ~2^-25 ulp(float) of a halfway point.
 float activate(Activation a, float y);
 
-// The complementary error function from basic operations and pmath::exp: a Maclaurin series with positive terms
-// (erf(z) = 2/sqrt(pi) e^-z^2 sum_n (2z^2)^n z / (1*3*...*(2n+1)), 40 terms) for |z| < 1, the Laplace continued
-// fraction erfc(z) = e^-z^2 / sqrt(pi) / (z + (1/2) / (z + (2/2) / (z + ...))) evaluated bottom-up from a fixed
-// depth of 300 for |z| >= 1 (erfc(-z) = 2 - erfc(z)); e^-z^2 without the rounding of z^2. Relative error against
-// mpmath below 5e-15 where the result is a normal double, z in [-6, 26.5] (tests/agents/test_portable_actor.py);
-// subnormal below that, 0 beyond z = 27.3, 2 below z = -6. NaN gives NaN.
-double erfc(double z);
 
 // One fully connected layer: weight out x in (row-major), bias out.
 struct Layer {

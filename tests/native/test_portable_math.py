@@ -132,6 +132,7 @@ def test_special_values_of_the_unary_functions():
     assert pm.log1p(-1.0) == -math.inf and math.isnan(pm.log1p(-1.5)) and pm.log1p(1e-30) == 1e-30
     assert pm.expm1(-50.0) == -1.0 and pm.expm1(1e-30) == 1e-30 and pm.expm1(710.0) == math.inf
     assert math.isnan(pm.cos(math.inf)) and math.isnan(pm.cos(math.nan))
+    assert pm.erfc(math.inf) == 0.0 and pm.erfc(-math.inf) == 2.0 and math.isnan(pm.erfc(math.nan))
     with pytest.raises(ValueError):
         pm.cos(1e7)  # outside the reduced range: refused, never a wrong answer
 
