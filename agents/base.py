@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext, DecodeNodeView
 from kairos_gym.workload.rules import Number
 

@@ -1,6 +1,6 @@
 """Input layouts of a trained policy: what follows the environment's observation (issue 13).
 
-A safe checkpoint's ``policy.json`` may name its input layout (``inputs``, :data:`~kairos_gym.agents.policy_file.
+A safe checkpoint's ``policy.json`` may name its input layout (``inputs``, :data:`~kairos_gym.agents.checkpoint.
 INPUTS`); without the key it is ``observation``, the environment's observation alone. ``observation+kairos``
 appends a one-hot (``ActionLayout.n`` float32 values) of the env action that :class:`~kairos_gym.agents.kairos.Kairos`
 takes at the same decision: Kairos built for the scenario the policy runs on (so on its information track: on the
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from kairos_gym.agents.policy_file import INPUTS
+from kairos_gym.agents.checkpoint import INPUTS
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import DEFLECT, Decision, DecisionContext

@@ -63,10 +63,10 @@ from typing import Any
 
 from kairos_gym.agents.base import BasePolicy
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
 from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import LARGEST_SAFE, PULL, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
 

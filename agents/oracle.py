@@ -12,7 +12,7 @@ latencies (the simulator itself). At each decision it tries every candidate acti
   decode node can take a deflection) is taken without rollouts.
 - base policies (:data:`DEFAULT_BASES`): no-deflect, kairos-exact (Kairos with staleness 0 and model error 0),
   always-deflect-ls, sq-ls and sl-ls (their default thresholds), decided inside the native core
-  (src/core/base_policies.cpp, bit-identical to the Python policies: tests/native/test_base_policies.py).
+  (src/core/base_policies.cpp, bit-identical to the Python policies: tests/core/test_base_policies.py).
   ``bases`` takes registry names or ``(name, params)`` pairs of these rules (also the fixed-chunk
   always-deflect, sq, sl) and of pending-switch (deflect while the decode nodes' pending admissions sum to >= k:
   the one base that switches when a fault cuts the KV links, e.g. on fault-shift; not a default base); a rule
@@ -51,9 +51,9 @@ from kairos_gym.agents.base import BasePolicy
 from kairos_gym.agents.baselines import SL, SQ, AlwaysDeflect, NoDeflect, PendingSwitch
 from kairos_gym.agents.kairos import Kairos
 
-from kairos_gym.config import ScenarioConfig, load_scenario
+from kairos_gym.compiled import core as _native_core
 from kairos_gym.errors import ConfigError
-from kairos_gym.native import core as _native_core
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import Decision, DecisionContext
 
 DEFAULT_BASES: tuple[str, ...] = ("no-deflect", "kairos-exact", "always-deflect-ls", "sq-ls", "sl-ls")

@@ -1,6 +1,6 @@
 """PPOAgent: a trained PPO / MaskablePPO actor behind the policy interface.
 
-By default it loads the project's safe checkpoint format (:mod:`kairos_gym.agents.policy_file`:
+By default it loads the project's safe checkpoint format (:mod:`kairos_gym.agents.checkpoint`:
 ``policy.json`` + ``policy.npz`` + ``normalize.json``; nothing unpickled, no Stable-Baselines3 import)
 and acts with its :class:`GreedyActor`. A Stable-Baselines3 zip (and the ``vecnormalize.pkl`` beside it)
 loads only with ``trust_checkpoint=True``: such files carry pickles, and unpickling runs any code stored
@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 from kairos_gym.agents.base import BasePolicy
+from kairos_gym.agents.checkpoint import GreedyActor, load_policy, require_trust, resolve_checkpoint
 from kairos_gym.agents.inputs import KairosFeature, extra_size
 from kairos_gym.agents.kairos import build_model
-from kairos_gym.agents.policy_file import GreedyActor, load_policy, require_trust, resolve_checkpoint
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import Decision, DecisionContext
 
 __all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "GreedyActor", "PPOAgent", "PPOGeneral"]
@@ -97,11 +97,11 @@ class PPOAgent(BasePolicy):
                     raise ConfigError(where, "algo", algo, f"auto or {self.actor.algo} (the checkpoint's policy.json)")
             else:
                 require_trust(target, trust_checkpoint, where)
-                from kairos_gym.train.checkpoints import load_model
+                from kairos_gym.agents.sb3_checkpoint import load_model
 
                 self.model, self.obs_normalizer = load_model(target, device, algo=algo, trust_checkpoint=True)
         if self.model is not None:
-            from kairos_gym.train.checkpoints import actor_from_sb3
+            from kairos_gym.agents.sb3_checkpoint import actor_from_sb3
 
             try:  # the fast greedy path, when the model is an MLP on flat observations
                 self.actor = actor_from_sb3(self.model, self.obs_normalizer)

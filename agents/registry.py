@@ -27,8 +27,8 @@ from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.ppo import PPOAgent, PPOGeneral
 
-from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 
 
 class KairosExact(Kairos):

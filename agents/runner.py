@@ -10,8 +10,8 @@ import numpy as np
 from kairos_gym.agents.base import BasePolicy
 from kairos_gym.agents.registry import make_policy
 
-from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import Decision, DecisionContext, Policy
 

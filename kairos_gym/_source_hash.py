@@ -1,6 +1,6 @@
 """Print the FNV-1a 64-bit hash (hex) of the native core's sources: src/core and src/bindings, *.cpp and *.hpp,
 in sorted path order, each as its relative path, a NUL, its bytes, a NUL. CMake bakes it into the build
-(``_core.build_info()["source_hash"]``); ``kairos_gym.native`` recomputes it in a checkout to detect a stale
+(``_core.build_info()["source_hash"]``); ``kairos_gym.compiled`` recomputes it in a checkout to detect a stale
 editable build. Runs standalone (stdlib only), as CMake does: ``python kairos_gym/_source_hash.py REPO_ROOT``."""
 
 from __future__ import annotations

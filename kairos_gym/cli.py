@@ -2,7 +2,7 @@
 
 Every flag value and every output path is checked before any work starts (:mod:`kairos_gym.flags`): a bad
 one exits with status 2 and one line naming the flag, the value and what is allowed. Tables go to stdout
-(:func:`kairos_gym.report.render_table`, at most 120 columns); progress bars to stderr, only on a terminal
+(:func:`kairos_gym.table.render_table`, at most 120 columns); progress bars to stderr, only on a terminal
 (``--no-progress`` turns them off).
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kairos_gym.backends import BackendError, add_backend_flags, backend_from_args
 from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.backends import BackendError, add_backend_flags, backend_from_args
 from kairos_gym.flags import (
     MAX_BENCH_REPEATS,
     MAX_BENCH_SECONDS,
@@ -32,8 +32,8 @@ from kairos_gym.flags import (
 )
 
 if TYPE_CHECKING:
-    from kairos_gym.config import ScenarioConfig
     from kairos_gym.progress import RunProgress
+    from kairos_gym.scenario import ScenarioConfig
     from kairos_gym.sim import Simulator
 
 SEEDS_HELP = (f"seeds as a comma list and/or ranges a-b, e.g. 0-4 or 0,3,7 (distinct, each below {SEED_LIMIT}, at "
@@ -131,7 +131,7 @@ def _cmd_latency(args: argparse.Namespace) -> int:
         return 0
     m = StepLatencyModel.from_preset(args.model, args.gpu, tp)
     if args.bench:
-        from kairos_gym.latency.bench import bench_pricing
+        from kairos_gym.perf.pricing_speed import bench_pricing
 
         res = bench_pricing(m)
         for k, v in res.items():
@@ -163,8 +163,9 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from kairos_gym.agents.registry import make_policy
     from kairos_gym.agents.runner import simulate
-    from kairos_gym.config import load_scenario
-    from kairos_gym.report import format_summary, write_requests_csv
+    from kairos_gym.scenario import load_scenario
+    from kairos_gym.sim.requests_csv import write_requests_csv
+    from kairos_gym.table import format_summary
 
     seed = parse_int("simulate", "--seed", args.seed, 0, SEED_LIMIT - 1)
     check_outputs("simulate", {"--json": args.json, "--requests-csv": args.requests_csv}, stdout_ok=["--json"])
@@ -204,7 +205,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- sweep
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.sweep import MAX_LOAD, MAX_THRESHOLD
+    from kairos_gym.evaluation.sweep import MAX_LOAD, MAX_THRESHOLD
 
     p = sub.add_parser("sweep", help="load sweep and SQ/SL threshold sweeps against Kairos (and the Oracle)")
     p.add_argument("--scenario", default="bursty", help="shipped scenario name or YAML path (default: bursty)")
@@ -231,8 +232,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.evaluation.sweep import MAX_LOAD, MAX_THRESHOLD, format_sweep, sweep
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.sweep import MAX_LOAD, MAX_THRESHOLD, format_sweep, sweep
 
     w = "sweep"
     seeds = parse_seeds(args.seeds, "--seeds", w)
@@ -267,7 +268,7 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
-    from kairos_gym.train.results import build_results, results_md
+    from kairos_gym.benchmark.paper_claims import build_results, results_md
 
     seeds = parse_seeds(args.seeds, "--seeds", "results")
     check_outputs("results", {"--out": args.out, "--json": args.json})
@@ -281,8 +282,8 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- leaderboard
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.entries import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED
-    from kairos_gym.train.suite import SUITE, TIER_NAMES
+    from kairos_gym.benchmark.entries import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED
+    from kairos_gym.benchmark.suite import SUITE, TIER_NAMES
 
     p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md (docs/benchmark.md)")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
@@ -307,8 +308,9 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="PATH", help="also write every figure, score and interval as JSON to this file "
                    "(one track: its result; both: {\"tracks\": {track: result}})")
     p.add_argument("--oracle-cache", default=None, metavar="PATH",
-                   help="the Oracle's cached per-instance scores (default: train/oracle_scores.json; regenerate with "
-                   "python -m kairos_gym.train.oracle_scores); instances without a valid entry run the Oracle")
+                   help="the Oracle's cached per-instance scores (default: "
+                   "kairos_gym/benchmark/oracle_cache.json; regenerate with "
+                   "python -m kairos_gym.benchmark.oracle_cache); instances without a valid entry run the Oracle")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     add_backend_flags(p)
     p.set_defaults(func=_cmd_leaderboard)
@@ -316,13 +318,13 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
-    from kairos_gym.agents.loader import policy_from_checkpoint, policy_from_file
+    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint, policy_from_file
     from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.benchmark.entries import BEST_STATIC, MAX_EXTERNAL, check_entries
+    from kairos_gym.benchmark.leaderboard import run_tracks
+    from kairos_gym.benchmark.leaderboard_report import tracks_md
+    from kairos_gym.benchmark.suite import parse_tracks, select_tasks
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.entries import BEST_STATIC, MAX_EXTERNAL, check_entries
-    from kairos_gym.train.leaderboard import run_tracks
-    from kairos_gym.train.leaderboard_md import tracks_md
-    from kairos_gym.train.suite import parse_tracks, select_tasks
 
     w = "leaderboard"
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
@@ -333,10 +335,10 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
         raise ConfigError(w, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
                           f"at most {MAX_EXTERNAL} entries in all")
     check_entries(policies, [])
-    from kairos_gym.train import oracle_scores
+    from kairos_gym.benchmark import oracle_cache
 
-    cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
-    oracle_scores.load(cache)  # a bad cache file fails here, before any run
+    cache = oracle_cache.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
+    oracle_cache.load(cache)  # a bad cache file fails here, before any run
     externals = [policy_from_file(s, w, "--policy") for s in args.policy]
     externals += [policy_from_checkpoint(d, w, "--checkpoint") for d in args.checkpoint]
     command = _command_line(args, "leaderboard")
@@ -351,8 +353,8 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- precision
 def _add_precision(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.entries import MAX_EXTERNAL
-    from kairos_gym.train.precision import (
+    from kairos_gym.benchmark.entries import MAX_EXTERNAL
+    from kairos_gym.benchmark.precision import (
         DEFAULT_MAX_INSTANCES,
         DEFAULT_POLICIES,
         HALF_WIDTH,
@@ -362,7 +364,7 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
         MIN_PILOT,
         PILOT,
     )
-    from kairos_gym.train.suite import SUITE, TIER_NAMES
+    from kairos_gym.benchmark.suite import SUITE, TIER_NAMES
 
     p = sub.add_parser("precision", help="Stein's two-stage protocol: enough instances per task for the target "
                        "interval of each policy's mean (docs/benchmark.md); writes PRECISION.md")
@@ -401,11 +403,10 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_precision(args: argparse.Namespace) -> int:
 
-    from kairos_gym.agents.loader import policy_from_checkpoint, policy_from_file
+    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint, policy_from_file
     from kairos_gym.agents.registry import POLICIES
-    from kairos_gym.flags import parse_names
-    from kairos_gym.train.entries import BEST_STATIC, MAX_EXTERNAL
-    from kairos_gym.train.precision import (
+    from kairos_gym.benchmark.entries import BEST_STATIC, MAX_EXTERNAL
+    from kairos_gym.benchmark.precision import (
         MAX_HALF_WIDTH,
         MAX_INSTANCES,
         MAX_PILOT,
@@ -416,8 +417,9 @@ def _cmd_precision(args: argparse.Namespace) -> int:
         precision_md,
         run_precision,
     )
-    from kairos_gym.train.precision_resume import load_precision_resume
-    from kairos_gym.train.suite import parse_tracks, select_tasks
+    from kairos_gym.benchmark.precision_resume import load_precision_resume
+    from kairos_gym.benchmark.suite import parse_tracks, select_tasks
+    from kairos_gym.flags import parse_names
 
     w = WHERE
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
@@ -448,7 +450,7 @@ def _cmd_precision(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- oracle-precision
 def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
-    from kairos_gym.train.oracle_precision import (
+    from kairos_gym.benchmark.oracle_precision import (
         COST_RATIO,
         DEFAULT_MAX_INSTANCES,
         DEFAULT_MAX_ORACLE,
@@ -464,8 +466,8 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
         ROUNDS,
         TRACK,
     )
-    from kairos_gym.train.precision import MAX_INSTANCES
-    from kairos_gym.train.suite import SUITE, TIER_NAMES, TRACKS
+    from kairos_gym.benchmark.precision import MAX_INSTANCES
+    from kairos_gym.benchmark.suite import SUITE, TIER_NAMES, TRACKS
 
     p = sub.add_parser("oracle-precision", help="two-phase sampling of the Oracle's per-task means, headroom and "
                        "normalised scores to a target interval (docs/benchmark.md); writes ORACLE_PRECISION.md")
@@ -496,7 +498,7 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
                    help="an earlier run's --json file: its per-instance scores are used instead of re-running (each "
                    "task's first instance of every entry is re-run and must be equal): the result of a fresh run")
     p.add_argument("--oracle-cache", default=None, metavar="PATH",
-                   help="cached Oracle scores read where valid (default: train/oracle_scores.json)")
+                   help="cached Oracle scores read where valid (default: kairos_gym/benchmark/oracle_cache.json)")
     p.add_argument("--track", default=TRACK, metavar="TRACK",
                    help=", ".join(TRACKS) + ": information track of the phase-1 policies (default exact; "
                    "realistic: the Oracle's bases also run on the exact track, as its rollouts do)")
@@ -512,10 +514,9 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
 def _cmd_oracle_precision(args: argparse.Namespace) -> int:
 
     from kairos_gym.agents.registry import POLICIES
-    from kairos_gym.flags import parse_names
-    from kairos_gym.train import oracle_scores
-    from kairos_gym.train.entries import BEST_STATIC
-    from kairos_gym.train.oracle_precision import (
+    from kairos_gym.benchmark import oracle_cache
+    from kairos_gym.benchmark.entries import BEST_STATIC
+    from kairos_gym.benchmark.oracle_precision import (
         MAX_COST_RATIO,
         MAX_HALF_WIDTH,
         MAX_ORACLE,
@@ -530,8 +531,9 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
         oracle_precision_md,
         run_oracle_precision,
     )
-    from kairos_gym.train.precision import MAX_INSTANCES
-    from kairos_gym.train.suite import select_tasks
+    from kairos_gym.benchmark.precision import MAX_INSTANCES
+    from kairos_gym.benchmark.suite import select_tasks
+    from kairos_gym.flags import parse_names
 
     w = WHERE
     policies = parse_names(w, "--policies", args.policies, [*POLICIES, BEST_STATIC])
@@ -548,8 +550,8 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     check_outputs(w, {"--out": out, "--json": args.json})
     check_policy_names(policies)
     resume = None if args.resume is None else load_resume(args.resume)
-    cache = oracle_scores.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
-    oracle_scores.load(cache)  # a bad cache file fails here, before any run
+    cache = oracle_cache.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
+    oracle_cache.load(cache)  # a bad cache file fails here, before any run
     command = _command_line(args, "oracle-precision")
     with backend_from_args(w, args) as backend, _progress(args, "oracle-precision") as bar:
         res = run_oracle_precision(policies, suite=suite, half_width=half, pilot=pilot, cost_ratio=ratio,
@@ -577,8 +579,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from kairos_gym.bench import run_bench
-    from kairos_gym.report import render_table
+    from kairos_gym.perf.throughput import run_bench
+    from kairos_gym.table import render_table
 
     # checked before the minutes of simulator timing, not after
     seconds = parse_float("bench", "--env-seconds", args.env_seconds, 0.0, MAX_BENCH_SECONDS)
@@ -666,9 +668,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.evaluation.evaluate import evaluate, format_table
+    from kairos_gym.evaluation.plots import PLOT_FILES
     from kairos_gym.flags import parse_names
-    from kairos_gym.train.evaluate import evaluate, format_table
-    from kairos_gym.train.plots import PLOT_FILES
 
     seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
     policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
@@ -694,15 +696,15 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from kairos_gym.evaluation.evaluate import evaluate, format_table
+    from kairos_gym.evaluation.plots import PLOT_FILES
     from kairos_gym.latency import StepLatencyModel
     from kairos_gym.latency.report import seed_target_checks
-    from kairos_gym.report import render_table
-    from kairos_gym.train.evaluate import evaluate, format_table
-    from kairos_gym.train.plots import PLOT_FILES
+    from kairos_gym.table import render_table
 
     seeds = parse_seeds(args.seeds, "--seeds", "demo")
     check_outputs("demo", folders={"--out": (args.out, (*PLOT_FILES, "evaluate.json"))})
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
 
     load_scenario(args.scenario)  # a bad scenario fails before anything is printed
     m = StepLatencyModel.from_preset()
@@ -744,7 +746,7 @@ def _oracle_prefix(scenario: str, seed: int, limit: int = ORACLE_PREFIX) -> tupl
     docs/workloads.md). The Oracle rolls every option forward, so it only runs on a short prefix."""
     import numpy as np
 
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
     from kairos_gym.workload import generate
 
     base = load_scenario(scenario)

@@ -5,7 +5,7 @@ Python's ``math`` and numpy's ufuncs call code chosen by CPU feature (glibc's FM
 of the project (the latency model and the pricer tables it compiles, the observation features, the realistic
 track's noise, the workload samplers) uses these functions instead: they are the C++ core's
 (``src/core/portable_math.hpp``), built from IEEE-754 basic operations only, correctly rounded except within
-~2^-70 of a halfway case and always within 1 ulp of the correctly rounded value (tests/native/
+~2^-70 of a halfway case and always within 1 ulp of the correctly rounded value (tests/core/
 test_portable_math.py checks both against mpmath on a dense sample).
 
 Each function takes a Python float (or int) and returns a float, or takes numpy arrays (any shape; ``pow``
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kairos_gym.native import core
+from kairos_gym.compiled import core
 
 _SCALARS = (float, int, np.floating, np.integer)
 

@@ -168,8 +168,8 @@ LATENCY_PRESETS: tuple[tuple[str, str, str, int, bool], ...] = (
 
 
 def _latency_model(model: str, gpu: str, tp: int, calibrated: bool) -> Any:
-    from kairos_gym.config import load_scenario
     from kairos_gym.latency.model import StepLatencyModel
+    from kairos_gym.scenario import load_scenario
 
     cal = dict(load_scenario("bursty").cluster.calibration) if calibrated else {}
     return StepLatencyModel.from_preset(model, gpu, tp, cal or None)
@@ -198,8 +198,8 @@ def stage_latency_model() -> Arrays:
 def stage_pricer_tables() -> Arrays:
     from dataclasses import astuple
 
-    from kairos_gym.config import load_scenario
     from kairos_gym.latency.pricing import ChunkPricer
+    from kairos_gym.scenario import load_scenario
 
     menu = load_scenario("bursty").deflection.chunk_menu
     out: Arrays = {}
@@ -227,7 +227,7 @@ WORKLOADS: tuple[tuple[str, str, Mapping[str, Any], int], ...] = (
 
 
 def stage_workloads() -> Arrays:
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
     from kairos_gym.workload import generate
 
     out: Arrays = {}
@@ -341,7 +341,7 @@ def stable_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def stage_runs() -> Arrays:
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
     from kairos_gym.sim import Simulator
 
     out: Arrays = {}
@@ -381,7 +381,7 @@ def _ctx_floats(x: Any, out: list[float]) -> None:
 
 
 def stage_decisions() -> Arrays:
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
     from kairos_gym.sim import Simulator
 
     out: Arrays = {}
@@ -555,7 +555,7 @@ def run_verify(reference: str | Path = REFERENCE, dump: str | Path | None = None
 def record(reference: str | Path = REFERENCE) -> dict[str, Any]:
     """Compute every available stage and write its hashes to ``reference`` with the commit they were computed
     at (developers; docs/reliability.md). Returns what was written."""
-    from kairos_gym.train.provenance import code_version
+    from kairos_gym.version import code_version
 
     stages: dict[str, Any] = {}
     for st, arrays, _ in compute_stages():

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kairos_gym.train.provenance import verify_note
 
 from kairos_gym import verify
+from kairos_gym.benchmark.provenance import verify_note
 from kairos_gym.cli import main
 
 
@@ -152,10 +152,10 @@ def test_the_verdict_is_cached_and_printed_beside_the_commit():
 
 
 def test_the_leaderboard_prints_the_verdict_beside_the_commit():
-    from kairos_gym.train.leaderboard_md import leaderboard_md
-    from kairos_gym.train.scoring import score
+    from kairos_gym.benchmark.leaderboard_report import leaderboard_md
+    from kairos_gym.benchmark.scoring import score
 
-    def fig(xs: list[float]) -> dict:  # as tests/harness/test_leaderboard.py
+    def fig(xs: list[float]) -> dict:  # as tests/benchmark/test_leaderboard.py
         n = len(xs)
         return {"slo_attainment": xs, "ttft_p95": [1.0] * n, "tbt_violation_rate": [0.0] * n,
                 "deflection_rate": [0.1] * n, "n_requests": [10.0] * n}

@@ -105,7 +105,7 @@ def test_bounded_repr_in_errors():
 
 
 def test_scenario_loader_reads_yaml_1_2_floats(tmp_path):
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
 
     f = tmp_path / "s.yaml"
     f.write_text("transfer:\n  bandwidth_bytes_per_s: 17.5e9\ncluster:\n  swap_bandwidth_bytes_per_s: 20e9\n",

@@ -3,7 +3,7 @@
     python tools/actor_agreement.py [--requests 400] [--seeds 0 1 2] [--instances 2]
 
 Runs the shipped agents (``ppo`` on its scenario ``bursty``; ``ppo-general`` on the first test instances of every
-task of the suite, both information tracks) with the portable actor (:class:`kairos_gym.agents.policy_file.
+task of the suite, both information tracks) with the portable actor (:class:`kairos_gym.agents.checkpoint.
 GreedyActor`), records every decision's network input and mask, and recomputes each decision with the forward pass
 GreedyActor used before issue 24 (torch ``F.linear`` + activation per layer, float32, batch of one) and with a
 float64 reference (numpy, the float32 weights widened). Prints, per agent: decisions, greedy actions that differ
@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from kairos_gym.agents.registry import make_policy
 from kairos_gym.agents.runner import run_policy
-from kairos_gym.train.suite import SUITE, on_track
+
+from kairos_gym.benchmark.suite import SUITE, on_track
 
 
 class Recorder:
@@ -109,7 +110,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="ppo's workload seeds on bursty")
     ap.add_argument("--instances", type=int, default=2, help="ppo-general: the first N test instances of each task")
     args = ap.parse_args()
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
 
     ppo_runs = [(load_scenario("bursty"), s) for s in args.seeds]
     general_runs = [(on_track(inst.scenario(t.base()), track), inst.seed)

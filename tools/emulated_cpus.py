@@ -40,17 +40,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_TESTS = (
     "tests/golden",
-    "tests/native/test_engine.py",
-    "tests/native/test_link.py",
-    "tests/native/test_run_stats.py",
-    "tests/native/test_event_queue.py",
-    "tests/native/test_env_native.py",
+    "tests/core/test_engine.py",
+    "tests/core/test_link.py",
+    "tests/core/test_run_stats.py",
+    "tests/core/test_event_queue.py",
+    "tests/core/test_env_native.py",
     "tests/sim/test_reentry.py::test_reentry_prefill_reproduces_the_results_before_reentry_decisions",
     "tests/sim/test_swap_fairness.py",
-    "tests/harness/test_oracle_scores.py",
+    "tests/benchmark/test_oracle_cache.py",
     "tests/env/test_env_native_snapshot.py",
     "tests/test_verify.py",
-    "tests/native/test_portable_math.py",
+    "tests/core/test_portable_math.py",
 )
 """The bit-identity tests against recorded data (the ones another CPU failed, issue 24, and tests/test_verify.py),
 about 40 s per run on an idle core."""

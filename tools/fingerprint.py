@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path.cwd()))  # the checkout being fingerprinted (run fro
 import gymnasium as gym
 
 import kairos_gym.env  # noqa: F401
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
 from kairos_gym.verify import RandomDeflect
 
@@ -111,7 +111,7 @@ def sim_cases() -> list[tuple[str, Callable[[], tuple[Simulator, Any]]]]:
     # view and model-error draws) and ``kairos-exact`` on the exact track
     from kairos_gym.agents.registry import make_policy
 
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
 
     for scen in ("bursty", "mooncake"):
         real = load_scenario(scen).with_overrides({"information": {"track": "realistic"}})

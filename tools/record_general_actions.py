@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from kairos_gym.agents.policy_file import load_policy
+from kairos_gym.agents.checkpoint import load_policy
 from kairos_gym.train.distill import load_dataset, student_inputs
 
 ROOT = Path(__file__).resolve().parents[1]

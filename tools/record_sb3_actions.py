@@ -30,7 +30,7 @@ def main() -> int:
     ap.add_argument("--from-commit", required=True, help="a commit that still has the SB3 files")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
-    from kairos_gym.train.checkpoints import load_model
+    from kairos_gym.agents.sb3_checkpoint import load_model
     from kairos_gym.train.envs import make_eval_env
 
     with tempfile.TemporaryDirectory() as tmp:

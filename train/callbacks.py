@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kairos_gym.train.checkpoints import actor_from_sb3, run_episode, save_checkpoint, save_safe
+from kairos_gym.agents.sb3_checkpoint import actor_from_sb3
+from kairos_gym.train.checkpoints import run_episode, save_checkpoint, save_safe
 from stable_baselines3.common.callbacks import BaseCallback
 
 METRICS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate")

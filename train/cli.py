@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kairos_gym.backends.base import MAX_WORKERS
 from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.backends.base import MAX_WORKERS
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,7 +70,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if v is not None and v < 0:
             raise ConfigError("train", "--" + flag.replace("_", "-"), v, "a whole number >= 0")
     if args.resume is not None and not args.trust_checkpoint:
-        from kairos_gym.agents.policy_file import require_trust
+        from kairos_gym.agents.checkpoint import require_trust
 
         require_trust(args.resume, False, "train", "--resume", "--trust-checkpoint")
     cfg = load_config(args.config, args.env_id)
@@ -133,7 +133,7 @@ def _scale_out(args: argparse.Namespace, cfg: Any) -> int | None:
         print(f"tuned {len(res['trials'])} trials into {res['out']} (tensorboard --logdir {res['out']}); best "
               f"{res['metric']} {res['best'][res['metric']]} with {res['best']['params']}")
         return 0
-    from kairos_gym.rllib.train import train_rllib
+    from kairos_gym.train.rllib.train import train_rllib
 
     out = Path(args.out) if args.out else Path("runs") / "rllib" / name / f"seed{cfg.seed}"
     meta = train_rllib(cfg, out, num_env_runners=runners, workers=workers, address=args.address,

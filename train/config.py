@@ -29,7 +29,6 @@ String forms of ``policy_kwargs`` and ``normalize`` are parsed by :func:`parse_l
 
 from __future__ import annotations
 
-import ast
 import inspect
 import math
 from collections.abc import Mapping
@@ -37,7 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.agents.sb3_checkpoint import DEFAULT_NORMALIZE, parse_normalize
+
 from kairos_gym.errors import ConfigError
+from kairos_gym.literal import parse_literal
 from kairos_gym.yaml_io import load_yaml_file
 
 ALGOS = ("maskable_ppo", "ppo")
@@ -48,7 +50,6 @@ EVAL_KEYS = ("freq", "seeds", "env_id", "env_kwargs", "reference")
 NOT_HYPER = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "device", "_init_setup_model",
              "policy_kwargs", "stats_window_size")
 DEFAULT_EVAL = {"freq": 50_000, "seeds": [100, 101, 102], "env_id": None, "env_kwargs": {}, "reference": "kairos"}
-DEFAULT_NORMALIZE = {"norm_obs": True, "norm_reward": True}
 MAX_N_ENVS = 64
 """Most envs in one run's vector env (they all run in one process)."""
 
@@ -157,80 +158,15 @@ class LinearSchedule:
 
 
 # ---------------------------------------------------------------------------- literal strings, no eval
-MAX_LITERAL_CHARS = 4096
-"""Longest ``policy_kwargs`` / ``normalize`` string parsed (characters)."""
-MAX_LITERAL_DEPTH = 16
-"""Deepest nesting of such a string."""
 POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "share_features_extractor", "optimizer_kwargs")
 """policy_kwargs keys accepted (what the safe checkpoint format can represent)."""
 MAX_NET_LAYERS = 16
 MAX_NET_WIDTH = 4096
 
 
-def parse_literal(where: str, field: str, text: str, names: Mapping[str, Any] | None = None) -> Any:
-    """Python-literal syntax without evaluation: numbers, strings, True/False/None, lists, tuples, dicts,
-    ``dict(key=value, ...)`` and ``nn.<Name>`` / ``th.nn.<Name>`` / ``torch.nn.<Name>`` for a name in
-    ``names`` (nothing else: no other calls, attributes, names or operators). Bounded by
-    :data:`MAX_LITERAL_CHARS` and :data:`MAX_LITERAL_DEPTH`."""
-    allowed = "a literal: numbers, strings, True/False/None, [...], {...}, dict(key=value, ...)" + (
-        ", nn.<" + "|".join(names) + ">" if names else "")
-    if len(text) > MAX_LITERAL_CHARS:
-        raise ConfigError(where, field, text, f"at most {MAX_LITERAL_CHARS} characters of {allowed}")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        raise ConfigError(where, field, text, f"{allowed} ({type(e).__name__})") from None
-    return _literal(where, field, text, tree.body, names or {}, allowed, 0)
-
-
-def _literal(where: str, field: str, text: str, node: ast.AST, names: Mapping[str, Any], allowed: str,
-             depth: int) -> Any:
-    def bad(why: str) -> ConfigError:
-        return ConfigError(where, field, text, f"{allowed}; {why} is not")
-
-    if depth > MAX_LITERAL_DEPTH:
-        raise bad(f"nesting deeper than {MAX_LITERAL_DEPTH}")
-
-    def sub(n: ast.AST) -> Any:
-        return _literal(where, field, text, n, names, allowed, depth + 1)
-
-    if isinstance(node, ast.Constant):
-        if node.value is None or isinstance(node.value, (bool, int, float, str)):
-            return node.value
-        raise bad(f"the constant {type(node.value).__name__}")
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
-            and isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
-        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            raise bad("*unpacking")
-        return [sub(e) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        out: dict[str, Any] = {}
-        for k, v in zip(node.keys, node.values, strict=True):
-            key = None if k is None else sub(k)
-            if not isinstance(key, str):
-                raise bad("a non-string key or **unpacking")
-            out[key] = sub(v)
-        return out
-    if isinstance(node, ast.Call):
-        if not (isinstance(node.func, ast.Name) and node.func.id == "dict"):
-            raise bad(f"the call {ast.unparse(node.func)[:40]}(...)")
-        if node.args or any(kw.arg is None for kw in node.keywords):
-            raise bad("dict(...) with positional arguments or **unpacking")
-        return {kw.arg: sub(kw.value) for kw in node.keywords}
-    if isinstance(node, ast.Attribute):
-        path = ast.unparse(node)
-        prefix, _, name = path.rpartition(".")
-        if prefix in ("nn", "th.nn", "torch.nn") and name in names:
-            return names[name]
-        raise bad(f"the name {path[:60]}")
-    raise bad(f"{type(node).__name__} ({ast.unparse(node)[:40]})")
-
-
 def _activations() -> dict[str, Any]:
     import torch.nn as nn
-    from kairos_gym.agents.policy_file import ACTIVATIONS
+    from kairos_gym.agents.checkpoint import ACTIVATIONS
 
     return {n: getattr(nn, n) for n in ACTIVATIONS}
 
@@ -238,7 +174,7 @@ def _activations() -> dict[str, Any]:
 def _policy_kwargs(where: str, value: Any) -> dict[str, Any]:
     """A mapping, or the string form ``"dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.ReLU)"``
     (parsed by :func:`parse_literal`, never evaluated)."""
-    from kairos_gym.agents.policy_file import ACTIVATIONS
+    from kairos_gym.agents.checkpoint import ACTIVATIONS
 
     if value is None:
         return {}
@@ -277,41 +213,6 @@ def _check_net_arch(where: str, arch: Any) -> None:
     if lists is None or not all(isinstance(x, list) and len(x) <= MAX_NET_LAYERS and all(
             isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_NET_WIDTH for w in x) for x in lists):
         raise ConfigError(where, "policy_kwargs.net_arch", arch, allowed)
-
-
-NORMALIZE_ARGS: dict[str, tuple[type, ...]] = {
-    "norm_obs": (bool,), "norm_reward": (bool,), "clip_obs": (int, float), "clip_reward": (int, float),
-    "gamma": (int, float), "epsilon": (int, float)}
-"""VecNormalize arguments a config may set, and their types."""
-
-
-def parse_normalize(where: str, value: Any, kwargs: Any = None) -> dict[str, Any] | None:
-    """``normalize`` (true, false, a mapping of VecNormalize arguments or its string form, parsed by
-    :func:`parse_literal`) merged with ``normalize_kwargs``: the VecNormalize arguments, or None for none."""
-    allowed = "true, false or a mapping of VecNormalize arguments (" + ", ".join(NORMALIZE_ARGS) + ")"
-    if isinstance(value, str):
-        value = parse_literal(where, "normalize", value)
-    if value is False or value is None:
-        return None
-    if value is True:
-        out = dict(DEFAULT_NORMALIZE)
-    elif isinstance(value, Mapping):
-        out = dict(value)
-    else:
-        raise ConfigError(where, "normalize", value, allowed)
-    if kwargs:
-        if not isinstance(kwargs, Mapping):
-            raise ConfigError(where, "normalize_kwargs", kwargs, "a mapping of VecNormalize arguments")
-        out.update(kwargs)
-    for k, v in out.items():
-        if k not in NORMALIZE_ARGS:
-            raise ConfigError(where, f"normalize.{k}", v, "one of " + ", ".join(NORMALIZE_ARGS))
-        types = NORMALIZE_ARGS[k]
-        ok = isinstance(v, bool) if types == (bool,) else (
-            isinstance(v, types) and not isinstance(v, bool) and math.isfinite(v) and v > 0)
-        if not ok:
-            raise ConfigError(where, f"normalize.{k}", v, "true or false" if types == (bool,) else "a number > 0")
-    return out
 
 
 def _pos_int(where: str, key: str, value: Any, *, zero: bool = False) -> int:

@@ -28,7 +28,7 @@ every offered action is best (``tie``: the rollouts cannot tell them apart) are 
 **Training**: an MLP (``hidden`` widths, ``activation``) on observations normalised with the dataset's mean and
 variance (stored as the safe format's ``normalize.json``), by minimising ``-log P(best set) + hard_weight x
 -log P(hard)`` over the masked softmax, Adam, minibatches. The result is written in the project's safe
-checkpoint format (:mod:`kairos_gym.agents.policy_file`, ``algo: maskable_ppo``: a masked-argmax MLP actor,
+checkpoint format (:mod:`kairos_gym.agents.checkpoint`, ``algo: maskable_ppo``: a masked-argmax MLP actor,
 the architecture of the shipped MaskablePPO checkpoints), so ``kairos-gym leaderboard --checkpoint DIR`` and the
 ``ppo`` policy load it unchanged.
 
@@ -56,10 +56,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kairos_gym.agents.policy_file import INPUTS
+from kairos_gym.agents.checkpoint import INPUTS
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig
 
 WHERE = "distill config"
 MAX_INSTANCES = 2_000
@@ -113,7 +113,7 @@ class DistillConfig:
     @classmethod
     def from_mapping(cls, raw: Any, where: str = WHERE) -> DistillConfig:
         """Validate a mapping (a YAML file's ``distill`` section); every bad value is a ConfigError."""
-        from kairos_gym.agents.policy_file import ACTIVATIONS, MAX_HIDDEN_LAYERS, MAX_WIDTH
+        from kairos_gym.agents.checkpoint import ACTIVATIONS, MAX_HIDDEN_LAYERS, MAX_WIDTH
         from kairos_gym.train.domain import DomainSpec
 
         if not isinstance(raw, Mapping):
@@ -248,7 +248,7 @@ class LockstepError(RuntimeError):
 def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any = None,
                      views: Sequence[str] = VIEWS) -> dict[str, np.ndarray]:
     """Labels of one instance (module docstring): ``sc`` on the exact track, workload seed ``seed``; ``student``
-    (a :class:`~kairos_gym.agents.policy_file.GreedyActor`, or None: the Oracle) decides what is applied, on the
+    (a :class:`~kairos_gym.agents.checkpoint.GreedyActor`, or None: the Oracle) decides what is applied, on the
     realistic view. Returns the :data:`DATASET_KEYS` arrays (``task``: this int on every row; ``view``: 0 exact,
     1 realistic), ``kairos`` (per row the env action of Kairos built for that view's track, deciding on that view's
     context: :class:`~kairos_gym.agents.inputs.KairosFeature`; never applied) plus ``summary_slo`` (the behaviour's
@@ -256,8 +256,8 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
     from kairos_gym.agents.inputs import KairosFeature, extra_size, one_hot
     from kairos_gym.agents.kairos import build_model
     from kairos_gym.agents.oracle import Oracle
-    from kairos_gym.train.suite import on_track
 
+    from kairos_gym.benchmark.suite import on_track
     from kairos_gym.env.actions import ActionLayout
     from kairos_gym.env.observation import ObservationLayout
     from kairos_gym.sim import Simulator
@@ -342,7 +342,7 @@ class LabelJob:
     family: str
     tier: str
     load: float
-    instance: Any  # kairos_gym.train.suite.Instance
+    instance: Any  # kairos_gym.benchmark.suite.Instance
     max_requests: int
 
     def scenario(self) -> ScenarioConfig:
@@ -473,7 +473,7 @@ def set_loss(logits: Any, mask: Any, best: Any, hard: Any, hard_weight: float, w
 
 
 def _actor(net: Any, stats: Mapping[str, Any], activation: str, inputs: str = "observation") -> Any:
-    from kairos_gym.agents.policy_file import GreedyActor, ObsNormalizer
+    from kairos_gym.agents.checkpoint import GreedyActor, ObsNormalizer
 
     layers = [m for m in net if hasattr(m, "weight")]
     hidden = [(m.weight.detach().numpy().copy(), m.bias.detach().numpy().copy()) for m in layers[:-1]]
@@ -687,7 +687,7 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
                                "seconds": time.perf_counter() - t1})
         save_dataset(out / "data.npz", data)
     meta["label_seconds"] = time.perf_counter() - t0
-    from kairos_gym.agents.policy_file import write_policy
+    from kairos_gym.agents.checkpoint import write_policy
 
     for seed in cfg.seeds:
         folder = out / f"seed{seed}"

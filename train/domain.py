@@ -2,11 +2,11 @@
 
 Every episode of :class:`DomainEnv` draws, with the env's own generator,
 
-- a **task family** of the suite (:data:`kairos_gym.train.suite.FAMILIES`; by default every family without
+- a **task family** of the suite (:data:`kairos_gym.benchmark.suite.FAMILIES`; by default every family without
   faults, :func:`default_families`), uniformly;
 - an **SLO tier** (``strict``, ``default``, ``relaxed``; the suite's SLOs of that family and tier,
-  :meth:`kairos_gym.train.suite.Task.base`), uniformly;
-- an **information track** (``exact``, ``realistic``; :func:`kairos_gym.train.suite.on_track`), uniformly;
+  :meth:`kairos_gym.benchmark.suite.Task.base`), uniformly;
+- an **information track** (``exact``, ``realistic``; :func:`kairos_gym.benchmark.suite.on_track`), uniformly;
 - a **load factor** ``f`` uniform in ``[load[0], load[1]]`` (default :data:`LOAD_RANGE`): every arrival rate of
   the family's process is multiplied by ``f`` (Poisson / Gamma ``rate``, MMPP ``rate_on`` and ``rate_off``, a
   trace's ``rate_scale``); request lengths and counts are unchanged (:func:`scale_load`);
@@ -46,8 +46,8 @@ import gymnasium as gym
 import numpy as np
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig
 
 DOMAIN_ENV_ID = "kairos_train/KairosGeneral-v0"
 """The Gymnasium id of :class:`DomainEnv`, registered on import of this module (a namespace of its own: it is not
@@ -67,14 +67,14 @@ _SEED_TAG = 0x67656E  # mixes into the domain generator's seed so it differs fro
 
 
 def _suite() -> dict[tuple[str, str], Any]:
-    from kairos_gym.train.suite import SUITE
+    from kairos_gym.benchmark.suite import SUITE
 
     return {(t.family, t.tier): t for t in SUITE}
 
 
 def family_names() -> tuple[str, ...]:
     """The suite's task families, in suite order."""
-    from kairos_gym.train.suite import FAMILIES
+    from kairos_gym.benchmark.suite import FAMILIES
 
     return tuple(f[0] for f in FAMILIES)
 
@@ -84,9 +84,8 @@ def default_families() -> tuple[str, ...]:
     has no ``faults:`` section. A fault family's observation carries the availability group (P + D + 1 more
     features: docs/reliability.md), so it cannot share a domain with the others; name it alone (or with other
     fault families of its layout) in ``families``."""
-    from kairos_gym.train.suite import FAMILIES
-
-    from kairos_gym.config import load_scenario
+    from kairos_gym.benchmark.suite import FAMILIES
+    from kairos_gym.scenario import load_scenario
 
     return tuple(f[0] for f in FAMILIES if not load_scenario(f[1]).faults.enabled)
 
@@ -133,7 +132,7 @@ class DomainSpec:
     def parse(cls, families: Any = None, tiers: Any = None, tracks: Any = None, load: Any = LOAD_RANGE,
               where: str = WHERE, largest_safe: Any = False) -> DomainSpec:
         """Validate the names, the load range and the flag (no simulation); every bad value is a ConfigError."""
-        from kairos_gym.train.suite import TIER_NAMES, TRACKS
+        from kairos_gym.benchmark.suite import TIER_NAMES, TRACKS
 
         if not isinstance(largest_safe, bool):
             raise ConfigError(where, "largest_safe_action", largest_safe, "true or false")
@@ -163,7 +162,7 @@ def spec_from_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> DomainSpe
 def training_instance(task: Any, rng: np.random.Generator) -> Any:
     """A training instance of ``task`` drawn with ``rng``: a fresh seed in ``[TRAIN_SEED_MIN, 2**31)`` for a
     synthetic family; for a trace family one of its train windows but the last (run with a fresh seed)."""
-    from kairos_gym.train.suite import Instance
+    from kairos_gym.benchmark.suite import Instance
 
     seed = int(rng.integers(TRAIN_SEED_MIN, 2**31))
     if not task.windows:
@@ -192,7 +191,7 @@ def task_base(family: str, tier: str, track: str, largest_safe: bool = False) ->
     """The suite's scenario of ``family`` at ``tier`` on ``track`` (cached: the tier SLOs cost a simulation); with
     ``largest_safe``, also offering the LargestSafe action (one more action per decode node; the observation and
     the simulator's physics are unchanged: Kairos and the ``-ls`` baselines deflect that way on every task)."""
-    from kairos_gym.train.suite import on_track
+    from kairos_gym.benchmark.suite import on_track
 
     sc = on_track(_suite()[(family, tier)].base(), track)
     return sc.with_overrides({"deflection": {"largest_safe_action": True}}) if largest_safe else sc
@@ -206,7 +205,7 @@ class Draw:
     tier: str
     track: str
     load: float
-    instance: Any  # kairos_gym.train.suite.Instance
+    instance: Any  # kairos_gym.benchmark.suite.Instance
     largest_safe: bool = False
 
     def scenario(self) -> ScenarioConfig:
@@ -268,9 +267,9 @@ VALIDATION_KEYS = ("slo_attainment", "ttft_p95", "tbt_violation_rate", "deflecti
 def run_reference(case: ValidationCase, policy: str) -> dict[str, float]:
     """A registry policy's figures (:data:`VALIDATION_KEYS`) on ``case`` (a track-pinned policy such as
     kairos-exact on its own track, as the leaderboard runs it)."""
-    from kairos_gym.train.entries import PINNED_TRACK
-    from kairos_gym.train.evaluate import run_one
-    from kairos_gym.train.suite import on_track
+    from kairos_gym.benchmark.entries import PINNED_TRACK
+    from kairos_gym.benchmark.suite import on_track
+    from kairos_gym.evaluation.evaluate import run_one
 
     sc = case.scenario()
     if policy in PINNED_TRACK:
@@ -292,7 +291,7 @@ def run_actor(actor: Any, case: ValidationCase) -> dict[str, float]:
 def normalized_score(x: float, no_deflect: float, reference: float) -> float | None:
     """``(x - no_deflect) / (reference - no_deflect)``; None when the reference beats no-deflect by less than the
     leaderboard's ``MIN_HEADROOM`` (no room to normalise in, as in the leaderboard)."""
-    from kairos_gym.train.scoring import MIN_HEADROOM
+    from kairos_gym.benchmark.scoring import MIN_HEADROOM
 
     head = reference - no_deflect
     return None if head < MIN_HEADROOM else (x - no_deflect) / head

@@ -21,11 +21,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from kairos_gym.benchmark.suite import TRAIN_SEED_MIN
 from kairos_gym.env.sb3_vec import KairosVecEnv
 from kairos_gym.errors import ConfigError
 
-TRAIN_SEED_MIN = 10_000
-"""Training workloads use simulator seeds >= this; every seed below it (evaluation: 0-4, 100-102) is held out."""
 EPISODE_CUTS = ("episode_window", "max_decisions")
 """env_kwargs that cut training episodes short; evaluation runs whole workloads without them."""
 VEC_BACKENDS = ("native", "dummy", "subproc")

@@ -37,8 +37,8 @@ import numpy as np
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.stats import mean_ci
 from kairos_gym.flags import parse_int
-from kairos_gym.stats import mean_ci
 
 SELECTION_SEED = 20261201
 """Seeds the generator that draws the selection set's synthetic seeds."""
@@ -94,7 +94,8 @@ def label_seeds(cfg: Any) -> set[int]:
 def selection_cases(cfg: Any, n: int = DEFAULT_INSTANCES) -> list[Cell]:
     """The selection set of distill config ``cfg`` (see the module docstring), ``n`` instances per cell."""
     from kairos_gym.train.domain import ValidationCase, _suite, validation_instance
-    from kairos_gym.train.suite import Instance
+
+    from kairos_gym.benchmark.suite import Instance
 
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_INSTANCES:
         raise ConfigError(WHERE, "--instances", n, f"a whole number from 1 to {MAX_INSTANCES}")
@@ -132,8 +133,8 @@ def score_cells(cells: Sequence[Cell], students: Mapping[str, Any]) -> dict[str,
 
 def p_beats(x: Sequence[float], ref: Sequence[float]) -> float:
     """The share of paired instances where ``x`` beats ``ref`` (ties count 1/2): the leaderboard's probability of
-    improvement (:func:`kairos_gym.train.aggregate.probability_of_improvement`) on one cell."""
-    from kairos_gym.train.aggregate import probability_of_improvement
+    improvement (:func:`kairos_gym.benchmark.aggregate.probability_of_improvement`) on one cell."""
+    from kairos_gym.benchmark.aggregate import probability_of_improvement
 
     return float(probability_of_improvement([np.asarray(x, dtype=float)], [np.asarray(ref, dtype=float)]))
 
@@ -170,7 +171,7 @@ def decide(scores: Mapping[str, Mapping[str, Sequence[float]]], candidate: str =
 
 
 def _actor(path: str, flag: str) -> Any:
-    from kairos_gym.agents.policy_file import load_policy
+    from kairos_gym.agents.checkpoint import load_policy
 
     p = Path(path)
     target = p / "policy.json" if p.is_dir() else p

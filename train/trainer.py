@@ -14,7 +14,7 @@ A run folder holds::
     final/                   the same at the end (without eval.json)
     meta.json                command, seconds, timesteps, versions, last / best evaluation
 
-The safe files (kairos_gym.agents.policy_file) load without trust; the SB3 files hold pickles and are read
+The safe files (kairos_gym.agents.checkpoint) load without trust; the SB3 files hold pickles and are read
 only by ``resume`` with ``trust_checkpoint=True`` (see kairos_gym.train.checkpoints).
 """
 
@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kairos_gym.agents.policy_file import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NPZ, require_trust
+from kairos_gym.agents.checkpoint import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NPZ, require_trust
+from kairos_gym.agents.sb3_checkpoint import resolve_model_path, stats_path_for
 from kairos_gym.train.callbacks import CheckpointEvery, DomainEvalCallback, KairosEvalCallback, ProgressBar
-from kairos_gym.train.checkpoints import resolve_model_path, save_checkpoint, stats_path_for
+from kairos_gym.train.checkpoints import save_checkpoint
 from kairos_gym.train.config import TrainConfig, _algo_class
 from kairos_gym.train.domain import DOMAIN_ENV_ID
 from kairos_gym.train.envs import eval_env_kwargs, make_eval_env, make_vec_env

@@ -29,8 +29,8 @@ from typing import Any
 
 from kairos_gym.train.config import TrainConfig, hyperparam_names, parse_config
 
-from kairos_gym.backends import BackendError
 from kairos_gym.errors import ConfigError, check_keys
+from kairos_gym.evaluation.backends import BackendError
 
 SPEC_KEYS = ("metric", "mode", "num_samples", "max_concurrent", "space")
 KINDS = ("grid", "choice", "uniform", "loguniform")
@@ -136,7 +136,7 @@ def run_tune(cfg: TrainConfig, spec_path: str | Path, out: str | Path, *, worker
     """The sweep; returns ``{"best": {"params", metric...}, "trials": [...], "out"}`` (also ``<out>/tune.json``)."""
     import json
 
-    from kairos_gym.backends.ray_backend import import_ray
+    from kairos_gym.evaluation.backends.ray_backend import import_ray
 
     ray = import_ray("train", "--tune", str(spec_path))
     spec = load_space(spec_path, cfg)

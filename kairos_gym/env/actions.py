@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
 
 MAX_CACHED_MASKS = 4096

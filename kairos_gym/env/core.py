@@ -17,13 +17,13 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from kairos_gym.config import SCENARIO_KEYS, ScenarioConfig, load_scenario
 from kairos_gym.env.actions import ActionLayout
-from kairos_gym.env.native_step import make_stepper
 from kairos_gym.env.observation import ObservationLayout
 from kairos_gym.env.render import render_ansi, render_rgb
 from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
+from kairos_gym.env.stepper import make_stepper
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import SCENARIO_KEYS, ScenarioConfig, load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DecisionContext
 from kairos_gym.workload import Workload, generate
@@ -45,7 +45,7 @@ class KairosEnv(gym.Env):
 
     Args:
         scenario: a shipped scenario name (``configs/scenarios/<name>.yaml``), a YAML path, a dict or a
-            :class:`~kairos_gym.config.ScenarioConfig` (default ``"bursty"``).
+            :class:`~kairos_gym.scenario.ScenarioConfig` (default ``"bursty"``).
         max_decisions: truncate an episode after this many decisions (default None: run to the end).
         reward: ``"ttft"`` (default), ``"slo"`` or ``"goodput"`` (see :mod:`kairos_gym.env.reward`).
         tbt_penalty: lambda of the ``ttft`` reward, per token gap above the TBT SLO (default 0.1).

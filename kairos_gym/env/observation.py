@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.portable_math import log1p
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim.hook import PULL, REENTRY, DecisionContext
 
 # Fixed scales of the squashed token / request counts (documented in docs/env.md).

@@ -10,7 +10,7 @@ observations ``[N, F]`` float32, rewards ``[N]`` float64, terminated/truncated `
 masks ``[N, A]`` int8.
 
 Because every env is a plain ``KairosEnv`` stepped and reset exactly as Gymnasium's ``SyncVectorEnv`` would,
-env i of a vector env matches a single env seeded alike, bit for bit (tests/native/test_vector_env.py).
+env i of a vector env matches a single env seeded alike, bit for bit (tests/core/test_vector_env.py).
 
 Autoreset: Gymnasium 1.x's default NEXT_STEP mode (the step after an episode's end ignores that env's
 action, resets it without a seed (the seed is drawn from its ``np_random``), and returns the reset
@@ -99,7 +99,7 @@ class KairosVectorEnv(VectorEnv):
         # all envs on the fast path: one native call steps them all (src/core/vec_step.cpp)
         self._vs: Any = None
         if all(self._fast):
-            from kairos_gym.native import core
+            from kairos_gym.compiled import core
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()

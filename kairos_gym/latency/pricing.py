@@ -15,7 +15,7 @@ builds itself, so the public methods' input checks cost nothing per event.
 The native core (``kairos_gym._core.Pricer``, C++) prices from the same numbers: :meth:`ChunkPricer.compile`
 exports the tables and constants as a :class:`CostTables` (sized up front for a scenario by
 :func:`table_sizes`), and :func:`native_pricer` builds the native twin, whose results are bit for bit this
-class's (tests/native/test_pricer.py). Python stays the owner of the formulas: the core never recomputes a
+class's (tests/core/test_pricer.py). Python stays the owner of the formulas: the core never recomputes a
 table entry (numpy's vectorised pow, which built them, differs from libm's in a few % of entries).
 """
 
@@ -447,6 +447,6 @@ def native_pricer(pricer: ChunkPricer, n_tokens: int = MIN_TABLE_TOKENS, n_seqs:
     :meth:`ChunkPricer._grow`; counted in the native pricer's ``grow_count``); indices past
     :data:`MAX_TABLE_INDEX` are a ConfigError. Arguments are checked (negative counts, non-finite aggregates:
     ConfigError), and the floating-point inputs follow Python's int semantics for integral values below 2^50."""
-    from kairos_gym.native import core
+    from kairos_gym.compiled import core
 
     return core().Pricer(pricer.compile(n_tokens, n_seqs), pricer.compile)

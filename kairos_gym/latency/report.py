@@ -46,7 +46,7 @@ def latency_table(
 
 def format_latency_table(table: dict[str, Any]) -> str:
     """Plain-text rendering of :func:`latency_table` (through the CLI's one table renderer)."""
-    from kairos_gym.report import render_table
+    from kairos_gym.table import render_table
 
     p = table["preset"]
     chunks = list(table["rows"][0]["added_ms"]) if table["rows"] else []

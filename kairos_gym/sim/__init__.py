@@ -1,6 +1,6 @@
 """The cluster simulator core (no gymnasium import).
 
-:class:`Simulator` is the native simulator (:class:`kairos_gym.sim.native_engine.NativeSimulator`, the C++ core
+:class:`Simulator` is the native simulator (:class:`kairos_gym.sim.simulator.NativeSimulator`, the C++ core
 ``kairos_gym._core``), the only engine. The Python reference engine it was ported from was removed (issue 11) once
 the golden datasets in ``tests/golden/`` held its results; ``Simulator(..., engine=...)`` is gone (a TypeError)
 and a ``KAIROS_ENGINE`` environment variable other than ``native`` is refused with a
@@ -20,7 +20,7 @@ from kairos_gym.sim.hook import (
     PrefillNodeView,
     RequestView,
 )
-from kairos_gym.sim.native_engine import NativeSimulator as Simulator
+from kairos_gym.sim.simulator import NativeSimulator as Simulator
 
 __all__ = [
     "DEFLECT",

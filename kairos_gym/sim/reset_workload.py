@@ -1,4 +1,4 @@
-"""The simulator's Python-side set-up (:class:`kairos_gym.sim.native_engine.NativeSimulator`): the checked
+"""The simulator's Python-side set-up (:class:`kairos_gym.sim.simulator.NativeSimulator`): the checked
 construction arguments and scenario-derived state (:func:`init_common`), the checked workload of a reset
 (:func:`reset_workload`) and the checks and descriptions they use (seed, KV capacity, a simulator's scenario in
 an error message). Written once for both engines while the Python reference engine existed (issue 11); kept
@@ -36,7 +36,7 @@ def check_kv_capacity(v: Any) -> int:
 
 def describe_sim(sc: Any, oracle: Any) -> str:
     """``scenario 'small' (2P2D, chunk menu [128, ...], oracle False)`` for restore errors."""
-    from kairos_gym.config import ScenarioConfig
+    from kairos_gym.scenario import ScenarioConfig
 
     if not isinstance(sc, ScenarioConfig):
         return f"an unknown scenario ({type(sc).__name__})"
@@ -62,10 +62,10 @@ def init_common(sim: Any, scenario: Any, seed: Any, oracle: Any, record_timeline
     scenario-derived attributes (scenario, latency model, chunk menu, Python pricer, KV capacity in tokens per
     decode node, memory policy, transfer, hot-path constants); returns the checked seed. Bad input raises
     :class:`ConfigError` before anything is built."""
-    from kairos_gym.config import load_scenario
     from kairos_gym.latency.model import StepLatencyModel
     from kairos_gym.latency.pricing import ChunkPricer
     from kairos_gym.latency.transfer import TransferConfig
+    from kairos_gym.scenario import load_scenario
 
     check_no_engine_choice()
     seed = check_seed("Simulator", seed)

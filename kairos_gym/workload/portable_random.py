@@ -38,7 +38,7 @@ _POISSON_LAM_MAX = 9.223372006484771e18  # numpy's bound: int64 max - 10 sqrt(in
 
 @functools.cache
 def _core() -> ModuleType:
-    from kairos_gym.native import core
+    from kairos_gym.compiled import core
 
     return core()
 

@@ -1,6 +1,6 @@
 // Python face of the engine's self-contained components (src/core event_queue, link, run_stats, and the decode
 // stretch's steps_within), for the differential tests against their Python counterparts and for the benchmark
-// (tools/bench_components.py).
+// (kairos_gym/perf/components.py).
 // Arrays in and out are 1-D numpy arrays of the exact dtype (no implicit conversion: a wrong dtype is a
 // TypeError, never a silent cast).
 #include <nanobind/nanobind.h>

@@ -1,4 +1,4 @@
-// _core.EnvStepper: the native env step (src/core/env_step.hpp) for kairos_gym/env/native_step.py.
+// _core.EnvStepper: the native env step (src/core/env_step.hpp) for kairos_gym/env/stepper.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/vector.h>
@@ -18,7 +18,7 @@ double num(const nb::dict& d, const char* key) {
 }  // namespace
 
 void bind_env(nb::module_& m) {
-    nb::class_<EnvStepper>(m, "EnvStepper", "One KairosEnv step in one native call (see kairos_gym/env/native_step.py).")
+    nb::class_<EnvStepper>(m, "EnvStepper", "One KairosEnv step in one native call (see kairos_gym/env/stepper.py).")
         .def("__init__",
              [](EnvStepper* self, Simulator& sim, const nb::dict& p, std::vector<int64_t> node,
                 std::vector<int64_t> chunk, int64_t W) {

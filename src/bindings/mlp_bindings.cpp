@@ -1,4 +1,4 @@
-// Python face of the portable MLP actor (src/core/mlp_forward.hpp), wrapped by agents/policy_file.py GreedyActor.
+// Python face of the portable MLP actor (src/core/mlp_forward.hpp), wrapped by agents/checkpoint.py GreedyActor.
 // Arrays in are C-contiguous float32 (weights 2-D out x in, biases and inputs 1-D), masks 1-D bool; no implicit
 // conversion (noconvert: a wrong dtype or layout is a TypeError, never a silent cast or copy); a wrong size is a
 // ValueError. Arrays out are new.

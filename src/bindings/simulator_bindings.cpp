@@ -1,6 +1,6 @@
 // Bindings of the native simulator (src/core/simulator.hpp): kairos_gym._core.Simulator. Per-request columns
 // are zero-copy, read-only numpy views that keep their arrays alive (a reset allocates new arrays, so views of
-// an earlier run stay valid). Driven by kairos_gym/sim/native_engine.py; times in seconds, sizes in tokens.
+// an earlier run stay valid). Driven by kairos_gym/sim/simulator.py; times in seconds, sizes in tokens.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -314,7 +314,7 @@ void bind_streaming(nb::class_<Simulator>& cls) {
 void bind_simulator(nb::module_& m) {
     nb::exception<NotImplementedSlice>(m, "NotImplementedSlice", PyExc_NotImplementedError);
 
-    nb::class_<Simulator> cls(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/native_engine.py).");
+    nb::class_<Simulator> cls(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/simulator.py).");
     bind_snapshot(m, cls);
     bind_debug(cls);
     bind_streaming(cls);

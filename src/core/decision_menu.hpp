@@ -1,6 +1,6 @@
 // The priced menu of one routing decision (engine.py _build_context, prefill_wait, _node_refuses) in flat
 // buffers the core rewrites in place at every decision; Python builds the DecisionContext NamedTuples from them
-// (kairos_gym/sim/native_engine.py). Times in seconds, sizes in tokens. Row-major 2-D buffers.
+// (kairos_gym/sim/simulator.py). Times in seconds, sizes in tokens. Row-major 2-D buffers.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -38,7 +38,7 @@ struct InfoConfig {
 };
 
 // The run's noise stream: xoshiro256** (Blackman & Vigna), its state filled by splitmix64 from one 64-bit seed
-// (drawn from the run's np.random.Generator at reset, kairos_gym/sim/native_engine.py).
+// (drawn from the run's np.random.Generator at reset, kairos_gym/sim/simulator.py).
 struct NoiseRng {
     uint64_t s[4] = {0, 0, 0, 0};
     void seed(uint64_t x);

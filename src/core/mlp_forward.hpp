@@ -29,7 +29,7 @@
 
 namespace kairos::mlp {
 
-// torch.nn activations a checkpoint may name (agents/policy_file.py ACTIVATIONS), with torch's default arguments.
+// torch.nn activations a checkpoint may name (agents/checkpoint.py ACTIVATIONS), with torch's default arguments.
 enum class Activation { Tanh, ReLU, ELU, LeakyReLU, SiLU, GELU, Sigmoid };
 
 // "Tanh", "ReLU", ... -> the enum; anything else throws std::invalid_argument.

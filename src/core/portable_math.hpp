@@ -9,7 +9,7 @@
 // Accuracy: each result is the double nearest to an internal double-double approximation whose relative error is
 // far below 2^-60, so results are correctly rounded except when the true value lies within ~2^-8 ulp of a halfway
 // point, and always within 1 ulp of the correctly rounded value on the documented ranges below
-// (tests/native/test_portable_math.py checks this against mpmath on a dense sample).
+// (tests/core/test_portable_math.py checks this against mpmath on a dense sample).
 //
 // Ranges (outside them the function still returns a value, with IEEE special-case semantics as in C99 Annex F):
 //   exp(x):    finite results for x in [-745.13, 709.78]; subnormal results below -708.39 are rounded once.

@@ -1,9 +1,10 @@
-"""Policies from outside the package (kairos_gym.agents.loader): a class in a Python file, a safe checkpoint."""
+"""Policies from outside the package (kairos_gym.agents.policy_file_loader): a class in a Python file, a safe
+checkpoint."""
 
 from __future__ import annotations
 
 import pytest
-from kairos_gym.agents.loader import (
+from kairos_gym.agents.policy_file_loader import (
     load_policy_class,
     parse_policy_spec,
     policy_from_checkpoint,
@@ -14,8 +15,8 @@ from kairos_gym.agents.loader import (
 from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 from kairos_gym.agents.runner import run_policy
 
-from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 
 TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 80}}
 
@@ -104,7 +105,7 @@ def test_bad_policy_files_are_one_config_error(spec, text, needle, tmp_path):
 
 
 def test_oversized_policy_file(tmp_path, monkeypatch):
-    import kairos_gym.agents.loader as loader
+    import kairos_gym.agents.policy_file_loader as loader
 
     monkeypatch.setattr(loader, "MAX_POLICY_FILE_BYTES", 10)
     with pytest.raises(ConfigError, match="at most 10 bytes"):

@@ -11,9 +11,9 @@ from kairos_gym.agents import run_policy
 from kairos_gym.agents.oracle import DEFAULT_BASES, Oracle
 from kairos_gym.agents.registry import make_policy, policy_params
 
-from kairos_gym.config import load_scenario
+from kairos_gym.compiled import core
 from kairos_gym.errors import ConfigError
-from kairos_gym.native import core
+from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, Decision
 from tests.agents.ctx_helpers import make_ctx

@@ -1,11 +1,12 @@
 """The ``pending-switch`` policy (agents/baselines.py PendingSwitch): its parameters are checked before any run
 (``k`` a whole number of requests from 1 to MAX_PENDING, ``chunk`` as SQ's), it deflects exactly when the decode
 nodes' pending admissions sum to at least ``k`` (to the least-loaded node that can take one, at every decision
-kind), and on fault-shift it is tools/fault_switch_check.py's PendingSwitch, request for request."""
+kind), and on fault-shift it is kairos_gym/benchmark/checks/fault_switch.py's PendingSwitch, request for request."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 from typing import Any
 
 import numpy as np
@@ -14,12 +15,11 @@ from kairos_gym.agents import POLICIES, PendingSwitch, make_policy, policy_param
 from kairos_gym.agents.baselines import MAX_PENDING
 from kairos_gym.agents.runner import simulate
 
-from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL, PULL, REENTRY, DecodeNodeView
-from kairos_gym.sim.native_engine import COLUMNS
+from kairos_gym.sim.simulator import COLUMNS
 from tests.agents.ctx_helpers import SCENARIO, decode_view, make_ctx
-from tests.tool_loader import load_tool
 
 
 def _node(pending: int, batch: int = 8, can: bool | None = None, in_flight: bool = False) -> DecodeNodeView:
@@ -93,7 +93,7 @@ def _digest(sim: Any) -> str:
 def test_it_is_the_fault_switch_tools_pending_switch_on_fault_shift(k: int) -> None:
     """fault-shift has faults.reentry: prefill, so only arrivals are decided: the registered policy (which decides
     at every kind) and the tool's (arrivals only) make the same decisions, and the runs are byte-identical."""
-    tool = load_tool("fault_switch_check")
+    tool = importlib.import_module("kairos_gym.benchmark.checks.fault_switch")
     sc = load_scenario("fault-shift").with_overrides({"workload": {"num_requests": 300}})
     for seed in (3, 5):  # seeds whose network outages start early (2.5 s, 6.4 s): several within 300 requests
         ours, sim = simulate("pending-switch", sc, seed, k=k)

@@ -1,4 +1,4 @@
-"""The portable actor forward pass (src/core/mlp_forward.hpp, agents/policy_file.py GreedyActor; issue 24).
+"""The portable actor forward pass (src/core/mlp_forward.hpp, agents/checkpoint.py GreedyActor; issue 24).
 
 - exact: the native logits equal, bit for bit, a pure-Python run of the documented arithmetic (double accumulation,
   bias first then inputs by increasing index, one rounding to float32 per unit; activations in double from the
@@ -22,11 +22,11 @@ import sys
 
 import numpy as np
 import pytest
-from kairos_gym.agents.policy_file import ACTIVATIONS, GreedyActor, ObsNormalizer
+from kairos_gym.agents.checkpoint import ACTIVATIONS, GreedyActor, ObsNormalizer
 
 from kairos_gym import portable_math as pm
+from kairos_gym.compiled import core
 from kairos_gym.errors import ConfigError
-from kairos_gym.native import core
 
 mp = pytest.importorskip("mpmath")
 mp.mp.prec = 120
@@ -364,7 +364,7 @@ def test_acting_needs_no_torch() -> None:
             "from kairos_gym.agents.registry import make_policy\n"
             "from kairos_gym.agents.runner import run_policy\n"
             "sc = {'name': 'bursty'}\n"
-            "from kairos_gym.config import load_scenario\n"
+            "from kairos_gym.scenario import load_scenario\n"
             "sc = load_scenario('bursty').with_overrides({'workload': {'max_requests': 30}})\n"
             "out = run_policy(make_policy('ppo', sc, 0), sc, 0)\n"
             "assert out['n_completed'] == 30, out\n"

@@ -13,7 +13,7 @@ from contextlib import nullcontext
 import numpy as np
 import pytest
 from kairos_gym.agents import PPOAgent, make_policy, run_policy
-from kairos_gym.agents.policy_file import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NPZ, load_policy
+from kairos_gym.agents.checkpoint import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NPZ, load_policy
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision
@@ -49,7 +49,7 @@ def _malicious_checkpoint(folder, marker):
 
 
 def test_malicious_sb3_checkpoint_is_not_unpickled_without_trust(tmp_path):
-    from kairos_gym.train.checkpoints import convert_checkpoint, load_actor, load_model, load_obs_normalizer
+    from kairos_gym.agents.sb3_checkpoint import convert_checkpoint, load_actor, load_model, load_obs_normalizer
 
     marker = tmp_path / "code-ran"
     ckpt = _malicious_checkpoint(tmp_path / "evil", marker)

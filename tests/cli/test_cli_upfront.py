@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 import kairos_gym.agents.runner as runner
-import kairos_gym.train.evaluate as evaluate_mod
-import kairos_gym.train.leaderboard as leaderboard_mod
-import kairos_gym.train.results as results_mod
-import kairos_gym.train.sweep as sweep_mod
 import pytest
 
-import kairos_gym.bench as bench_mod
+import kairos_gym.benchmark.leaderboard as leaderboard_mod
+import kairos_gym.benchmark.paper_claims as results_mod
+import kairos_gym.evaluation.evaluate as evaluate_mod
+import kairos_gym.evaluation.sweep as sweep_mod
 import kairos_gym.latency.report as latency_report
+import kairos_gym.perf.throughput as bench_mod
 from kairos_gym.cli import main
 
 
@@ -118,8 +118,8 @@ def test_sweep_checks_every_setting_before_the_first_run(argv, needle, monkeypat
 
 
 def test_env_bench_bounds():
-    from kairos_gym.env.bench import bench_env, run_decisions
     from kairos_gym.errors import ConfigError
+    from kairos_gym.perf.env_throughput import bench_env, run_decisions
 
     for kw in ({"seconds": float("inf")}, {"seconds": float("nan")}, {"seconds": 1e9}, {"repeats": 10**6}):
         with pytest.raises(ConfigError):
@@ -138,8 +138,7 @@ def test_run_bench_checks_before_timing(monkeypatch):
 
 
 def test_measure_and_compare_check_up_front(tmp_path, capsys, monkeypatch):
-    from kairos_gym.agents import measure
-    from kairos_gym.train import compare
+    from kairos_gym.evaluation import compare, measure
 
     monkeypatch.setattr(measure, "run_policy", lambda *a, **k: pytest.fail("a run started"))
     monkeypatch.setattr(compare, "compare", lambda *a, **k: pytest.fail("a run started"))

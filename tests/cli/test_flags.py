@@ -9,6 +9,7 @@ import os
 import pytest
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.stats import format_ci, mean_ci, t_quantile_975
 from kairos_gym.flags import (
     MAX_LIST,
     MAX_SEEDS,
@@ -23,7 +24,6 @@ from kairos_gym.flags import (
     parse_names,
     parse_seeds,
 )
-from kairos_gym.stats import format_ci, mean_ci, t_quantile_975
 
 # ---------------------------------------------------------------------------- seeds
 

@@ -8,12 +8,12 @@ import json
 import math
 
 import pytest
-from kairos_gym.train.evaluate import TABLE_KEYS, evaluate, format_table
-from kairos_gym.train.sweep import write_sweep_plots
 
 from kairos_gym.cli import build_parser, main
+from kairos_gym.evaluation.evaluate import TABLE_KEYS, evaluate, format_table
+from kairos_gym.evaluation.sweep import write_sweep_plots
 from kairos_gym.progress import RunProgress, progress_enabled
-from kairos_gym.report import TABLE_WIDTH, render_table
+from kairos_gym.table import TABLE_WIDTH, render_table
 
 TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
         "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
@@ -225,8 +225,8 @@ def test_pareto_labels_do_not_overlap_and_figures_name_the_seeds(tmp_path, figur
 
 
 def test_no_nan_in_interval_json():
-    from kairos_gym.train.leaderboard import run_suite
-    from kairos_gym.train.suite import Task, seeds
+    from kairos_gym.benchmark.leaderboard import run_suite
+    from kairos_gym.benchmark.suite import Task, seeds
 
     # one instance: no t-interval (None in the JSON, not NaN)
     res = run_suite(["no-deflect", "kairos", "oracle"], suite=[Task("small", "small", seeds(0), seeds(1))],

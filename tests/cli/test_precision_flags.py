@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-import kairos_gym.train.entries as entries_mod
-import kairos_gym.train.precision as precision_mod
 import pytest
 
+import kairos_gym.benchmark.entries as entries_mod
+import kairos_gym.benchmark.precision as precision_mod
 from kairos_gym.cli import main
 
 POLICY_FILE = '''

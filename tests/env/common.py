@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import kairos_gym.env  # noqa: F401  (registers the ids)
-from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 
 TINY = {
     "name": "tiny",

@@ -12,8 +12,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import kairos_gym.env as kenv
-from kairos_gym.config import scenario_names
 from kairos_gym.env import KairosEnv
+from kairos_gym.scenario import scenario_names
 
 from .common import SMALL_OVERRIDES, TINY, assert_same, make_or_skip, random_actions, rollout
 

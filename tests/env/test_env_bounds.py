@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import kairos_gym.env as kenv
 from kairos_gym.env import KairosEnv
-from kairos_gym.env.bench import bench_env
+from kairos_gym.perf.env_throughput import bench_env
 
 from .common import make_or_skip, random_actions
 
@@ -73,8 +73,8 @@ def test_bench_env_reports_rate():
 
 
 def test_bench_env_repeats_and_fixed_work():
-    from kairos_gym.env.bench import run_decisions
     from kairos_gym.errors import ConfigError
+    from kairos_gym.perf.env_throughput import run_decisions
 
     res = bench_env("kairos_gym/KairosSmall-v0", seconds=0.1, repeats=3)
     assert len(res["decisions_per_s_runs"]) == 3

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from kairos_gym.env import KairosEnv
-from kairos_gym.sim.native_engine import NativeSimulator
+from kairos_gym.sim.simulator import NativeSimulator
 from tests.golden.engine_cases import RUNNERS, recorded
 
 from .common import TINY, assert_same, random_actions

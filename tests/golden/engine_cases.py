@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision
 from kairos_gym.sim.hook import DecodeNodeView, PrefillNodeView
 
@@ -307,7 +307,7 @@ def _apply_returns(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, An
 def node_states(sim: Any) -> str:
     """The introspection the env's renderer and the invariant tests read, in the native engine's shapes: the
     timeline, every node's state copy and the pending events (heapq's layout)."""
-    from kairos_gym.sim.native_engine import DecodeNodeState, PrefillNodeState
+    from kairos_gym.sim.simulator import DecodeNodeState, PrefillNodeState
 
     def norm(f: str, v: Any) -> Any:
         if v is None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kairos_gym.env.core import KairosEnv
-from kairos_gym.sim.native_engine import NativeSimulator
+from kairos_gym.sim.simulator import NativeSimulator
 from tests.golden.engine_cases import RUNNERS, cases, dataset
 
 DATA = dataset()

@@ -8,10 +8,10 @@ import math
 import pytest
 
 from kairos_gym import cli
-from kairos_gym.config import load_scenario
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency import StepLatencyModel, default_calibration
 from kairos_gym.latency import calibration as calmod
+from kairos_gym.scenario import load_scenario
 
 EFFS = [f.name for f in dataclasses.fields(calmod.Calibration) if "eff" in f.name.split("_")]
 OVERLAPS = ["dense_overlap_p", "moe_overlap_p"]

@@ -33,7 +33,7 @@ def test_import_kairos_gym_registers_ids_without_loading_the_simulator(tmp_path)
 
     for name in shipped:  # but streaming-metrics scenarios (soak-24h: the env reads per-request records)
         assert (f"kairos_gym/Kairos-{name}-v0" in got["ids"]) == env_compatible(name)
-    heavy = [m for m in got["mods"] if m.startswith(("kairos_gym.sim", "kairos_gym.env.core", "kairos_gym.config"))
+    heavy = [m for m in got["mods"] if m.startswith(("kairos_gym.sim", "kairos_gym.env.core", "kairos_gym.scenario"))
              and m != "kairos_gym.configs"]
     assert heavy == [], f"import kairos_gym loaded {heavy}"
 
@@ -62,7 +62,7 @@ def test_shipped_data_resolves_through_the_package():
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
     from kairos_gym.configs import PPO_CONFIG_DIR, SCENARIO_DIR
 
-    from kairos_gym.config import scenario_names
+    from kairos_gym.scenario import scenario_names
 
     assert "bursty" in scenario_names() and "small" in scenario_names()
     assert (SCENARIO_DIR / "bursty.yaml").is_file() and (PPO_CONFIG_DIR / "kairos-v0.yaml").is_file()

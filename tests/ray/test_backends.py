@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import sys
 
-import kairos_gym.train.suite as suite_mod
 import pytest
 
-from kairos_gym.backends import BackendError, ProcessBackend, SerialBackend, Task, make_backend
+import kairos_gym.benchmark.suite as suite_mod
 from kairos_gym.cli import main
 from kairos_gym.errors import ConfigError
-from tests.harness.test_leaderboard import TINY_SUITE
+from kairos_gym.evaluation.backends import BackendError, ProcessBackend, SerialBackend, Task, make_backend
+from tests.benchmark.test_leaderboard import TINY_SUITE
 from tests.ray.common import dies, flaky, json_without_wall, md_without_wall, needs_ray, square, strip_wall
 
 SWEEP = ["sweep", "--scenario", "bursty", "--loads", "0.5,1.5", "--policies", "no-deflect,kairos", "--seeds", "0-1",
@@ -69,8 +69,7 @@ def test_two_task_leaderboard_is_identical_on_every_backend(extra, tmp_path, cap
 
 
 def test_evaluate_runs_are_identical_with_a_process_pool():
-    from kairos_gym.train.evaluate import evaluate
-
+    from kairos_gym.evaluation.evaluate import evaluate
     from tests.ray.common import strip_wall
 
     serial = evaluate("bursty", ["no-deflect", "sq", "kairos"], [0, 1, 2])
@@ -80,8 +79,8 @@ def test_evaluate_runs_are_identical_with_a_process_pool():
 
 
 def test_evaluate_plots_on_a_pool_keep_their_runs_in_the_driver(tmp_path):
-    from kairos_gym.train.evaluate import evaluate
-    from kairos_gym.train.plots import PLOT_FILES
+    from kairos_gym.evaluation.evaluate import evaluate
+    from kairos_gym.evaluation.plots import PLOT_FILES
 
     serial = evaluate("small", ["no-deflect", "kairos"], [0, 1], plots_dir=tmp_path / "a")
     with ProcessBackend(2) as be:
@@ -94,7 +93,7 @@ def test_leaderboard_with_a_policy_file_and_a_checkpoint_is_identical_on_a_pool(
     """Entries loaded from a user's file or checkpoint run in the driver, the rest in the pool: same figures."""
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 
-    from tests.harness.test_leaderboard import POLICY_FILE
+    from tests.benchmark.test_leaderboard import POLICY_FILE
 
     monkeypatch.setattr(suite_mod, "SUITE", TINY_SUITE)
     pol = tmp_path / "my_policy.py"
@@ -162,8 +161,8 @@ def test_a_dead_worker_is_replaced_and_its_task_run_again(kind, tmp_path, reques
 
 
 def test_a_config_error_in_a_worker_is_not_retried_and_arrives_whole(tmp_path):
-    from kairos_gym.backends.runs import RunSpec, run_task
-    from kairos_gym.config import load_scenario
+    from kairos_gym.evaluation.backends.runs import RunSpec, run_task
+    from kairos_gym.scenario import load_scenario
 
     bad = run_task(RunSpec(load_scenario("bursty"), "sq", 0, {"queue_threshold": 10, "chunk": 300}), "bad chunk")
     with ProcessBackend(2) as b, pytest.raises(ConfigError) as e:
@@ -209,15 +208,15 @@ def test_workers_with_address_is_refused(capsys):
 def test_importing_kairos_gym_and_its_cli_does_not_import_ray():
     import subprocess
 
-    code = ("import sys, kairos_gym, kairos_gym.cli, kairos_gym.backends, kairos_gym.train.leaderboard; "
+    code = ("import sys, kairos_gym, kairos_gym.cli, kairos_gym.evaluation.backends, kairos_gym.benchmark.leaderboard; "
             "print('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
 def test_a_pool_waits_on_its_futures_once_per_pass_not_once_per_completion(monkeypatch, tmp_path):
     # one as_completed() over the pending futures per pass (O(n) for a map of n tasks), not a wait() over all of
-    # them after every completion (O(n^2): the driver at 60-100% of a core on 10^5 tasks; tools/bench_pool.py)
-    import kairos_gym.backends.local as local
+    # them after every completion (O(n^2): the driver at 60-100% of a core on 10^5 tasks; kairos_gym/perf/pool.py)
+    import kairos_gym.evaluation.backends.local as local
 
     calls = []
     real = local.as_completed

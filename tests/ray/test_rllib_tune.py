@@ -7,11 +7,11 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
+from kairos_gym.train.rllib.env import MaskedObservation, make_masked_env
 
 import kairos_gym  # noqa: F401 - registers the env ids
 from kairos_gym.cli import main
 from kairos_gym.errors import ConfigError
-from kairos_gym.rllib.env import MaskedObservation, make_masked_env
 from tests.ray.common import needs_ray
 
 SMOKE = "configs/ppo/rllib-smoke.yaml"
@@ -81,10 +81,9 @@ def test_the_invalid_action_count_sees_an_unmasked_module(ray_session, tmp_path)
     """The control of the test above: the same run with RLlib's plain PPO module (logits not masked) is sent
     invalid actions, and the counter reports them."""
     from kairos_gym.train.config import load_config
+    from kairos_gym.train.rllib.module import MaskedPPOTorchModule
+    from kairos_gym.train.rllib.train import train_rllib
     from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
-
-    from kairos_gym.rllib.module import MaskedPPOTorchModule
-    from kairos_gym.rllib.train import train_rllib
 
     class Unmasked(MaskedPPOTorchModule):
         @staticmethod

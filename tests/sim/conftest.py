@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
 
 SMALL = {

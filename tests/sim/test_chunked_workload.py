@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pytest
 
-import kairos_gym.sim.native_engine as ne
-from kairos_gym.config import ScenarioConfig, load_scenario
+import kairos_gym.sim.simulator as ne
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.workload import MAX_REQUESTS, MAX_STREAMED_REQUESTS, WorkloadConfig, generate
 from kairos_gym.workload.chunked import WorkloadStream

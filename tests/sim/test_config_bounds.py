@@ -11,7 +11,8 @@ import pytest
 
 import kairos_gym.env.actions as actions
 import kairos_gym.workload.traces as traces
-from kairos_gym.config import (
+from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import (
     MAX_DECODE_BATCH,
     MAX_KV_BLOCK_TOKENS,
     MAX_NODES,
@@ -19,7 +20,6 @@ from kairos_gym.config import (
     ClusterConfig,
     ScenarioConfig,
 )
-from kairos_gym.errors import ConfigError
 from kairos_gym.workload import WorkloadConfig, load_trace
 from kairos_gym.workload.config import MAX_REQUEST_TOKENS, MAX_REQUESTS, MAX_STREAMED_REQUESTS
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from kairos_gym.agents.runner import run_policy, simulate
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE
 from kairos_gym.workload import Workload

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
 from tests.sim.conftest import SMALL, DeflectAll, tight_memory_sim
 

@@ -1,4 +1,4 @@
-"""The ``fault-shift`` scenario and ``tools/fault_switch_check.py`` (docs/benchmark.md, "fault-shift").
+"""The ``fault-shift`` scenario and ``kairos_gym/benchmark/checks/fault_switch.py`` (docs/benchmark.md, "fault-shift").
 
 Guards: the scenario is what its comment grounds (kv-shift's off-state fits at 10 req/s, kv-pressure's cluster,
 random P->D network outages: every link cut at once, other times on every seed); the tool's fault windows are the
@@ -11,13 +11,14 @@ tuned to the best ``k`` on the train seeds; its in/out split and fault-free scen
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import ARRIVAL, DEFLECT, PREFILL, Decision, DecisionContext
 from tests.tool_loader import load_tool
 
@@ -37,7 +38,7 @@ SEED = 3
 
 
 def _tool() -> Any:
-    return load_tool("fault_switch_check")
+    return importlib.import_module("kairos_gym.benchmark.checks.fault_switch")
 
 
 def _small(n: int = 300) -> ScenarioConfig:
@@ -216,7 +217,7 @@ def test_grid_rows_pair_both_switches_with_each_rule(capsys: pytest.CaptureFixtu
 
 
 def test_oracle_rows_are_fresh_oracle_runs_beside_the_switches(capsys: pytest.CaptureFixture[str]) -> None:
-    from kairos_gym.train.oracle_scores import run_oracle, task_bases
+    from kairos_gym.benchmark.oracle_cache import run_oracle, task_bases
 
     tool = _tool()
     task = tool.make_task("fault-shift", 120, "default", 2)

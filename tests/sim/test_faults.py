@@ -15,9 +15,9 @@ import pytest
 from kairos_gym.agents.registry import POLICIES, make_policy
 from kairos_gym.agents.runner import simulate
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.env.registration import scenario_env_id
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE
 from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PREFILL

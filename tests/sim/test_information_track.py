@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from kairos_gym.agents.registry import make_policy
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE
-from kairos_gym.sim.native_engine import COLUMNS
+from kairos_gym.sim.simulator import COLUMNS
 
 SMALL = load_scenario("small")
 

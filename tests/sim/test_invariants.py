@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
 
@@ -180,9 +180,9 @@ def test_apply_without_pending_decision_raises():
 @pytest.mark.parametrize(("t0", "dt"), [(0.02, 0.0003), (0.02, 0.0), (0.013, 1e-7), (0.1 + 0.2, 0.01)])
 def test_steps_within_matches_sum(t0, dt):
     """The decode stretch's closed form (src/core/simulator.cpp ``steps_within``): the largest j with S(j) <= x."""
-    from kairos_gym import native
+    from kairos_gym import compiled
 
-    steps_within = native.core().steps_within
+    steps_within = compiled.core().steps_within
     s = lambda n: n * t0 + dt * n * (n - 1) / 2  # noqa: E731
     for x in (0.0, 0.01, 0.02, 0.0403, 1.0, 3.7, s(7), s(40), s(123)):
         j = steps_within(t0, dt, x)
@@ -202,8 +202,8 @@ def test_simulator_module_has_no_gymnasium_import():
     import kairos_gym.sim.decision_check as check
     import kairos_gym.sim.hook as hook
     import kairos_gym.sim.metrics as met
-    import kairos_gym.sim.native_engine as eng
     import kairos_gym.sim.reset_workload as reset
+    import kairos_gym.sim.simulator as eng
 
     for mod in (eng, hook, met, check, reset):
         src = inspect.getsource(mod)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect, tight_memory_sim
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.metrics import sorted_percentile
 from tests.sim.conftest import SMALL, DeflectAll

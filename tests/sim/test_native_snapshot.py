@@ -11,7 +11,7 @@ import pytest
 from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim.native_engine import COLUMNS, NativeSimulator
+from kairos_gym.sim.simulator import COLUMNS, NativeSimulator
 
 SC = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
 SWAP = {**SC, "name": "snap-swap", "cluster": {"memory_policy": "swap", "kv_block_tokens": 16,

@@ -11,8 +11,8 @@ import pickle
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim import Decision, Simulator
 
 from .conftest import SMALL, DeflectAll, NoDeflect

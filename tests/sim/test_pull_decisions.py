@@ -19,13 +19,13 @@ from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.registry import make_policy
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.env import KairosEnv
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import ARRIVAL, PULL
 from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PREFILL
-from kairos_gym.sim.native_engine import COLUMNS
+from kairos_gym.sim.simulator import COLUMNS
 
 BASE = {
     "name": "pull-t",
@@ -372,7 +372,7 @@ def test_kairos_pull_rule(track):
 
 
 def test_pull_compare_rows():
-    from kairos_gym.train.pull_compare import MEASURED, measure
+    from kairos_gym.benchmark.pull_compare import MEASURED, measure
 
     rows = measure("bursty", instances=2)
     assert [r["policy"] for r in rows] == [m[0] for m in MEASURED]

@@ -19,9 +19,9 @@ from gymnasium.utils.env_checker import check_env
 from kairos_gym.agents.base import least_loaded_deflectable
 from kairos_gym.agents.registry import POLICIES, make_policy
 
-from kairos_gym.config import load_scenario
 from kairos_gym.env.core import KairosEnv
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE, REENTRY
 from kairos_gym.sim.metrics import PATH_DEFLECT

@@ -12,8 +12,8 @@ import pytest
 
 import kairos_gym.env  # noqa: F401  (registers the ids)
 from kairos_gym.cli import main
-from kairos_gym.config import ClusterConfig, ScenarioConfig, TransferSection, load_scenario
 from kairos_gym.errors import MAX_VALUE_REPR, ConfigError
+from kairos_gym.scenario import ClusterConfig, ScenarioConfig, TransferSection, load_scenario
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kairos_gym.config import ScenarioConfig, load_scenario, scenario_names
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario, scenario_names
 from kairos_gym.sim import Simulator
 from tests.sim.conftest import NoDeflect
 

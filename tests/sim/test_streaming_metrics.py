@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from kairos_gym.cli import main as cli_main
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from kairos_gym.perf.soak import parse_checkpoints, soak
+from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.metrics import APPROXIMATE_KEYS
-from kairos_gym.soak import parse_checkpoints, soak
 
 from .conftest import SMALL, DeflectAll, NoDeflect
 from .test_overload import RandomDecisions

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig
 from tests.tool_loader import load_tool
 
 from .conftest import SMALL, DeflectAll, NoDeflect, tight_memory_sim

@@ -108,7 +108,8 @@ def test_string_forms_are_parsed_never_evaluated(tmp_path, template, key):
 
 def test_literal_parser_accepts_the_documented_forms():
     import torch.nn as nn
-    from kairos_gym.train.config import MAX_LITERAL_CHARS, parse_literal
+
+    from kairos_gym.literal import MAX_LITERAL_CHARS, parse_literal
 
     acts = {"ReLU": nn.ReLU}
     assert parse_literal("t", "f", "dict(a=[1, -2.5, (3, 4)], b={'c': None, 'd': True}, e='x')", acts) == \
@@ -175,7 +176,8 @@ def test_cli_parser_and_error_exit(tmp_path, capsys):
 def test_cli_checkpoint_flags_refuse_pickles_without_trust(tmp_path, capsys):
     """--resume and compare --checkpoint refuse an SB3 zip without --trust-checkpoint, with exit status 2."""
     from kairos_gym.train.cli import main
-    from kairos_gym.train.compare import main as compare_main
+
+    from kairos_gym.evaluation.compare import main as compare_main
 
     (tmp_path / "model.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # never opened
     smoke = ROOT / "configs" / "ppo" / "smoke.yaml"

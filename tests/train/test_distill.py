@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from kairos_gym.agents.checkpoint import load_policy
 from kairos_gym.agents.oracle import Oracle
-from kairos_gym.agents.policy_file import load_policy
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train import distill as D
 from kairos_gym.train.domain import task_base
 from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.suite import SUITE, on_track
 
+from kairos_gym.benchmark.suite import SUITE, on_track
 from kairos_gym.env.actions import ActionLayout
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision

@@ -9,20 +9,20 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from kairos_gym.agents.checkpoint import load_policy, write_policy
 from kairos_gym.agents.inputs import KairosFeature, kairos_action
 from kairos_gym.agents.kairos import Kairos
-from kairos_gym.agents.loader import policy_from_checkpoint
 from kairos_gym.agents.oracle import Oracle
-from kairos_gym.agents.policy_file import load_policy, write_policy
+from kairos_gym.agents.policy_file_loader import policy_from_checkpoint
 from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOAgent, PPOGeneral
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train import distill as D
 from kairos_gym.train.domain import run_actor, task_base
-from kairos_gym.train.suite import on_track
 
-from kairos_gym.config import load_scenario
+from kairos_gym.benchmark.suite import on_track
 from kairos_gym.env.actions import ActionLayout
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, Decision
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from kairos_gym.train import domain as D
 from kairos_gym.train.envs import TRAIN_SEED_MIN
-from kairos_gym.train.suite import SUITE, TIER_NAMES, TRACKS
 
-from kairos_gym.config import load_scenario
+from kairos_gym.benchmark.suite import SUITE, TIER_NAMES, TRACKS
 from kairos_gym.env.core import KairosEnv
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import load_scenario
 from kairos_gym.workload import generate
 
 SPEC = D.DomainSpec.parse()
@@ -182,7 +182,7 @@ def test_training_logs_the_normalized_score_of_the_held_out_cases(tmp_path: Path
     cases = D.validation_cases(D.spec_from_kwargs(kw))
     assert sorted(hist[-1]["cases"]) == sorted(c.label for c in cases) == ["azure-code@realistic",
                                                                               "long-tail@realistic"]
-    from kairos_gym.agents.policy_file import load_policy
+    from kairos_gym.agents.checkpoint import load_policy
 
     best = json.loads((tmp_path / "best" / "eval.json").read_text())
     actor = load_policy(tmp_path / "best")  # the weights and statistics of the best evaluation
@@ -231,8 +231,8 @@ def test_train_command_reports_the_validation_score_and_refuses_bad_domain_confi
 
 def test_a_largest_safe_checkpoint_runs_on_the_leaderboards_tasks(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
-    from kairos_gym.agents.loader import policy_from_checkpoint, run_checked
-    from kairos_gym.agents.policy_file import load_policy
+    from kairos_gym.agents.checkpoint import load_policy
+    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint, run_checked
     from kairos_gym.train.config import parse_config
     from kairos_gym.train.trainer import train
 

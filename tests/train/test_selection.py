@@ -15,8 +15,8 @@ from kairos_gym.train.selection import (
     selection_cases,
     selection_seeds,
 )
-from kairos_gym.train.suite import SUITE
 
+from kairos_gym.benchmark.suite import SUITE
 from kairos_gym.errors import ConfigError
 
 CFG = distill.load_config("configs/ppo/distill.yaml")

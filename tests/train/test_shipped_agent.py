@@ -36,7 +36,7 @@ def test_safe_shipped_agent_acts_as_the_sb3_model_it_was_converted_from():
     """The shipped safe checkpoint takes SB3's greedy actions on observations recorded from the SB3 model.zip +
     vecnormalize.pkl it was converted from (``python tools/record_sb3_actions.py --from-commit 6be5159``: 300
     decisions on each of three scenarios; commit 6be5159 also compared the logits bit for bit)."""
-    from kairos_gym.agents.policy_file import load_policy
+    from kairos_gym.agents.checkpoint import load_policy
 
     data = np.load(GOLDEN, allow_pickle=False)
     meta = json.loads(bytes(data["meta"]).decode("utf-8"))
@@ -55,7 +55,7 @@ def test_no_pickles_are_shipped():
 
 
 def test_shipped_agent_acts_validly_in_the_env():
-    from kairos_gym.train.checkpoints import load_actor
+    from kairos_gym.agents.sb3_checkpoint import load_actor
     from kairos_gym.train.envs import make_eval_env
 
     actor = load_actor(SHIPPED)
@@ -80,9 +80,9 @@ def test_shipped_agent_acceptance_on_kairos_v0():
     staleness and model error, now the realistic information track (issue 12); the agent runs on the exact
     track it was trained on, as then: the comparison issue 6 accepted, not a same-track one."""
     from kairos_gym.agents.runner import run_policy
-    from kairos_gym.train.checkpoints import make_ppo_agent
+    from kairos_gym.agents.sb3_checkpoint import make_ppo_agent
 
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
 
     seeds = range(5)
     ppo = [run_policy(make_ppo_agent(SHIPPED, "bursty", seed=s), "bursty", s) for s in seeds]

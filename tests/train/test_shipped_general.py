@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kairos_gym.agents import make_policy, run_policy
-from kairos_gym.agents.policy_file import SAFE_FILES, load_policy
+from kairos_gym.agents.checkpoint import SAFE_FILES, load_policy
 from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOGeneral
 from kairos_gym.train.distill import load_config
-from kairos_gym.train.suite import SUITE, on_track
+
+from kairos_gym.benchmark.suite import SUITE, on_track
 
 CKPT = GENERAL_CHECKPOINT.parent
 DATA = Path(__file__).resolve().parent / "data" / "ppo-general-actions.npz"

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from kairos_gym.agents.policy_file import load_policy
+from kairos_gym.agents.checkpoint import load_policy
+from kairos_gym.agents.sb3_checkpoint import actor_from_sb3, load_actor, load_model, make_ppo_agent, resolve_model_path
 from kairos_gym.train.callbacks import METRICS, ProgressBar
-from kairos_gym.train.checkpoints import actor_from_sb3, load_actor, load_model, make_ppo_agent, resolve_model_path
 from kairos_gym.train.config import load_config, parse_config
 from kairos_gym.train.envs import make_eval_env, make_vec_env
 from kairos_gym.train.trainer import build_model, export_checkpoint, train, with_overrides
@@ -143,7 +143,7 @@ def test_partial_last_rollout_lr_clamped_and_progress_bar_full():
 
 
 def test_compare_table(run):
-    from kairos_gym.train.compare import compare, markdown, parse_policy, parse_scenario
+    from kairos_gym.evaluation.compare import compare, markdown, parse_policy, parse_scenario
 
     out, _, _ = run
     assert parse_policy("kairos:alpha=1.5:staleness_s=0") == ("kairos", {"alpha": 1.5, "staleness_s": 0})

@@ -1,4 +1,5 @@
-"""The ``mix-shift`` and ``kv-shift`` scenarios and ``tools/mix_shift_check.py`` (docs/benchmark.md, "mix-shift").
+"""The ``mix-shift`` and ``kv-shift`` scenarios and ``kairos_gym/benchmark/checks/mix_shift.py`` (docs/benchmark.md,
+"mix-shift").
 
 Guards: the scenario is a two-state MMPP whose length sections are the ones its comment grounds (Azure-code fit in
 the on state; Azure-conversation prompts and the decode-bound family's outputs in the off state) and each request
@@ -11,14 +12,15 @@ state-switch - rule column are what they claim.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.workload import ByStateLengths, MMPPArrival, PoissonArrival, arrival_states, generate
 from tests.tool_loader import load_tool
 
@@ -74,7 +76,7 @@ def _small(lengths: dict[str, Any] | None = None) -> ScenarioConfig:
 
 
 def test_state_switch_deflects_on_state_arrivals_only() -> None:
-    check = _tool("mix_shift_check")
+    check = importlib.import_module("kairos_gym.benchmark.checks.mix_shift")
     from kairos_gym.agents.runner import simulate
 
     sc = _small()
@@ -87,7 +89,7 @@ def test_state_switch_deflects_on_state_arrivals_only() -> None:
 
 
 def test_the_split_recombines_and_the_single_states_are_poisson_at_their_rates() -> None:
-    check = _tool("mix_shift_check")
+    check = importlib.import_module("kairos_gym.benchmark.checks.mix_shift")
     fixed = {"kind": "by_state", "on": {"kind": "fixed", "prompt_tokens": 5000, "output_tokens": 10},
              "off": {"kind": "fixed", "prompt_tokens": 300, "output_tokens": 200}}
     sc = _small(fixed)
@@ -103,7 +105,7 @@ def test_the_split_recombines_and_the_single_states_are_poisson_at_their_rates()
 
 
 def test_a_scenario_the_tool_cannot_split_is_one_error() -> None:
-    check = _tool("mix_shift_check")
+    check = importlib.import_module("kairos_gym.benchmark.checks.mix_shift")
     with pytest.raises(ConfigError, match=r"workload\.arrival\.kind"):
         check.make_task("bursty", 500, "default", 2)
     d = load_scenario("mix-shift").to_dict()
@@ -139,7 +141,7 @@ def test_kv_shift_grounds_its_states_in_the_fits_it_names() -> None:
 def test_split_kv_adds_the_runs_preemptions() -> None:
     """The sixth figure of split_kv is the run's n_preemptions (KV swaps): some when always-deflect-ls fills
     kv-shift's off-state KV, none under the reserve memory policy; its first five are split's."""
-    check = _tool("mix_shift_check")
+    check = importlib.import_module("kairos_gym.benchmark.checks.mix_shift")
     from kairos_gym.agents.runner import simulate
 
     sc = load_scenario("kv-shift")  # 1,000 requests: the off state's KV fills
@@ -155,7 +157,7 @@ def test_grid_rows_pair_state_switch_with_each_rule_and_kv_adds_preemptions(caps
         -> None:
     """--grid pairs state-switch with every static rule over the test seeds (criterion (b) of a task where the
     switch decides); --kv adds the mean preemptions per run as a last column of every table."""
-    check = _tool("mix_shift_check")
+    check = importlib.import_module("kairos_gym.benchmark.checks.mix_shift")
     task = check.make_task("kv-shift", 200, "default", 2)
     out = check.check_tier(task, grid=True, kv=True)
     base = task.base()

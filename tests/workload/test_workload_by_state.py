@@ -7,6 +7,7 @@ with one ConfigError naming the field; the shipped regime-shift scenario and its
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -224,9 +225,8 @@ def test_the_kinds_a_state_may_hold() -> None:
 
 # ------------------------------------------------------------------------------------ the shipped task
 def test_the_regime_shift_scenario_and_its_suite_tasks_use_by_state_lengths() -> None:
-    from kairos_gym.train.suite import SUITE
-
-    from kairos_gym.config import load_scenario
+    from kairos_gym.benchmark.suite import SUITE
+    from kairos_gym.scenario import load_scenario
 
     sc = load_scenario("regime-shift")
     lengths = sc.workload.lengths
@@ -254,7 +254,7 @@ def test_fit_lengths_recovers_a_lognormal_and_grounds_the_regime_shift_states() 
     x = np.floor(np.random.default_rng(0).lognormal(np.log(800.0), 0.9, 200_000) + 0.5).astype(np.int64)
     got = fit.fit_side(np.maximum(x, 1))
     assert got["median"] == pytest.approx(800, rel=0.01) and got["sigma"] == pytest.approx(0.9, abs=0.01)
-    from kairos_gym.config import load_scenario
+    from kairos_gym.scenario import load_scenario
 
     lengths = load_scenario("regime-shift").workload.lengths
     assert isinstance(lengths, ByStateLengths)
@@ -264,12 +264,13 @@ def test_fit_lengths_recovers_a_lognormal_and_grounds_the_regime_shift_states() 
 
 
 def test_the_states_line_up_with_the_simulators_requests() -> None:
-    """tools/regime_shift_check.py splits a run by arrival_states: they must be the states of the simulator's own
+    """kairos_gym/benchmark/checks/regime_shift.py splits a run by arrival_states: they must be the states of the
+    simulator's own
     requests (checked through fixed lengths per state), and its per-state figures recombine to the run's."""
-    from kairos_gym.config import ScenarioConfig, load_scenario
+    from kairos_gym.scenario import ScenarioConfig, load_scenario
     from kairos_gym.sim import Simulator
 
-    check = _tool("regime_shift_check")
+    check = importlib.import_module("kairos_gym.benchmark.checks.regime_shift")
     d = load_scenario("regime-shift").to_dict()
     d["workload"].update(num_requests=120, lengths=FIXED)
     d["workload"]["arrival"].update(mean_on_s=1.0, mean_off_s=2.0)

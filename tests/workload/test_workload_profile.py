@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kairos_gym.config import ScenarioConfig, load_scenario
 from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.workload import WorkloadConfig, generate
 from kairos_gym.workload.arrivals import MAX_PEAK_RATIO, ProfileArrival

@@ -1,0 +1,207 @@
+"""The Oracle's scores per leaderboard instance, cached in a committed data file
+(``kairos_gym/benchmark/oracle_cache.json``).
+
+The rollout Oracle (agents/oracle.py) costs O(requests^2) per instance: about a minute on a 1,500-request
+instance, hours for the whole suite, far beyond the leaderboard's other runs. So the leaderboard reads its
+per-instance figures from this cache and runs the Oracle only where an entry is missing or stale.
+
+An entry is keyed by a fingerprint (sha256) of everything that defines the Oracle's run: the instance's scenario
+(``ScenarioConfig.to_dict``, windows and tier SLOs included), the seed, the base policies and ``fixed_chunks``,
+and :data:`CACHE_VERSION`. Every entry also holds the no-deflect and always-deflect-ls SLO attainment and P95 TTFT
+of the instance: before an entry is used both are run again (tens of ms) and compared bit for bit, so a change of
+the simulator's physics or of a trace file makes the entry stale (it is then recomputed, never used). The test
+``tests/benchmark/test_oracle_cache.py`` also checks the committed file against a fresh Oracle run.
+
+Regenerate (every task, or some; ``--max-requests`` only computes instances of at most that many requests)::
+
+    python -m kairos_gym.benchmark.oracle_cache [--tasks bursty,azure-code] [--max-requests 600] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kairos_gym.agents.oracle import DEFAULT_BASES, Oracle
+from kairos_gym.agents.runner import run_policy
+from kairos_gym.errors import ConfigError
+from kairos_gym.flags import parse_int
+from kairos_gym.scenario import ScenarioConfig
+
+CACHE = Path(__file__).resolve().with_name("oracle_cache.json")
+"""The committed cache."""
+CACHE_VERSION = 1
+"""Part of every fingerprint: bump it when the Oracle's algorithm changes (every entry becomes stale)."""
+STORED = ("slo_attainment", "ttft_p95", "tbt_violation_rate", "tbt_request_attainment", "deflection_rate",
+          "n_requests", "n_completed", "n_rejected", "ttft_breakdown_mean", "ttft_breakdown_p95")
+"""Summary keys kept per entry (the leaderboard's figures)."""
+CHECKS = ("no-deflect", "always-deflect-ls")
+"""Policies re-run before an entry is used (their SLO attainment and P95 TTFT must match the stored ones)."""
+MAX_CACHE_BYTES = 16 << 20
+"""Largest cache file read (bytes)."""
+
+Bases = Sequence[Any]
+
+
+def fingerprint(sc: ScenarioConfig, seed: int, bases: Bases, fixed_chunks: bool = True) -> str:
+    """The sha256 hex digest naming one Oracle run (see the module docstring)."""
+    blob = json.dumps({"version": CACHE_VERSION, "scenario": sc.to_dict(), "seed": int(seed),
+                       "bases": [b if isinstance(b, str) else [b[0], dict(b[1])] for b in bases],
+                       "fixed_chunks": bool(fixed_chunks)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _checks(sc: ScenarioConfig, seed: int) -> dict[str, list[float | None]]:
+    return {p: [s["slo_attainment"], s["ttft_p95"]] for p in CHECKS for s in (run_policy(p, sc, seed),)}
+
+
+def load(path: Path | str = CACHE) -> dict[str, Any]:
+    """The cache's entries (``{fingerprint: entry}``); an absent file is an empty cache. A file that is not a
+    cache of this version is a ConfigError."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    if p.stat().st_size > MAX_CACHE_BYTES:
+        raise ConfigError("oracle cache", "file", str(p), f"at most {MAX_CACHE_BYTES} bytes")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError("oracle cache", "file", str(p), f"a JSON file written by this module ({e})") from None
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("entries"), dict):
+        raise ConfigError("oracle cache", "version", data.get("version") if isinstance(data, dict) else data,
+                          f"a cache of version {CACHE_VERSION} (regenerate: "
+                          "python -m kairos_gym.benchmark.oracle_cache)")
+    return data["entries"]
+
+
+def save(entries: Mapping[str, Any], path: Path | str = CACHE) -> None:
+    """Write the cache (entries sorted by task and instance, so diffs stay readable)."""
+    order = sorted(entries, key=lambda k: (entries[k].get("task", ""), entries[k].get("instance", ""), k))
+    text = json.dumps({"version": CACHE_VERSION, "entries": {k: entries[k] for k in order}}, indent=1,
+                      sort_keys=False)
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # atomic: an interrupted regeneration never leaves a truncated cache
+
+
+def run_oracle(sc: ScenarioConfig, seed: int, bases: Bases, fixed_chunks: bool = True,
+               progress: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """A fresh Oracle run of one instance: its stored figures, the checks, the Oracle's counters and wall time."""
+    t0 = time.perf_counter()
+    o = Oracle(sc, seed=seed, bases=list(bases), fixed_chunks=fixed_chunks)
+    from kairos_gym.agents.runner import simulate
+
+    s, _ = simulate(o, sc, seed, progress=progress)
+    return {"summary": {k: s[k] for k in STORED}, "checks": _checks(sc, seed), "oracle": o.stats,
+            "bases": [b if isinstance(b, str) else [b[0], dict(b[1])] for b in bases], "fixed_chunks": fixed_chunks,
+            "wall_s": round(time.perf_counter() - t0, 1)}
+
+
+def lookup(entries: Mapping[str, Any], sc: ScenarioConfig, seed: int, bases: Bases,
+           fixed_chunks: bool = True) -> dict[str, Any] | None:
+    """The cached summary of this Oracle run when present and not stale (its checks reproduce), else None."""
+    e = entries.get(fingerprint(sc, seed, bases, fixed_chunks))
+    if e is None:
+        return None
+    if repr(_checks(sc, seed)) != repr({k: list(v) for k, v in e["checks"].items()}):
+        return None
+    return dict(e["summary"])
+
+
+def oracle_summary(entries: Mapping[str, Any], sc: ScenarioConfig, seed: int, bases: Bases,
+                   fixed_chunks: bool = True, progress: Callable[[], Any] | None = None) -> tuple[dict[str, Any], str]:
+    """``(summary, "cache" | "run")``: the cached figures, or a fresh run's when the entry is missing or stale."""
+    got = lookup(entries, sc, seed, bases, fixed_chunks)
+    if got is not None:
+        return got, "cache"
+    return run_oracle(sc, seed, bases, fixed_chunks, progress)["summary"], "run"
+
+
+def task_bases(best_static: Mapping[str, Any] | None, extra: Sequence[Any] = ()) -> list[Any]:
+    """The leaderboard Oracle's bases for a task: :data:`DEFAULT_BASES`, then the task's own ``extra`` bases
+    (``Task.oracle_bases``), then its tuned best-static rule (when tuned and not already one of them), so the
+    Oracle is never below any of them on an instance."""
+    bases: list[Any] = list(DEFAULT_BASES)
+    for b in extra:
+        rule: Any = b if isinstance(b, str) else [b[0], dict(b[1])]
+        if rule not in bases:
+            bases.append(rule)
+    if best_static:
+        name, params = best_static["policy"], dict(best_static["params"])
+        rule = name if not params else [name, params]
+        if rule not in bases:
+            bases.append(rule)
+    return bases
+
+
+def regenerate(tasks: str | None = None, max_requests: int | None = None, out: Path | str = CACHE,
+               log: Callable[[str], Any] = print) -> dict[str, Any]:
+    """Compute the Oracle on the test instances of the suite's tasks (``tasks``: a ``--tasks`` spec, None: all),
+    once per distinct base set of the task's track sections (best-static is tuned per track), skipping instances of
+    more than ``max_requests`` requests, and merge the entries into ``out``."""
+    from kairos_gym.benchmark.entries import tune_static
+    from kairos_gym.benchmark.suite import SUITE, TRACKS, on_track, select_tasks
+    from kairos_gym.progress import or_silent
+    from kairos_gym.sim import Simulator
+
+    suite = SUITE if tasks is None else select_tasks(tasks)
+    entries = dict(load(out))
+    for t in suite:
+        base = t.base()
+        # the leaderboard tunes best-static per track section, and the Oracle's bases include it: one Oracle run
+        # per distinct base set (the Oracle itself always runs on the exact track)
+        base_sets: list[list[Any]] = []
+        for track in TRACKS:
+            bases = task_bases(tune_static(t, on_track(base, track), or_silent(None))["chosen"], t.oracle_bases)
+            if bases not in base_sets:
+                base_sets.append(bases)
+        for bases in base_sets:
+            for inst in t.test:
+                sc = inst.scenario(base)
+                n = Simulator(sc, seed=inst.seed).n
+                if max_requests is not None and n > max_requests:
+                    log(f"{t.name} {inst.label}: {n} requests > {max_requests}, skipped")
+                    continue
+                key = fingerprint(sc, inst.seed, bases)
+                if lookup(entries, sc, inst.seed, bases) is not None:
+                    log(f"{t.name} {inst.label}: cached")
+                    continue
+                e = run_oracle(sc, inst.seed, bases)
+                entries[key] = {"task": t.name, "instance": inst.label, **e}
+                log(f"{t.name} {inst.label}: {n} requests, SLO attainment {e['summary']['slo_attainment']:.4f}, "
+                    f"{e['wall_s']:.1f} s (bases {bases})")
+                save(entries, out)
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kairos_gym.benchmark.oracle_cache",
+                                 description="Regenerate the leaderboard Oracle's cached scores.")
+    ap.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
+    ap.add_argument("--max-requests", help="only instances of at most this many requests")
+    ap.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
+    args = ap.parse_args(argv)
+    try:
+        cap = None if args.max_requests is None else parse_int("oracle_scores", "--max-requests",
+                                                               args.max_requests, 1, 10**7)
+        if args.tasks is not None:
+            from kairos_gym.benchmark.suite import select_tasks
+
+            select_tasks(args.tasks)
+        load(args.out)
+    except ConfigError as e:
+        print(f"oracle_scores: error: {e}", file=sys.stderr)
+        return 2
+    regenerate(args.tasks, cap, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,162 @@
+"""A trained checkpoint against the baselines on several scenarios and loads (the generalisation table).
+
+    python -m kairos_gym.evaluation.compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
+        --scenarios bursty,bursty:workload.arrival.rate=30,azure-conv,mooncake --markdown out/compare.md
+
+A scenario spec is a shipped name or YAML path, optionally followed by ``:section.key=value`` overrides
+(one ``:`` per override; specs are separated by ``,``), e.g. ``azure-conv:workload.arrival.rate_scale=6``
+or ``bursty:workload.arrival.rate=30:workload.num_requests=2000``.
+A policy spec is a registry name with optional ``:param=value`` parameters, e.g. ``always-deflect:chunk=1024``;
+``ppo`` is the checkpoint: a safe checkpoint folder (policy.json + policy.npz) or a run folder; a
+Stable-Baselines3 zip only with ``--trust-checkpoint`` (it is unpickled, which can execute code stored in it).
+Every policy runs on the same workloads (same seeds) through the simulator's policy hook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kairos_gym.errors import ConfigError
+from kairos_gym.scenario import ScenarioConfig, load_scenario
+from kairos_gym.yaml_io import load_yaml_text
+
+MD_KEYS = (("ttft_p95", "TTFT P95 s", "{:.3g}"), ("slo_attainment", "SLO att", "{:.3f}"),
+           ("tbt_violation_rate", "TBT viol", "{:.4f}"), ("deflection_rate", "deflect", "{:.3f}"))
+DEFAULT_SCENARIOS = ("bursty", "bursty:workload.arrival.rate=16", "bursty:workload.arrival.rate=28", "steady",
+                     "decode-heavy", "azure-code", "azure-conv", "azure-conv:workload.arrival.rate_scale=6",
+                     "mooncake", "mooncake:workload.arrival.rate_scale=0.225")
+
+
+def parse_scenario(spec: str) -> tuple[str, ScenarioConfig]:
+    """``name[:a.b=v]...`` -> (label, ScenarioConfig)."""
+    name, *overs = spec.split(":")
+    sc = load_scenario(name)
+    if overs:
+        tree: dict[str, Any] = {}
+        for o in overs:
+            if "=" not in o:
+                raise ConfigError("compare", "--scenarios", spec, "name[:section.key=value]..., e.g. "
+                                  "azure-conv:workload.arrival.rate_scale=6")
+            path, value = o.split("=", 1)
+            node = tree
+            keys = path.split(".")
+            for k in keys[:-1]:
+                node = node.setdefault(k, {})
+            node[keys[-1]] = load_yaml_text(value, f"compare --scenarios {spec}")
+        sc = sc.with_overrides(tree)
+    return spec, sc
+
+
+def parse_policy(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name[:param=value]...`` -> (registry name, parameters), e.g. ``always-deflect:chunk=1024``."""
+    name, *params = spec.split(":")
+    out: dict[str, Any] = {}
+    for p in params:
+        if "=" not in p:
+            raise ConfigError("compare", "--policies", spec, "name[:param=value]..., e.g. always-deflect:chunk=1024")
+        k, v = p.split("=", 1)
+        out[k] = load_yaml_text(v, f"compare --policies {spec}")
+    return name, out
+
+
+def compare(checkpoint: str | Path, scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
+            *, log: Any = None, trust_checkpoint: bool = False) -> list[dict[str, Any]]:
+    """``[{"scenario": label, "seeds": [...], "policies": [...], "runs": [summary, ...]}, ...]``.
+    The checkpoint is checked (and an SB3 zip refused without ``trust_checkpoint``) before any run."""
+    from kairos_gym.agents.runner import run_policy
+    from kairos_gym.agents.sb3_checkpoint import load_actor, make_ppo_agent
+
+    if any(parse_policy(name)[0] == "ppo" for name in policies):
+        load_actor(checkpoint, trust_checkpoint=trust_checkpoint)
+
+    out = []
+    for spec in scenarios:
+        label, sc = parse_scenario(spec)
+        runs = []
+        for name in policies:
+            t0 = time.perf_counter()
+            base, params = parse_policy(name)
+            for s in seeds:
+                if base == "ppo":
+                    r = run_policy(make_ppo_agent(checkpoint, sc, seed=s, trust_checkpoint=trust_checkpoint), sc, s)
+                else:
+                    r = run_policy(base, sc, s, **params)
+                r["policy"] = name
+                runs.append(r)
+            if log is not None:
+                print(f"{label}: {name} {time.perf_counter() - t0:.1f} s", file=log, flush=True)
+        out.append({"scenario": label, "seeds": list(seeds), "policies": list(policies), "runs": runs})
+    return out
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    v = [r[key] for r in rows if r.get(key) is not None and not math.isnan(r[key])]
+    return sum(v) / len(v) if v else math.nan
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    """One row per scenario and policy: means across seeds."""
+    head = "| scenario | policy | " + " | ".join(lbl for _, lbl, _ in MD_KEYS) + " |"
+    lines = [head, "|" + "---|" * (2 + len(MD_KEYS))]
+    for res in results:
+        for name in res["policies"]:
+            rows = [r for r in res["runs"] if r["policy"] == name]
+            cells = [fmt.format(_mean(rows, k)) for k, _, fmt in MD_KEYS]
+            lines.append(f"| {res['scenario']} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+    from kairos_gym.evaluation.evaluate import format_table, parse_seeds
+
+    p = argparse.ArgumentParser(prog="python -m kairos_gym.evaluation.compare", description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
+                   help="safe checkpoint folder (policy.json) or run folder (default: the shipped agent); an SB3 "
+                   "model zip needs --trust-checkpoint")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="allow an SB3 zip / vecnormalize.pkl checkpoint: it is unpickled, which can execute code "
+                   "stored in the file, so only for files you made or trust")
+    p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS))
+    p.add_argument("--policies", default="no-deflect,kairos,ppo")
+    p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (distinct; see kairos_gym.flags)")
+    p.add_argument("--json", metavar="PATH", help="write the runs as JSON to this file")
+    p.add_argument("--markdown", metavar="PATH", help="write the markdown table to this file")
+    args = p.parse_args(argv)
+    try:
+        from kairos_gym.flags import check_outputs
+
+        seeds = parse_seeds(args.seeds, "--seeds", "compare")
+        check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
+        import torch
+
+        torch.set_num_threads(1)
+        results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
+                          [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,
+                          trust_checkpoint=args.trust_checkpoint)
+    except ConfigError as e:
+        print(f"compare: error: {e}", file=sys.stderr)
+        return 2
+    for res in results:
+        print(format_table(res))
+        print()
+    md = markdown(results)
+    print(md)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(md + "\n", encoding="utf-8")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""The per-request record of a finished run as CSV (``kairos-gym simulate --requests-csv``)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kairos_gym.sim import Simulator
+
+
+def write_requests_csv(sim: Simulator, path: str | Path) -> None:
+    """The per-request record as CSV (one row per request)."""
+    table = sim.requests_table()
+    cols = list(table)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for i in range(sim.n):
+            w.writerow([table[c][i] for c in cols])
