@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.json_file import read_json_file
 
 FORMAT = "kairos-gym-policy"
 VERSION = 1
@@ -383,17 +384,7 @@ def _size(where: str, field: str, value: Any, most: int) -> int:
 def _read_json(path: Path, where: str) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(where, path.name, None, f"the file {path} (part of the checkpoint)")
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise ConfigError(where, path.name, f"{size} bytes", f"at most {MAX_JSON_BYTES} bytes")
-
-    def no_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not a finite number")
-
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=no_constant)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ConfigError(where, path.name, str(e)[:120], "UTF-8 JSON with finite numbers") from None
+    data = read_json_file(where, path.name, path, MAX_JSON_BYTES, "checkpoint file with finite numbers", finite=True)
     if not isinstance(data, dict):
         raise ConfigError(where, path.name, data, "a JSON object")
     return data

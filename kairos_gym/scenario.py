@@ -511,4 +511,8 @@ def load_scenario(spec: str | Path | Mapping[str, Any] | ScenarioConfig = "burst
         raise ConfigError("scenario", "scenario", text, "an existing YAML file or a shipped scenario name "
                           f"({', '.join(scenario_names())})")
     data = load_yaml_file(path)
-    return ScenarioConfig.from_dict(data if data is not None else {}, str(path))
+    if data is None:
+        raise ConfigError(str(path), "(file)", "empty (no YAML content, comments only)",
+                          "a mapping of scenario sections (start from a shipped one, e.g. "
+                          "configs/scenarios/bursty.yaml; `{}` asks for every default)")
+    return ScenarioConfig.from_dict(data, str(path))

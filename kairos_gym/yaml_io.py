@@ -8,6 +8,8 @@ and :func:`load_yaml_text` read YAML 1.2 core-schema scalars instead and bound e
 - nesting is at most :data:`MAX_DEPTH` levels (a 2,000-deep file would otherwise raise RecursionError);
 - the document, with every alias expanded, has at most :data:`MAX_NODES` nodes (an alias bomb is refused,
   never expanded);
+- a key written twice in one mapping is refused (PyYAML keeps the last one silently); keys a merge
+  (``<<: *base``) brings in may be overridden;
 - scalars: ``true``/``false`` (any case spelled True/TRUE) are booleans, ``null``/``~``/empty is None, decimal
   integers, ``0x``/``0o`` integers, floats such as ``17.5e9``, ``1e-3``, ``.5``, ``.inf``, ``.nan``; everything
   else is a string. An integer with a leading zero (``010``) is refused: YAML 1.1 reads it as octal, 1.2 as
@@ -63,6 +65,28 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, mark: Any) -> None:
+        self.key, self.mark = key, mark
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    """SafeConstructor's mapping, after refusing a key written twice in it (PyYAML keeps the last silently).
+    Keys brought in by a merge (``<<: *base``) may be overridden: only the mapping's own keys are compared."""
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise _DuplicateKey(key, key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.construct_mapping = _construct_mapping  # type: ignore[method-assign]
 
 
 def _resolver(tag: str, pattern: re.Pattern[str], first: str) -> None:
@@ -164,6 +188,10 @@ def load_yaml_text(text: str, where: str) -> Any:
                               "an integer without a leading zero (YAML 1.1 reads it as octal, 1.2 as decimal): "
                               f"write {int(e.text, 10)} for decimal, or 0o{e.text.lstrip('+-0') or '0'} for octal, "
                               "or quote it for a string") from None
+        except _DuplicateKey as e:
+            line = f" (line {e.mark.line + 1})" if e.mark is not None else ""
+            raise ConfigError(where, f"(duplicate key{line})", e.key,
+                              "each key once per mapping (YAML would keep only the last)") from None
         except yaml.YAMLError as e:
             raise ConfigError(where, "(YAML)", str(e).splitlines()[0][:200], "valid YAML") from None
     finally:

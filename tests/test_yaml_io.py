@@ -112,3 +112,32 @@ def test_scenario_loader_reads_yaml_1_2_floats(tmp_path):
                  encoding="utf-8")
     sc = load_scenario(f)
     assert sc.transfer.bandwidth_bytes_per_s == 17.5e9 and sc.cluster.swap_bandwidth_bytes_per_s == 20e9
+
+
+@pytest.mark.parametrize("text, key, line", [
+    ("{prefill_nodes: 2, prefill_nodes: 1}", "prefill_nodes", 1),
+    ("a: 1\nb: 2\na: 3\n", "a", 3),
+    ("cluster:\n  x: 1\n  y: 2\n  x: 1\n", "x", 4),
+    ("- {a: 1}\n- {b: 1, b: 1}\n", "b", 2),
+])
+def test_a_key_written_twice_is_refused(text, key, line):
+    with pytest.raises(ConfigError) as e:
+        load_yaml_text(text, "f.yaml")
+    assert e.value.field == f"(duplicate key (line {line}))" and e.value.value == key
+
+
+def test_a_merge_may_be_overridden_without_counting_as_a_duplicate():
+    got = load_yaml_text("base: &b {x: 1, y: 2}\nd: {<<: *b, x: 3}\ne: *b\n", "f.yaml")
+    assert got["d"] == {"x": 3, "y": 2} and got["e"] == {"x": 1, "y": 2}
+
+
+def test_an_empty_or_comment_only_scenario_file_is_refused(tmp_path):
+    from kairos_gym.scenario import load_scenario
+
+    for i, text in enumerate(["", "# only a comment\n", "---\n"]):
+        p = tmp_path / f"s{i}.yaml"
+        p.write_text(text)
+        with pytest.raises(ConfigError, match="a mapping of scenario sections"):
+            load_scenario(p)
+    (tmp_path / "defaults.yaml").write_text("{}\n")
+    assert load_scenario(tmp_path / "defaults.yaml").cluster is not None

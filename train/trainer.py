@@ -40,6 +40,15 @@ from kairos_gym.train.domain import DOMAIN_ENV_ID
 from kairos_gym.train.envs import eval_env_kwargs, make_eval_env, make_vec_env
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.json_file import read_json_file
+
+MAX_RUN_JSON_BYTES = 1 << 20
+"""Largest ``meta.json`` / ``eval.json`` of a run folder read on ``--resume`` or ``--export`` (bytes)."""
+
+
+def _run_json(path: Path) -> Any:
+    """A JSON file of a run folder, read under the bounds of :mod:`kairos_gym.json_file`."""
+    return read_json_file("train", path.name, path, MAX_RUN_JSON_BYTES, "file written by kairos-gym train")
 
 
 def _versions() -> dict[str, str]:
@@ -123,7 +132,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
         if resume is not None and (out / "best" / "eval.json").is_file():
             from kairos_gym.train.callbacks import eval_score
 
-            prev = json.loads((out / "best" / "eval.json").read_text(encoding="utf-8"))
+            prev = _run_json(out / "best" / "eval.json")
             evaluator.best, evaluator.best_metrics = eval_score(prev), prev
         callbacks.append(evaluator)
     ckpt = CheckpointEvery(out / "checkpoints", cfg.checkpoint_freq)
@@ -141,7 +150,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None
 
     prev_meta = {}
     if resume is not None and (out / "meta.json").is_file():
-        prev_meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+        prev_meta = _run_json(out / "meta.json")
     meta: dict[str, Any] = {
         "command": command or shlex.join(sys.argv),
         "config": cfg.source,
@@ -188,10 +197,10 @@ def export_checkpoint(run: str | Path, dest: str | Path, which: str = "auto") ->
         elif (dest / name).exists():
             (dest / name).unlink()
     shutil.copy2(run / "config.yaml", dest / "config.yaml")
-    meta = json.loads((run / "meta.json").read_text(encoding="utf-8")) if (run / "meta.json").is_file() else {}
+    meta = _run_json(run / "meta.json") if (run / "meta.json").is_file() else {}
     meta["exported"] = src.name
     if (src / "eval.json").is_file():
-        meta["exported_eval"] = json.loads((src / "eval.json").read_text(encoding="utf-8"))
+        meta["exported_eval"] = _run_json(src / "eval.json")
     (dest / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return dest
 

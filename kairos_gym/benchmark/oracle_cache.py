@@ -33,6 +33,7 @@ from kairos_gym.agents.oracle import DEFAULT_BASES, Oracle
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.errors import ConfigError
 from kairos_gym.flags import parse_int
+from kairos_gym.json_file import read_json_file
 from kairos_gym.scenario import ScenarioConfig
 
 CACHE = Path(__file__).resolve().with_name("oracle_cache.json")
@@ -68,12 +69,7 @@ def load(path: Path | str = CACHE) -> dict[str, Any]:
     p = Path(path)
     if not p.exists():
         return {}
-    if p.stat().st_size > MAX_CACHE_BYTES:
-        raise ConfigError("oracle cache", "file", str(p), f"at most {MAX_CACHE_BYTES} bytes")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError("oracle cache", "file", str(p), f"a JSON file written by this module ({e})") from None
+    data = read_json_file("oracle cache", "file", p, MAX_CACHE_BYTES, "Oracle cache file written by this module")
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("entries"), dict):
         raise ConfigError("oracle cache", "version", data.get("version") if isinstance(data, dict) else data,
                           f"a cache of version {CACHE_VERSION} (regenerate: "

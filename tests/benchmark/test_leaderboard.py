@@ -237,6 +237,9 @@ BAD_ARGS = [
     (["--checkpoint", "{dir}"], "--checkpoint"),
     (["--policies", "no-deflect,kairos"], "missing: oracle"),
     (["--oracle-cache", "{bad}"], "oracle cache"),
+    (["--oracle-cache", "/dev/urandom"], "a regular file"),
+    (["--oracle-cache", "{deep}"], "nested at most 64 levels"),
+    (["--oracle-cache", "{dup}"], "each key once per object"),
     (["--policies", "no-deflect,kairos,kairos-exact,best-static,nope"], "'nope' is not one"),
     (["--tasks", "nope"], "family names"),
     (["--tasks", "tiny,tiny"], "each name once"),
@@ -252,7 +255,10 @@ def test_bad_leaderboard_input_exits_2_before_any_run(args, needle, no_runs, tmp
         "class NoDecide:\n    pass\n\n\nclass ReturnsNone:\n    def decide(self, ctx):\n        return None\n\n\n"
         "class NeedsArgs:\n    def __init__(self, width):\n        pass\n\n    def decide(self, ctx):\n"
         "        return None\n")
-    fmt = {"dir": tmp_path, "file": tmp_path / "good.py", "bad": tmp_path / "bad.py"}
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "dup.json").write_text('{"version": 1, "version": 2}')
+    fmt = {"dir": tmp_path, "file": tmp_path / "good.py", "bad": tmp_path / "bad.py", "deep": tmp_path / "deep.json",
+           "dup": tmp_path / "dup.json"}
     argv = ["leaderboard", *[a.format(**fmt) for a in args], "--out", str(tmp_path / "o.md"), "--no-progress"]
     assert main(argv) == 2
     out, err = capsys.readouterr()
