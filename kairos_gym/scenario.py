@@ -20,7 +20,18 @@ from kairos_gym.faults import REENTRY_DEFAULT, FaultsConfig
 from kairos_gym.latency.calibration import default_calibration
 from kairos_gym.latency.presets import check_tp, get_model, gpu_presets, model_presets
 from kairos_gym.workload import TraceArrival, WorkloadConfig
-from kairos_gym.workload.rules import NON_NEGATIVE, POSITIVE, POSITIVE_INT, TEXT, Number, Text
+from kairos_gym.workload.rules import (
+    BANDWIDTH,
+    MAX_BETA,
+    MAX_SETUP_S,
+    MAX_TBT_SLO_S,
+    MAX_TTFT_SLO_S,
+    OPTIONAL_PERIOD_S,
+    POSITIVE_INT,
+    TEXT,
+    Number,
+    Text,
+)
 from kairos_gym.yaml_io import load_yaml_file
 
 SCENARIO_DIRS = (SCENARIO_DIR,)
@@ -170,7 +181,7 @@ class ClusterConfig(_Plain):
         "ttft_includes_transfer": FLAG, "overlong": Choice(("error", "reject")),
         "memory_policy": Choice(("reserve", "swap")), "swap_order": Choice(("fifo", "lifo")),
         "kv_block_tokens": Number(integer=True, low=1, high=MAX_KV_BLOCK_TOKENS),
-        "swap_bandwidth_bytes_per_s": POSITIVE,
+        "swap_bandwidth_bytes_per_s": BANDWIDTH,
     }
     prefill_nodes: int = 2
     decode_nodes: int = 2
@@ -223,7 +234,8 @@ class TransferSection(_Plain):
     """
 
     WHERE: ClassVar[str] = "transfer"
-    RULES: ClassVar[dict[str, Any]] = {"bandwidth_bytes_per_s": POSITIVE, "setup_s": NON_NEGATIVE, "enabled": FLAG}
+    RULES: ClassVar[dict[str, Any]] = {"bandwidth_bytes_per_s": BANDWIDTH,
+                                       "setup_s": Number(low=0.0, high=MAX_SETUP_S), "enabled": FLAG}
     bandwidth_bytes_per_s: float = 17.5e9
     setup_s: float = 0.005
     enabled: bool = True
@@ -239,7 +251,8 @@ class SLOConfig(_Plain):
     """
 
     WHERE: ClassVar[str] = "slo"
-    RULES: ClassVar[dict[str, Any]] = {"ttft_s": POSITIVE, "tbt_s": POSITIVE}
+    RULES: ClassVar[dict[str, Any]] = {"ttft_s": Number(low=0.0, low_open=True, high=MAX_TTFT_SLO_S),
+                                       "tbt_s": Number(low=0.0, low_open=True, high=MAX_TBT_SLO_S)}
     ttft_s: float = 1.0
     tbt_s: float = 0.1
 
@@ -259,8 +272,8 @@ class DeflectionConfig(_Plain):
     """
 
     WHERE: ClassVar[str] = "deflection"
-    RULES: ClassVar[dict[str, Any]] = {"beta": POSITIVE, "largest_safe_action": FLAG,
-                                       "decision_points": Choice(DECISION_POINTS)}
+    RULES: ClassVar[dict[str, Any]] = {"beta": Number(low=0.0, low_open=True, high=MAX_BETA),
+                                       "largest_safe_action": FLAG, "decision_points": Choice(DECISION_POINTS)}
     chunk_menu: tuple[int, ...] = (128, 256, 512, 1024, 2048)
     beta: float = 1.0
     largest_safe_action: bool = False
@@ -346,8 +359,8 @@ class OverloadConfig(_Plain):
     WHERE: ClassVar[str] = "overload"
     RULES: ClassVar[dict[str, Any]] = {
         "admission_max_waiting": Number(integer=True, low=1, high=MAX_WAITING_BOUND, optional=True),
-        "admission_max_ttft_s": Number(low=0.0, low_open=True, optional=True),
-        "timeout_s": Number(low=0.0, low_open=True, optional=True),
+        "admission_max_ttft_s": OPTIONAL_PERIOD_S,
+        "timeout_s": OPTIONAL_PERIOD_S,
     }
     admission_max_waiting: int | None = None
     admission_max_ttft_s: float | None = None

@@ -22,10 +22,14 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.workload import portable_random as pr
 from kairos_gym.workload.rate_profile import MAX_WINDOWS
 from kairos_gym.workload.rules import (
-    NON_NEGATIVE,
+    MAX_RATE,
+    MIN_RATE,
     OPTIONAL_NON_NEGATIVE,
     OPTIONAL_POSITIVE,
+    PERIOD_S,
     POSITIVE,
+    RATE,
+    RATE_OR_ZERO,
     TEXT,
     Number,
     Section,
@@ -74,7 +78,7 @@ class PoissonArrival(SyntheticArrival):
     """
 
     kind: ClassVar[str] = "poisson"
-    RULES: ClassVar[dict[str, Number | Text]] = {"rate": POSITIVE}
+    RULES: ClassVar[dict[str, Number | Text]] = {"rate": RATE}
     rate: float = 8.0
 
     def mean_rate(self) -> float:
@@ -101,7 +105,7 @@ class GammaArrival(SyntheticArrival):
     """
 
     kind: ClassVar[str] = "gamma"
-    RULES: ClassVar[dict[str, Number | Text]] = {"rate": POSITIVE, "cv": POSITIVE}
+    RULES: ClassVar[dict[str, Number | Text]] = {"rate": RATE, "cv": POSITIVE}
     rate: float = 8.0
     cv: float = 4.0
 
@@ -136,7 +140,7 @@ class MMPPArrival(SyntheticArrival):
 
     kind: ClassVar[str] = "mmpp"
     RULES: ClassVar[dict[str, Number | Text]] = {
-        "rate_on": NON_NEGATIVE, "rate_off": NON_NEGATIVE, "mean_on_s": POSITIVE, "mean_off_s": POSITIVE,
+        "rate_on": RATE_OR_ZERO, "rate_off": RATE_OR_ZERO, "mean_on_s": PERIOD_S, "mean_off_s": PERIOD_S,
     }
     rate_on: float = 16.0
     rate_off: float = 0.0
@@ -148,6 +152,9 @@ class MMPPArrival(SyntheticArrival):
         if values["rate_on"] == 0 and values["rate_off"] == 0:
             raise ConfigError(where, "rate_on", values["rate_on"], "> 0 when rate_off is 0 too "
                               "(with rate_on = rate_off = 0 no request ever arrives)")
+        for name in ("rate_on", "rate_off"):
+            if 0 < values[name] < MIN_RATE:
+                raise ConfigError(where, name, values[name], f"0 or a rate from {MIN_RATE:g} to {MAX_RATE:g} req/s")
 
     def rate_overrides(self, factor: float) -> dict[str, float]:
         """Both states' rates times ``factor`` (the sojourns unchanged)."""
@@ -338,7 +345,7 @@ class ProfileArrival(SyntheticArrival):
 
     kind: ClassVar[str] = "profile"
     RULES: ClassVar[dict[str, Number | Text]] = {
-        "path": TEXT, "model": TEXT, "rate": POSITIVE, "window_s": POSITIVE,
+        "path": TEXT, "model": TEXT, "rate": RATE, "window_s": PERIOD_S,
         "first_window": Number(integer=True, low=0, high=MAX_WINDOWS),
         "num_windows": Number(integer=True, low=1, optional=True, high=MAX_WINDOWS),
     }

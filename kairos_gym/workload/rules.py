@@ -80,6 +80,27 @@ class Text:
         return value
 
 
+# Physical ranges: every quantity with a physical meaning has an upper bound (and a lower one where zero or a
+# denormal would make a time infinite), so that no result can hold ``inf`` or a time beyond any real run.
+MIN_BANDWIDTH_BYTES_PER_S, MAX_BANDWIDTH_BYTES_PER_S = 1e6, 1e13
+"""Link and swap bandwidth range (bytes/s): 1 MB/s to 10 TB/s (NVLink 4 is 0.9 TB/s, 100 GbE 12.5 GB/s)."""
+MAX_SETUP_S = 10.0
+"""Largest per-transfer setup latency (seconds); RDMA connection setup is microseconds to milliseconds."""
+MAX_TTFT_SLO_S, MAX_TBT_SLO_S = 3600.0, 60.0
+"""Largest TTFT SLO (one hour) and TBT SLO (one minute), seconds."""
+MAX_TIME_S = 1e7
+"""Largest time-out, admission TTFT bound or arrival period (seconds, about 116 days)."""
+MIN_RATE, MAX_RATE = 1e-6, 1e6
+"""Range of a positive arrival rate (requests/s): one a ~12 days to a million per second."""
+MAX_BETA = 100.0
+"""Largest LargestSafe factor beta (a step may take beta x the TBT SLO)."""
+
+BANDWIDTH = Number(low=MIN_BANDWIDTH_BYTES_PER_S, high=MAX_BANDWIDTH_BYTES_PER_S)
+RATE = Number(low=MIN_RATE, high=MAX_RATE)
+RATE_OR_ZERO = Number(low=0.0, high=MAX_RATE)  # below MIN_RATE and not 0 is checked by the arrival's cross check
+PERIOD_S = Number(low=0.0, low_open=True, high=MAX_TIME_S)
+OPTIONAL_PERIOD_S = Number(low=0.0, low_open=True, high=MAX_TIME_S, optional=True)
+
 POSITIVE = Number(low=0.0, low_open=True)
 NON_NEGATIVE = Number(low=0.0)
 OPTIONAL_NON_NEGATIVE = Number(low=0.0, optional=True)

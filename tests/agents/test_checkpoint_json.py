@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from kairos_gym.agents.checkpoint import load_policy
+
 from kairos_gym.errors import ConfigError
 
 SHIPPED = Path(__file__).resolve().parents[2] / "agents" / "checkpoints" / "ppo-kairos-v0"

@@ -6,6 +6,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from kairos_gym.workload.rules import MIN_RATE
+
 
 def arrival_configs(max_rate: float = 200.0) -> st.SearchStrategy[dict[str, Any]]:
     """Synthetic arrival sections: poisson, gamma and mmpp with rates up to ``max_rate`` requests/s."""
@@ -15,7 +17,7 @@ def arrival_configs(max_rate: float = 200.0) -> st.SearchStrategy[dict[str, Any]
                   st.floats(0.05, 8)),
         st.builds(lambda on, off, a, b: {"kind": "mmpp", "rate_on": on, "rate_off": off, "mean_on_s": a,
                                          "mean_off_s": b},
-                  st.floats(0.5, max_rate / 2), st.floats(0, max_rate / 20), st.floats(0.01, 20),
+                  st.floats(0.5, max_rate / 2), st.just(0.0) | st.floats(MIN_RATE, max_rate / 20), st.floats(0.01, 20),
                   st.floats(0.01, 20)),
     )
 

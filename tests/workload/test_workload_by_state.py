@@ -285,14 +285,19 @@ def test_the_states_line_up_with_the_simulators_requests() -> None:
 
 @pytest.mark.parametrize("kw", [{"num_requests": 10}, {"duration_s": 1e9}])
 def test_a_sampler_built_directly_refuses_a_run_of_too_many_cycles(kw: dict[str, float]) -> None:
-    # a sub-normal rate (or sojourns far shorter than the run) once made the sampler loop for hours; the scenario
-    # loader refused it, the sampler itself did not
-    a = MMPPArrival(rate_on=1e-300, rate_off=0.0, mean_on_s=1.0, mean_off_s=1.0) if "num_requests" in kw else \
+    # the slowest rate allowed with short sojourns (or sojourns far shorter than the run) needs more on/off cycles
+    # than MAX_MMPP_CYCLES: the sampler refuses it before looping, also when built directly
+    a = MMPPArrival(rate_on=1e-6, rate_off=0.0, mean_on_s=0.5, mean_off_s=0.5) if "num_requests" in kw else \
         MMPPArrival(rate_on=5.0, rate_off=0.0, mean_on_s=1e-3, mean_off_s=1e-3)
     with pytest.raises(ConfigError, match="on/off cycles"):
         a.sample(np.random.default_rng(0), **kw)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="on/off cycles"):
         a.sample_with_states(np.random.default_rng(0), **kw)  # type: ignore[arg-type]
+
+
+def test_a_sub_normal_rate_is_refused_where_the_section_is_built() -> None:
+    with pytest.raises(ConfigError, match="0 or a rate from 1e-06"):
+        MMPPArrival(rate_on=1e-300, rate_off=0.0, mean_on_s=1.0, mean_off_s=1.0)
 
 
 def test_state_only_keeps_one_state_and_refuses_what_has_none() -> None:

@@ -141,7 +141,7 @@ def test_direct_construction_is_validated_too() -> None:
     ({"lengths": {"kind": "empirical"}}, "path", "'<missing>'"),
     ({"arrival": {"kind": "mmpp", "mean_on_s": 1e-9, "mean_off_s": 1e-9}, "duration_s": 10},
      "mean_on_s, mean_off_s", "[1e-09, 1e-09]"),
-    ({"arrival": {"kind": "mmpp", "rate_on": 1e-9, "mean_on_s": 1e-3}}, "mean_on_s, mean_off_s", "[0.001, 5.0]"),
+    ({"arrival": {"kind": "mmpp", "rate_on": 1e-6, "mean_on_s": 1e-3}}, "mean_on_s, mean_off_s", "[0.001, 5.0]"),
 ])
 def test_validation_errors_name_field_and_value(d: dict, field: str, value: str) -> None:
     with pytest.raises(ConfigError) as exc:

@@ -94,7 +94,7 @@ class _Prefill:
     ({"first_window": 2016}, "first_window", "0 to 2015"),
     ({"first_window": 2000, "num_windows": 17}, "num_windows", "at most 16"),
     ({"num_windows": 0}, "num_windows", ">= 1"),
-    ({"rate": 0}, "rate", "> 0"),
+    ({"rate": 0}, "rate", ">= 1e-06"),
     ({"window_s": -1}, "window_s", "> 0"),
     ({"first_window": 1.5}, "first_window", "whole number"),
     ({"model": "m-mid", "first_window": 522, "num_windows": 11}, "model", "rate > 0 somewhere"),  # idle windows
