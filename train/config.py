@@ -52,6 +52,30 @@ NOT_HYPER = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "dev
 DEFAULT_EVAL = {"freq": 50_000, "seeds": [100, 101, 102], "env_id": None, "env_kwargs": {}, "reference": "kairos"}
 MAX_N_ENVS = 64
 """Most envs in one run's vector env (they all run in one process)."""
+MAX_TIMESTEPS = 10**9
+"""Most ``n_timesteps`` of one run (about 20 hours at the fast recipe's ~14k steps/s on 2 cores)."""
+MAX_N_STEPS = 1 << 20
+"""Most ``n_steps`` per env and rollout (the rollout buffer holds n_steps x n_envs observations)."""
+
+_INT, _FLOAT, _BOOL = "int", "float", "bool"
+HYPER_RANGES: dict[str, tuple[str, float | None, bool, float | None, bool]] = {
+    # name: (kind, low, low inclusive, high, high inclusive); None: unbounded on that side
+    "learning_rate": (_FLOAT, 0.0, False, 1.0, True),
+    "n_steps": (_INT, 1, True, MAX_N_STEPS, True),
+    "batch_size": (_INT, 1, True, None, True),  # and <= n_steps x n_envs, checked in parse_config
+    "n_epochs": (_INT, 1, True, 1000, True),
+    "gamma": (_FLOAT, 0.0, False, 1.0, True),
+    "gae_lambda": (_FLOAT, 0.0, True, 1.0, True),
+    "clip_range": (_FLOAT, 0.0, False, 10.0, True),
+    "clip_range_vf": (_FLOAT, 0.0, False, 1e6, True),
+    "ent_coef": (_FLOAT, 0.0, True, 1e3, True),
+    "vf_coef": (_FLOAT, 0.0, True, 1e3, True),
+    "max_grad_norm": (_FLOAT, 0.0, False, 1e6, True),
+    "target_kl": (_FLOAT, 0.0, False, 1e3, True),
+    "normalize_advantage": (_BOOL, None, True, None, True),
+}
+"""Documented ranges of the PPO / MaskablePPO hyperparameters a config may set, checked before SB3 sees them (a
+schedule ``lin_x`` is checked at its start x). ``clip_range_vf`` and ``target_kl`` may also be null."""
 
 
 @dataclass
@@ -215,12 +239,52 @@ def _check_net_arch(where: str, arch: Any) -> None:
         raise ConfigError(where, "policy_kwargs.net_arch", arch, allowed)
 
 
+def _check_hyper(where: str, key: str, value: Any) -> None:
+    """``value`` (a number, or a :class:`LinearSchedule` checked at its start) within :data:`HYPER_RANGES`."""
+    if key not in HYPER_RANGES or (value is None and key in ("clip_range_vf", "target_kl")):
+        return
+    kind, low, low_in, high, high_in = HYPER_RANGES[key]
+    if kind == _BOOL:
+        if not isinstance(value, bool):
+            raise ConfigError(where, key, value, "true or false")
+        return
+    num = value.start if isinstance(value, LinearSchedule) else value
+    text = ("a whole number" if kind == _INT else "a finite number") + (
+        f" {'>=' if low_in else '>'} {low:g}" if low is not None else "") + (
+        f" and {'<=' if high_in else '<'} {high:,g}" if high is not None else "")
+    ok = not isinstance(num, bool) and isinstance(num, (int, float)) and math.isfinite(num)
+    if ok and kind == _INT:
+        ok = isinstance(num, int) or float(num).is_integer()
+    if ok and low is not None:
+        ok = num >= low if low_in else num > low
+    if ok and high is not None:
+        ok = num <= high if high_in else num < high
+    if not ok:
+        raise ConfigError(where, key, value, text)
+
+
 def _pos_int(where: str, key: str, value: Any, *, zero: bool = False) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
         raise ConfigError(where, key, value, "a whole number " + (">= 0" if zero else ">= 1"))
     return value
+
+
+def _timesteps(where: str, value: Any) -> int:
+    n = _pos_int(where, "n_timesteps", value)
+    if n > MAX_TIMESTEPS:
+        raise ConfigError(where, "n_timesteps", value, f"a whole number from 1 to {MAX_TIMESTEPS:,}")
+    return n
+
+
+def check_batch(where: str, hyper: Mapping[str, Any], n_envs: int) -> None:
+    """``batch_size`` at most one rollout (``n_steps x n_envs`` transitions; SB3 would train on short batches)."""
+    n_steps = int(hyper.get("n_steps", 2048))
+    batch = int(hyper.get("batch_size", 64))
+    if batch > n_steps * n_envs:
+        raise ConfigError(where, "batch_size", batch, f"a whole number from 1 to n_steps x n_envs = {n_steps} x "
+                          f"{n_envs} = {n_steps * n_envs} (one rollout)")
 
 
 def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str = "(dict)") -> TrainConfig:
@@ -233,6 +297,13 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         env_id = str(next(iter(data)))
     if env_id not in data:
         raise ConfigError(source, "--env-id", env_id, "one of the config's env ids: " + ", ".join(map(str, data)))
+    from kairos_gym.train.domain import DOMAIN_ENV_ID
+
+    from kairos_gym.env.registration import env_ids
+
+    known = [*env_ids(), DOMAIN_ENV_ID]
+    if env_id not in known:
+        raise ConfigError(source, "(env id)", env_id, "a registered env id: " + ", ".join(known))
     body = data[env_id] or {}
     where = f"{source} [{env_id}]"
     if not isinstance(body, Mapping):
@@ -247,6 +318,9 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
                               + ", ".join(KAIROS_KEYS) + ") or a " + algo + " argument (" + ", ".join(names) + ")")
     hyper = {k: _schedule(where, k, v) if k in ("learning_rate", "clip_range", "clip_range_vf") else v
              for k, v in body.items() if k in names}
+    for k, v in hyper.items():
+        _check_hyper(where, k, v)
+    hyper.update({k: int(v) for k, v in hyper.items() if HYPER_RANGES.get(k, ("",))[0] == _INT})
     env_kwargs = body.get("env_kwargs") or {}
     if not isinstance(env_kwargs, Mapping):
         raise ConfigError(where, "env_kwargs", env_kwargs, "a mapping of KairosEnv arguments")
@@ -259,11 +333,12 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     n_envs = _pos_int(where, "n_envs", body.get("n_envs", 2))
     if n_envs > MAX_N_ENVS:
         raise ConfigError(where, "n_envs", n_envs, f"a whole number from 1 to {MAX_N_ENVS}")
+    check_batch(where, hyper, n_envs)
     ev = {**DEFAULT_EVAL, **(body.get("eval") or {})}
     for k in ev:
         if k not in EVAL_KEYS:
             raise ConfigError(where, f"eval.{k}", ev[k], "one of " + ", ".join(EVAL_KEYS))
-    from kairos_gym.train.domain import DOMAIN_ENV_ID, check_kwargs
+    from kairos_gym.train.domain import check_kwargs
 
     from kairos_gym.flags import check_seed_list, parse_seeds
 
@@ -298,7 +373,7 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         algo=algo,
         n_envs=n_envs,
         vec_backend=vec_backend,
-        n_timesteps=_pos_int(where, "n_timesteps", body.get("n_timesteps", 400_000)),
+        n_timesteps=_timesteps(where, body.get("n_timesteps", 400_000)),
         policy=policy,
         normalize=parse_normalize(where, body.get("normalize", True), body.get("normalize_kwargs")),
         env_kwargs=dict(env_kwargs),

@@ -68,9 +68,22 @@ def build_model(cfg: TrainConfig, venv: Any) -> Any:
                 verbose=0, **cfg.hyperparams)
 
 
-def train(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None, trust_checkpoint: bool = False,
-          progress: bool = True, export: str | Path | None = None, command: str | None = None,
-          verbose: int = 0) -> dict[str, Any]:
+def train(cfg: TrainConfig, out: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """:func:`train_into` ``out``; a run that fails (an exception) before it saved any checkpoint removes the run
+    folder if it created it, so a failed run leaves nothing behind. An interrupted run (Ctrl-C) keeps its folder."""
+    out = Path(out)
+    created = not out.exists()
+    try:
+        return train_into(cfg, out, **kwargs)
+    except Exception:
+        if created and out.is_dir() and not any((out / "checkpoints").glob("*")) and not (out / "final").exists():
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None = None,
+               trust_checkpoint: bool = False, progress: bool = True, export: str | Path | None = None,
+               command: str | None = None, verbose: int = 0) -> dict[str, Any]:
     """Train per ``cfg`` into run folder ``out``; ``resume`` continues from SB3's training state (a zip, a
     checkpoint folder or a run folder: its latest ``checkpoints/ckpt_<n>_steps.zip``) up to ``cfg.n_timesteps``
     in total, and needs ``trust_checkpoint=True`` (the zip and vecnormalize.pkl are unpickled).
@@ -219,11 +232,18 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
         if bad:
             raise ConfigError("train", "--algo", algo, f"an algorithm accepting {bad}")
         cfg = replace(cfg, algo=algo, raw={**cfg.raw, "algo": algo})
+    from kairos_gym.train.config import MAX_N_ENVS, MAX_TIMESTEPS, check_batch
+
     if timesteps is not None:
+        if isinstance(timesteps, bool) or not isinstance(timesteps, int) or not 1 <= timesteps <= MAX_TIMESTEPS:
+            raise ConfigError("train", "--timesteps", timesteps, f"a whole number from 1 to {MAX_TIMESTEPS:,}")
         cfg = replace(cfg, n_timesteps=timesteps)
     if seed is not None:
         cfg = replace(cfg, seed=seed)
     if n_envs is not None:
+        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or not 1 <= n_envs <= MAX_N_ENVS:
+            raise ConfigError("train", "--n-envs", n_envs, f"a whole number from 1 to {MAX_N_ENVS}")
+        check_batch("train --n-envs", cfg.hyperparams, n_envs)
         cfg = replace(cfg, n_envs=n_envs)
     if eval_freq is not None:
         cfg = replace(cfg, eval=replace(cfg.eval, freq=eval_freq))

@@ -33,6 +33,9 @@ def test_shipped_configs_parse(path):
     assert again.vec_backend == cfg.vec_backend
 
 
+SMALL = "kairos_gym/KairosSmall-v0"
+
+
 def test_string_forms_and_schedules():
     cfg = parse_config({"kairos_gym/KairosSmall-v0": {
         "policy_kwargs": "dict(net_arch=dict(pi=[8], vf=[8]), activation_fn=nn.ReLU)",
@@ -43,7 +46,7 @@ def test_string_forms_and_schedules():
     assert cfg.hyperparams["learning_rate"](0.5) == pytest.approx(5e-4)
     assert cfg.normalize == {"norm_obs": False, "norm_reward": True}
     assert cfg.policy_kwargs["net_arch"] == {"pi": [8], "vf": [8]}
-    assert parse_config({"x": {"normalize": False}}).normalize is None
+    assert parse_config({"kairos_gym/KairosSmall-v0": {"normalize": False}}).normalize is None
     assert eval_env_kwargs({"episode_window": 50, "tbt_penalty": 1.0}, {"reward": "slo"}) == \
         {"tbt_penalty": 1.0, "reward": "slo"}
 
@@ -122,10 +125,10 @@ def test_literal_parser_accepts_the_documented_forms():
         parse_literal("t", "f", "[" + "1, " * MAX_LITERAL_CHARS + "]")
     with pytest.raises(ConfigError, match="nesting"):
         parse_literal("t", "f", "[" * 40 + "]" * 40)
-    cfg = parse_config({"x": {"policy_kwargs": {"activation_fn": "nn.ReLU", "net_arch": [16]}}})
+    cfg = parse_config({SMALL: {"policy_kwargs": {"activation_fn": "nn.ReLU", "net_arch": [16]}}})
     assert cfg.policy_kwargs["activation_fn"] is nn.ReLU
-    assert parse_config({"x": {"normalize": "True"}}).normalize == {"norm_obs": True, "norm_reward": True}
-    assert parse_config({"x": {"normalize": "False"}}).normalize is None
+    assert parse_config({SMALL: {"normalize": "True"}}).normalize == {"norm_obs": True, "norm_reward": True}
+    assert parse_config({SMALL: {"normalize": "False"}}).normalize is None
 
 
 def test_linear_schedule_is_clamped_at_zero():
@@ -136,14 +139,37 @@ def test_linear_schedule_is_clamped_at_zero():
 
 
 def test_env_id_selection(tmp_path):
-    data = {"a": {}, "b": {"n_envs": 1}}
+    data = {SMALL: {}, "kairos_gym/Kairos-v0": {"n_envs": 1}}
     with pytest.raises(ConfigError, match="--env-id"):
         parse_config(data)
-    assert parse_config(data, "b").n_envs == 1
+    assert parse_config(data, "kairos_gym/Kairos-v0").n_envs == 1
+    with pytest.raises(ConfigError, match="a registered env id"):
+        parse_config({"kairos_gym/Nope-v0": {}})
     with pytest.raises(ConfigError, match="--config"):
         load_config(tmp_path / "missing.yaml")
     # plain PPO has no mask-specific arguments; a maskable-only config stays valid for it
-    assert parse_config({"a": {"algo": "ppo", "n_steps": 64}}).hyperparams == {"n_steps": 64}
+    assert parse_config({SMALL: {"algo": "ppo", "n_steps": 64}}).hyperparams == {"n_steps": 64}
+
+
+@pytest.mark.parametrize("body, field, allowed", [
+    ({"learning_rate": float("nan")}, "learning_rate", "a finite number > 0"),
+    ({"learning_rate": -1}, "learning_rate", "> 0"),
+    ({"learning_rate": "lin_-1"}, "learning_rate", ">= 0"),
+    ({"gamma": 2}, "gamma", "<= 1"),
+    ({"gamma": 0}, "gamma", "> 0"),
+    ({"n_steps": 0}, "n_steps", ">= 1"),
+    ({"n_steps": 2.5}, "n_steps", "a whole number"),
+    ({"n_epochs": 10**6}, "n_epochs", "<= 1,000"),
+    ({"clip_range": 0}, "clip_range", "> 0"),
+    ({"ent_coef": float("inf")}, "ent_coef", "a finite number"),
+    ({"normalize_advantage": 1}, "normalize_advantage", "true or false"),
+    ({"n_timesteps": 1e15}, "n_timesteps", "from 1 to 1,000,000,000"),
+    ({"n_steps": 64, "n_envs": 2, "batch_size": 100_000}, "batch_size", "n_steps x n_envs = 64 x 2 = 128"),
+])
+def test_hyperparameters_outside_their_documented_range_are_refused(body, field, allowed):
+    with pytest.raises(ConfigError) as e:
+        parse_config({SMALL: body})
+    assert e.value.field == field and allowed in str(e.value)
 
 
 def test_held_out_seeds_are_reproducible_and_never_evaluation_seeds():
@@ -188,3 +214,22 @@ def test_cli_checkpoint_flags_refuse_pickles_without_trust(tmp_path, capsys):
     assert compare_main(["--checkpoint", str(tmp_path / "model.zip"), "--scenarios", "small", "--seeds", "0"]) == 2
     err = capsys.readouterr().err
     assert "--trust-checkpoint" in err and "execute" in err
+
+
+def test_a_run_that_fails_before_any_checkpoint_leaves_no_folder(tmp_path, monkeypatch):
+    import kairos_gym.train.trainer as trainer
+
+    def boom(*a, **k):
+        raise RuntimeError("failed while building the model")
+
+    monkeypatch.setattr(trainer, "build_model", boom)
+    cfg = parse_config({SMALL: {"n_envs": 1, "n_steps": 64, "batch_size": 64, "n_timesteps": 64,
+                                "eval": {"freq": 0}}})
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="building the model"):
+        trainer.train(cfg, out, progress=False)
+    assert not out.exists()
+    (tmp_path / "mine").mkdir()  # a folder the user made is never removed
+    with pytest.raises(RuntimeError):
+        trainer.train(cfg, tmp_path / "mine", progress=False)
+    assert (tmp_path / "mine").is_dir()
