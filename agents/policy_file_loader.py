@@ -29,9 +29,11 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kairos_gym.agents.policy_guard import Limits, PolicyFailure, PolicyTimeout, guard
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig
@@ -55,6 +57,7 @@ class ExternalPolicy:
     flag: str
     where: str
     build: Callable[[ScenarioConfig, int], Any]
+    limits: Limits = field(default_factory=Limits)
 
 
 def parse_policy_spec(spec: Any, where: str = "leaderboard", flag: str = "--policy") -> tuple[Path, str]:
@@ -136,7 +139,7 @@ def policy_from_file(spec: str, where: str = "leaderboard", flag: str = "--polic
         kwargs = _constructor_kwargs(cls, scenario, seed, where, flag, spec)
         try:
             policy = cls(**kwargs)
-        except Exception as e:
+        except (Exception, SystemExit, KeyboardInterrupt) as e:
             args = ", ".join(f"{k}=..." for k in kwargs) or "no arguments"
             raise ConfigError(where, flag, spec, f"a class that builds with {args}; {cls.__name__}({args}) raised "
                               f"{type(e).__name__}: {e}") from e
@@ -191,9 +194,12 @@ def run_checked(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int,
     any error of the user's code becomes a ConfigError naming the flag and the spec."""
     from kairos_gym.agents.runner import simulate
 
-    instance = policy.build(scenario, seed)
+    instance = guard(policy.build(scenario, seed), policy.limits)
     try:
         return simulate(instance, scenario, seed, progress=progress)[0]
+    except (PolicyTimeout, PolicyFailure) as e:
+        raise ConfigError(policy.where, policy.flag, policy.spec,
+                          f"a policy within its limits; on scenario {scenario.name} seed {seed}: {e}") from None
     except ConfigError as e:
         raise ConfigError(policy.where, policy.flag, policy.spec,
                           f"a policy whose decide(ctx) returns a valid kairos_gym.sim.hook.Decision: {e}") from e
