@@ -58,6 +58,7 @@ class ExternalPolicy:
     where: str
     build: Callable[[ScenarioConfig, int], Any]
     limits: Limits = field(default_factory=Limits)
+    isolate_memory: int | None = None  # bytes: run in a child process under this address-space limit (--isolate)
 
 
 def parse_policy_spec(spec: Any, where: str = "leaderboard", flag: str = "--policy") -> tuple[Path, str]:
@@ -194,6 +195,13 @@ def run_checked(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int,
     any error of the user's code becomes a ConfigError naming the flag and the spec."""
     from kairos_gym.agents.runner import simulate
 
+    if policy.isolate_memory is not None:
+        from kairos_gym.agents.policy_isolation import run_isolated
+
+        out = run_isolated(policy, scenario, seed, policy.isolate_memory)
+        if progress is not None:
+            progress()
+        return out
     instance = guard(policy.build(scenario, seed), policy.limits)
     try:
         return simulate(instance, scenario, seed, progress=progress)[0]

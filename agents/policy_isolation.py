@@ -57,10 +57,12 @@ def _decode(value: Any) -> Any:
 
 
 def _child(conn: Any, policy: Any, scenario: Any, seed: int, memory_bytes: int) -> None:
+    import dataclasses
     import resource
 
     from kairos_gym.agents.policy_file_loader import run_checked
 
+    policy = dataclasses.replace(policy, isolate_memory=None)  # this child is the isolation
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     cpu = int(policy.limits.run_s) + CPU_MARGIN_S
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))

@@ -65,6 +65,8 @@ def test_the_isolated_result_equals_the_in_process_one(tmp_path, scenario):
     assert 0 < here["deflection_rate"] < 1 and here["n_completed"] == 40
     timing = {k for k in here if k.startswith("decision_") or k == "wall_time_s"}
     assert {k: v for k, v in here.items() if k not in timing} == {k: v for k, v in there.items() if k not in timing}
+    through = run_checked(dataclasses.replace(ext, isolate_memory=2 << 30), scenario, 3)  # what --isolate runs
+    assert {k: v for k, v in through.items() if k not in timing} == {k: v for k, v in here.items() if k not in timing}
 
 
 @pytest.mark.parametrize("cls, why", [
