@@ -14,10 +14,12 @@ Output paths (``--json``, ``--plots``, ``--out``, ...) are checked with :func:`c
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -220,6 +222,20 @@ def _nearest_existing(p: Path) -> Path:
     return q
 
 
+def _probe(where: str, flag: str, shown: object, folder: Path, kind: str) -> None:
+    """Create and remove a file in ``folder``: the permission bits do not tell (root passes them) whether the file
+    system takes new files (``/proc``, ``/sys``, a read-only mount do not). Outputs are written as a temporary
+    file in the target's folder and renamed (kairos_gym/output_file.py), so this is the operation they need."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".kairos-gym-probe.", dir=folder)
+    except OSError as e:
+        raise ConfigError(where, flag, shown, f"{kind} in a folder that takes new files ({str(folder)!r}: "
+                          f"{e.strerror or e})") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
 def _check_path(where: str, flag: str, path: str, *, folder: bool) -> Path:
     kind = "a folder" if folder else "a file"
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
@@ -237,8 +253,12 @@ def _check_path(where: str, flag: str, path: str, *, folder: bool) -> Path:
                 raise ConfigError(where, flag, path, "a folder to write into, not an existing file")
             if not folder and p.is_dir():
                 raise ConfigError(where, flag, path, "the path of a file to write, not an existing folder")
+            if not folder and not p.is_file() and os.path.abspath(p) != os.path.abspath(os.devnull):
+                raise ConfigError(where, flag, path, "the path of a regular file to write (this is a device, FIFO "
+                                  "or socket; '-' writes to standard output where a flag allows it)")
             if not os.access(p, os.W_OK | (os.X_OK if folder else 0)):
                 raise ConfigError(where, flag, path, f"{kind} this user may write (permission denied)")
+            _probe(where, flag, path, p if folder else p.parent, kind)
             return p
         base = _nearest_existing(p)
         if not base.is_dir():
@@ -247,6 +267,7 @@ def _check_path(where: str, flag: str, path: str, *, folder: bool) -> Path:
         if not os.access(base, os.W_OK | os.X_OK):
             raise ConfigError(where, flag, path, f"a path under a folder this user may write ({str(base)!r}: "
                               "permission denied)")
+        _probe(where, flag, path, base, kind)
     except OSError as e:  # e.g. a name too long for the file system
         raise ConfigError(where, flag, path, f"the path of {kind} to write ({e.strerror or e})") from None
     return p
