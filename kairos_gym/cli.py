@@ -258,8 +258,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- results
 def _add_results(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("results", help="regenerate docs/results.md: the paper's claims next to the simulator's")
-    p.add_argument("--out", default="docs/results.md", help="markdown file to write (default docs/results.md)")
+    p = sub.add_parser("results", help="regenerate results/paper-claims.md: the paper's claims next to the simulator's")
+    p.add_argument("--out", default="results/paper-claims.md",
+                   help="markdown file to write (default results/paper-claims.md)")
     p.add_argument("--seeds", default="0-4", help="instances of the synthetic scenarios and of the Oracle "
                    "(trace instances are fixed windows); " + SEEDS_HELP)
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to this file")
@@ -285,7 +286,8 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES, MAX_EXTERNAL, REQUIRED
     from kairos_gym.benchmark.suite import SUITE, TIER_NAMES
 
-    p = sub.add_parser("leaderboard", help="run the standard suite and write LEADERBOARD.md (docs/benchmark.md)")
+    p = sub.add_parser("leaderboard",
+                       help="run the standard suite and write results/leaderboard.md (docs/benchmark.md)")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
                    help="registry names and best-static (the static rule tuned on the train instances), each once; "
                    f"must include {', '.join(REQUIRED)}. Every one runs every task of the suite (docs/benchmark.md)")
@@ -304,7 +306,8 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--track", default="both", metavar="exact|realistic|both",
                    help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
                    "section per track (kairos-exact, the reference, always on exact); default both")
-    p.add_argument("--out", default="LEADERBOARD.md", help="markdown file to write (default LEADERBOARD.md)")
+    p.add_argument("--out", default="results/leaderboard.md",
+                   help="markdown file to write (default results/leaderboard.md)")
     p.add_argument("--json", metavar="PATH", help="also write every figure, score and interval as JSON to this file "
                    "(one track: its result; both: {\"tracks\": {track: result}})")
     p.add_argument("--oracle-cache", default=None, metavar="PATH",
@@ -367,7 +370,7 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
     from kairos_gym.benchmark.suite import SUITE, TIER_NAMES
 
     p = sub.add_parser("precision", help="Stein's two-stage protocol: enough instances per task for the target "
-                       "interval of each policy's mean (docs/benchmark.md); writes PRECISION.md")
+                       "interval of each policy's mean (docs/benchmark.md); writes results/precision.md")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
                    help="registry names and best-static, each once (the Oracle is refused: 2-60 s per instance); "
                    "default: the leaderboard's default policies but the Oracle")
@@ -394,7 +397,8 @@ def _add_precision(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", metavar="PATH", help="an earlier run's --json file: its per-instance scores are used "
                    "instead of re-running (each reused cell's instance 0 is re-run and must be equal; new tasks, "
                    "policies or instances run), so the result is a fresh run's")
-    p.add_argument("--out", default="PRECISION.md", help="markdown file to write (default PRECISION.md)")
+    p.add_argument("--out", default="results/precision.md",
+                   help="markdown file to write (default results/precision.md)")
     p.add_argument("--json", metavar="PATH", help="also write every cell (per-instance scores included) as JSON")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     add_backend_flags(p)
@@ -470,7 +474,7 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
     from kairos_gym.benchmark.suite import SUITE, TIER_NAMES, TRACKS
 
     p = sub.add_parser("oracle-precision", help="two-phase sampling of the Oracle's per-task means, headroom and "
-                       "normalised scores to a target interval (docs/benchmark.md); writes ORACLE_PRECISION.md")
+                       "normalised scores to a target interval (docs/benchmark.md); writes results/oracle-precision.md")
     p.add_argument("--policies", default=DEFAULT_POLICIES,
                    help="phase-1 policies: registry names and best-static, each once, including the Oracle's bases "
                    "(no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls, best-static); default: the "
@@ -502,8 +506,8 @@ def _add_oracle_precision(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--track", default=TRACK, metavar="TRACK",
                    help=", ".join(TRACKS) + ": information track of the phase-1 policies (default exact; "
                    "realistic: the Oracle's bases also run on the exact track, as its rollouts do)")
-    p.add_argument("--out", default=None, help="markdown file to write (default ORACLE_PRECISION.md, "
-                   "ORACLE_PRECISION_REALISTIC.md with --track realistic)")
+    p.add_argument("--out", default=None, help="markdown file to write (default results/oracle-precision.md, "
+                   "results/oracle-precision-realistic.md with --track realistic)")
     p.add_argument("--json", metavar="PATH", help="also write every task's figures (per-instance scores included) "
                    "as JSON")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
@@ -546,7 +550,8 @@ def _cmd_oracle_precision(args: argparse.Namespace) -> int:
     rounds = parse_int(w, "--rounds", args.rounds, 2, MAX_ROUNDS)
     check_settings(half, pilot, ratio, n1, n2, rounds)
     check_track(args.track)
-    out = args.out or ("ORACLE_PRECISION.md" if args.track == "exact" else "ORACLE_PRECISION_REALISTIC.md")
+    out = args.out or ("results/oracle-precision.md" if args.track == "exact"
+                       else "results/oracle-precision-realistic.md")
     check_outputs(w, {"--out": out, "--json": args.json})
     check_policy_names(policies)
     resume = None if args.resume is None else load_resume(args.resume)

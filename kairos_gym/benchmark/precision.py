@@ -424,7 +424,7 @@ def summary(res: Mapping[str, Any], track: str) -> dict[str, Any]:
 
 
 def precision_md(res: Mapping[str, Any]) -> str:
-    """The markdown text of PRECISION.md."""
+    """The markdown text of results/precision.md."""
     commit = res["commit"]
     where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
              if commit else "outside a git checkout") + verify_note(res)

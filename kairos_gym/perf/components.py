@@ -1,5 +1,5 @@
 """Operations per second of the native engine components against their Python counterparts, in one process
-(a measurement for docs/benchmarks.md, not a test):
+(a measurement for docs/performance.md, not a test):
 
 - link: ``FairShareLink`` (kairos_gym/latency/transfer.py) against ``_core.FairShareLink``, on an engine-like
   sequence of operations (an arrival: add + next_completion; a completion: next_completion + remove +

@@ -1,4 +1,4 @@
-"""The process pool's driver cost on a large map (a measurement for docs/benchmarks.md, not a test).
+"""The process pool's driver cost on a large map (a measurement for docs/performance.md, not a test).
 
 Maps ``--tasks`` trivial tasks (each returns its argument squared: the workers' share is negligible, so what is
 measured is the driver's bookkeeping) on a ``ProcessBackend`` of ``--workers`` processes and prints the driver's
