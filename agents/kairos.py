@@ -1,4 +1,4 @@
-"""Kairos: the model-based deflection rule of DOMAIN.md section 2, on the information the environment serves.
+"""Kairos: the model-based deflection rule of docs/DOMAIN.md section 2, on the information the environment serves.
 
 Per arriving request (prompt ``L`` tokens):
 

@@ -202,7 +202,7 @@ class ClusterConfig(_Plain):
             raise ConfigError(where, "kv_reserve_frac", self.kv_reserve_frac, "a fraction in [0, 1)")
         if self.max_deflections_per_node > 1:
             raise ConfigError(where, "max_deflections_per_node", self.max_deflections_per_node,
-                              "0 or 1 (one deflected prefill in flight per decode node, DOMAIN.md s2)")
+                              "0 or 1 (one deflected prefill in flight per decode node, docs/DOMAIN.md s2)")
         default_calibration().with_overrides(dict(self.calibration), where=f"{where}.calibration")
 
     @classmethod

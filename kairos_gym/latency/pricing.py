@@ -389,7 +389,7 @@ class ChunkPricer:
 
     def largest_safe(self, n_decode: int, dec_pairs: float, prompt: int, budget_s: float,
                      menu_desc: tuple[int, ...], done: int = 0) -> tuple[bool, float, list[int]]:
-        """Greedy LargestSafe schedule (DOMAIN.md section 2): chunk by chunk, the largest size in
+        """Greedy LargestSafe schedule (docs/DOMAIN.md section 2): chunk by chunk, the largest size in
         ``menu_desc`` (sizes in decreasing order) whose step fits in ``budget_s``; the last chunk is the
         remainder when smaller. Returns ``(feasible, total_s, chunk_sizes)``; infeasible when even the
         smallest size does not fit at some chunk. Step time only grows along the schedule, so the

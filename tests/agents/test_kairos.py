@@ -1,4 +1,4 @@
-"""Kairos's decision rule on hand-built states (DOMAIN.md section 2)."""
+"""Kairos's decision rule on hand-built states (docs/DOMAIN.md section 2)."""
 
 from __future__ import annotations
 
