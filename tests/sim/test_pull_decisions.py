@@ -25,7 +25,7 @@ from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import ARRIVAL, PULL
 from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PREFILL
-from kairos_gym.sim.simulator import COLUMNS
+from kairos_gym.sim.simulator import request_columns
 
 BASE = {
     "name": "pull-t",
@@ -75,7 +75,7 @@ def result(sim) -> tuple:
     s = dict(sim.summary())
     for k in ("wall_time_s", "n_pull_decisions", "n_pulled"):
         s.pop(k, None)
-    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in COLUMNS)
+    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in request_columns())
     return cols, repr(sorted(s.items())), repr(sim.chunks)
 
 
