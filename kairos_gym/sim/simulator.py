@@ -568,7 +568,7 @@ class Simulator:
         """Run events until a request needs a routing decision; None when every request is done."""
         core = self._core
         if core.pending_rid >= 0:
-            ctx = self._ctx  # None, this decision's, or an earlier one's when a native env step moved the core
+            ctx = self._ctx  # None, this decision's, or an earlier one's when an env step moved the core
             return ctx if ctx is not None and ctx._gen == self._ctx_gen else self._lazy_context()
         if self.advance_to_decision():
             return self._lazy_context()

@@ -1,7 +1,7 @@
-"""The native engine (kairos_gym.sim.simulator) beyond the golden datasets: trace diffing, resets, read-only
-columns, apply's return value, refusals and introspection, each also checked against what the Python reference
-engine gave (tests/golden/engine_traces.json, recorded before that engine was removed). The whole-run
-differential cases (random scenarios, contexts, traces) are tests/golden/test_engine_traces.py."""
+"""The simulator (kairos_gym.sim.simulator) beyond the golden datasets: trace diffing, resets, read-only
+columns, apply's return value, refusals and introspection, each also checked against the recorded golden data
+(tests/golden/engine_traces.json). The whole-run cases (random scenarios, contexts, traces) are
+tests/golden/test_engine_traces.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Issue 11 steps 4-5 on the native engine: the lazy DecisionContext over the core's menu buffers, the C++ run
-loop, and the native env step (observation, mask and reward terms written by one native call); where the Python
-reference engine was the reference, against its recorded outputs (tests/golden/engine_traces.json)."""
+"""The lazy DecisionContext over the core's menu buffers, the C++ run loop, and the env step (observation, mask
+and reward terms written by one C++ call), against the recorded golden data (tests/golden/engine_traces.json)."""
 
 from __future__ import annotations
 
@@ -109,8 +108,8 @@ def test_lazy_context_of_an_abandoned_branch_is_stale_after_restore():
         _ = b.decode
 
 
-def test_run_asks_the_policy_once_per_decision_and_matches_the_python_engine():
-    """run(policy) (the native run loop) gives the Python engine's summary (recorded) and calls decide once per
+def test_run_asks_the_policy_once_per_decision_and_matches_the_recorded_summary():
+    """run(policy) (the C++ run loop) gives the recorded summary and calls decide once per
     decision, also when a decision was already pending (next_decision() called before run)."""
     got = RUNNERS["small/run-mixed"](None, _make, None)
     assert got == recorded("small/run-mixed") and got["calls"] == got["n_decisions"] > 0

@@ -1,4 +1,4 @@
-"""Chunked workloads (issue 14): in ``metrics.mode: streaming`` a synthetic workload is generated and handed to the
+"""Chunked workloads: in ``metrics.mode: streaming`` a synthetic workload is generated and handed to the
 core a chunk at a time (kairos_gym/workload/chunked.py, src/core/workload.hpp), so a long run holds O(chunk)
 requests, never the whole workload. The chunks are bit for bit the whole workload, the event loop never runs
 past the last loaded arrival, appends are checked, and the whole-workload bound stays for exact mode."""

@@ -86,7 +86,7 @@ def test_context_views_have_every_field():
     pol = DeflectAll(512)
     ctx = sim.next_decision()
     for _ in range(50):
-        # the native engine's LazyDecisionContext is a DecisionContext (a subclass reading the core's buffers)
+        # the simulator's LazyDecisionContext is a DecisionContext (a subclass reading the core's buffers)
         assert isinstance(ctx, DecisionContext) and len(ctx) == len(DecisionContext._fields)
         assert type(ctx.request) is RequestView and len(ctx.request) == len(RequestView._fields)
         assert all(type(v) is PrefillNodeView and len(v) == len(PrefillNodeView._fields) for v in ctx.prefill)

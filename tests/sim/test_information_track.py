@@ -1,7 +1,7 @@
-"""The information track (issue 12, item 1): ``information: {track: exact | realistic, staleness_s, model_error}``.
+"""The information track: ``information: {track: exact | realistic, staleness_s, model_error}``.
 
 The realistic track serves every policy (DecisionContext) and the env (observation, mask) the dispatcher's stale
-copy of the nodes and noisy predictions; the physics is the exact track's. Native engine only."""
+copy of the nodes and noisy predictions; the physics is the exact track's."""
 
 from __future__ import annotations
 

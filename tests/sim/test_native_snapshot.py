@@ -1,5 +1,6 @@
 """Snapshot/restore and pickling of the simulator: a restored or unpickled simulator goes on bit for bit as the
 original would, and snapshots of another kind or scenario are refused."""
+
 from __future__ import annotations
 
 import copy

@@ -1,5 +1,5 @@
-"""Pull decisions (``deflection.decision_points: arrival+pull``, issue 12 item 2): the simulator also asks when a
-decode node's deflection slot frees, about one queued, not-started request. Native engine only.
+"""Pull decisions (``deflection.decision_points: arrival+pull``): the simulator also asks when a
+decode node's deflection slot frees, about one queued, not-started request.
 
 Guards: the arrival-only default and a policy that stays at every pull are bit for bit the arrival-only run;
 a pull keeps requests conserved, never transfers the pulled request's KV, never pulls a request twice or
