@@ -1,8 +1,7 @@
-"""``KairosVectorEnv``: N independent :class:`~kairos_gym.env.core.KairosEnv` as one Gymnasium ``VectorEnv``
-(issue 11, step 7, first step).
+"""``KairosVectorEnv``: N independent :class:`~kairos_gym.env.core.KairosEnv` as one Gymnasium ``VectorEnv``.
 
-On the native engine with the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
-(src/core/vec_step.cpp, GIL released) steps all N envs' native steppers; the episode counters (decisions,
+With the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
+(src/core/vec_step.cpp, GIL released) steps all N envs' ``_core.EnvStepper``s; the episode counters (decisions,
 invalid actions) are kept in arrays and written to an env's ``KairosEnv`` attributes only when its episode
 ends (:meth:`KairosVectorEnv._step_batched`); otherwise the N envs step in a Python loop of
 ``KairosEnv.step``. Either way the results land in preallocated batched arrays:
@@ -94,9 +93,9 @@ class KairosVectorEnv(VectorEnv):
         self._truncated = np.zeros(n, dtype=np.bool_)
         self._autoreset = np.zeros(n, dtype=np.bool_)
         self._started = False
-        # the per-env fast path (no info dict): native engine, the default ttft reward, no render
+        # the per-env fast path (no info dict): the default ttft reward, no render
         self._fast = [not e._track_slo and e.render_mode is None for e in self.envs]
-        # all envs on the fast path: one native call steps them all (src/core/vec_step.cpp)
+        # all envs on the fast path: one C++ call steps them all (src/core/vec_step.cpp)
         self._vs: Any = None
         if all(self._fast):
             from kairos_gym.compiled import core
@@ -283,7 +282,7 @@ class KairosVectorEnv(VectorEnv):
 
     def _fast_step(self, env: KairosEnv, a: int, i: int) -> tuple[bool, bool]:
         """:meth:`KairosEnv.step` for the default ``ttft`` reward without render and without the info
-        dict (the vector env does not batch its keys): the same native call, counters, reward and flags, bit
+        dict (the vector env does not batch its keys): the same C++ call, counters, reward and flags, bit
         for bit; writes obs, mask, reward and flags of row ``i``."""
         if not env._native_live:
             raise RuntimeError(f"KairosVectorEnv.step(): env {i} has no pending decision")

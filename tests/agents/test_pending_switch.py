@@ -18,7 +18,7 @@ from kairos_gym.agents.runner import simulate
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL, PULL, REENTRY, DecodeNodeView
-from kairos_gym.sim.simulator import COLUMNS
+from kairos_gym.sim.simulator import request_columns
 from tests.agents.ctx_helpers import SCENARIO, decode_view, make_ctx
 
 
@@ -83,7 +83,7 @@ def test_decides_the_same_way_at_pull_and_reentry_decisions() -> None:
 
 def _digest(sim: Any) -> str:
     h = hashlib.sha256()
-    for k in COLUMNS:
+    for k in request_columns():
         h.update(np.ascontiguousarray(getattr(sim, k)).tobytes())
     h.update(np.ascontiguousarray(sim.decision_log()).tobytes())
     return h.hexdigest()

@@ -16,7 +16,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import PREFILL
-from kairos_gym.sim.simulator import COLUMNS
+from kairos_gym.sim.simulator import request_columns
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "bursty": {"workload": {"num_requests": 300}},
@@ -38,7 +38,7 @@ def scenario(key: str) -> Any:
 
 def digest(sim: Any) -> str:
     h = hashlib.sha256()
-    for k in COLUMNS:
+    for k in request_columns():
         h.update(np.ascontiguousarray(getattr(sim, k)).tobytes())
     h.update(np.ascontiguousarray(sim.decision_log()).tobytes())
     return h.hexdigest()

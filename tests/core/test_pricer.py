@@ -263,7 +263,7 @@ def test_model_time_is_step_time_fast_bitwise(cases, case):
              float(rng.choice([0.0, rng.uniform(0, 1e9)])), float(rng.uniform(0, 1e6))) for _ in range(3000)]
     for a in edges + rand:
         assert same(c.native.model_time(*a), c.model.step_time_fast(*a)), a
-    with pytest.raises(ConfigError, match=r"native pricer: model_time: n_seqs = 70000\.0"):
+    with pytest.raises(ConfigError, match=r"pricer: model_time: n_seqs = 70000\.0"):
         c.native.model_time(1.0, 70_000.0, 0.0, 0.0, 0.0)
 
 
@@ -303,7 +303,7 @@ def test_grow_callback_arguments_and_validation():
     nat = core().Pricer(py.compile(4096, 512), grow)
     nat.base(10_000, 3)
     assert calls == [(10_000, 512)]  # the index asked for, the other table kept at its size
-    with pytest.raises(ConfigError, match=r"native pricer: largest_safe: tokens of a step = 16777344"):
+    with pytest.raises(ConfigError, match=r"pricer: largest_safe: tokens of a step = 16777344"):
         nat.largest_safe(MAX_TABLE_INDEX, 0.0, 10, 1.0, (128,))
     assert len(calls) == 1  # refused before any callback or allocation
 
@@ -379,7 +379,7 @@ def test_table_sizes_rule():
 ])
 def test_bad_arguments_are_config_errors(call, field):
     nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
-    with pytest.raises(ConfigError, match=f"native pricer: .*{field} = "):
+    with pytest.raises(ConfigError, match=f"pricer: .*{field} = "):
         call(nat)
     assert nat.grow_count == 0
 

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from kairos_gym.env import KairosEnv
-from kairos_gym.sim.simulator import NativeSimulator
+from kairos_gym.sim.simulator import Simulator
 from tests.golden.engine_cases import RUNNERS, recorded
 
 from .common import TINY, assert_same, random_actions
@@ -27,7 +27,7 @@ def _steps(env, mask, act, n):
 
 def _make_env(**kw) -> KairosEnv:
     env = KairosEnv(**kw)
-    assert isinstance(env.sim, NativeSimulator)
+    assert isinstance(env.sim, Simulator)
     return env
 
 
@@ -52,7 +52,7 @@ def test_restored_or_unpickled_env_goes_on_as_a_straight_run(how):
             assert (info["action_mask"] == mask).all()
         elif branch == "pickle":
             twin = pickle.loads(pickle.dumps(env))
-            assert isinstance(twin.sim, NativeSimulator)
+            assert isinstance(twin.sim, Simulator)
         tail, _ = _steps(twin, mask, random_actions(5), 60)
         runs.append(head + tail)
     assert len(runs[0]) > 50

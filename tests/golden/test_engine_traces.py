@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 
 from kairos_gym.env.core import KairosEnv
-from kairos_gym.sim.simulator import NativeSimulator
+from kairos_gym.sim.simulator import Simulator
 from tests.golden.engine_cases import RUNNERS, cases, dataset
 
 DATA = dataset()
 CASES: dict[str, Any] = DATA["cases"]
 
 
-def make_sim(scenario: Any, **kw: Any) -> NativeSimulator:
-    return NativeSimulator(scenario, **kw)
+def make_sim(scenario: Any, **kw: Any) -> Simulator:
+    return Simulator(scenario, **kw)
 
 
 def make_env(**kw: Any) -> KairosEnv:
     env = KairosEnv(**kw)
-    assert isinstance(env.sim, NativeSimulator) and env._native is not None  # the native env step runs
+    assert isinstance(env.sim, Simulator) and env._native is not None  # the native env step runs
     return env
 
 

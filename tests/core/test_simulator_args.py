@@ -1,39 +1,28 @@
-"""The simulator's seams: one engine (``kairos_gym.sim.Simulator`` is the native simulator; the Python reference
-engine and its ``engine=`` / ``KAIROS_ENGINE`` selection were removed), ``kv_capacity=`` and the per-event trace."""
+"""The simulator's construction arguments: one class (``kairos_gym.sim.Simulator`` is
+``kairos_gym.sim.simulator.Simulator``, no ``engine=`` argument), ``kv_capacity=`` and the per-event trace."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Simulator
-from kairos_gym.sim.simulator import NativeSimulator
+from kairos_gym.sim import simulator as simulator_module
 from tests.golden.engine_cases import recorded, run_digests
 from tests.sim.conftest import SMALL, DeflectAll, NoDeflect
 from tests.tool_loader import load_tool
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _fingerprint_module():
     return load_tool("fingerprint")
 
 
-def test_the_simulator_is_the_native_one(monkeypatch):
-    monkeypatch.delenv("KAIROS_ENGINE", raising=False)
-    assert Simulator is NativeSimulator
-    assert type(Simulator("small", seed=0)) is NativeSimulator
-    import kairos_gym.sim as sim_pkg
-
-    assert not hasattr(sim_pkg, "engine_name") and not hasattr(sim_pkg, "ENGINES")
-    assert importlib.util.find_spec("kairos_gym.sim.engine") is None  # the Python engine's module is gone
+def test_there_is_one_simulator_class():
+    assert Simulator is simulator_module.Simulator
+    assert type(Simulator("small", seed=0)) is Simulator
 
 
 def test_an_engine_argument_is_refused():
@@ -41,30 +30,30 @@ def test_an_engine_argument_is_refused():
         Simulator("small", seed=0, engine="python")  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize("value", ["python", "Native", "rust"])
-def test_kairos_engine_other_than_native_is_a_config_error(monkeypatch, value):
-    """A stale ``KAIROS_ENGINE=python`` (or any other engine name) is refused at construction, not ignored."""
-    monkeypatch.setenv("KAIROS_ENGINE", value)
-    with pytest.raises(ConfigError, match=f"KAIROS_ENGINE = '{value}'.*Python reference engine was removed"):
-        Simulator("small", seed=0)
+def test_the_scenario_crosses_as_a_typed_core_config():
+    """The core's config is a class with named, typed fields (no dict): an unknown field is an AttributeError and
+    a value of the wrong type a TypeError; the nested kv and info fields are references."""
+    cfg = Simulator("small", seed=0)._core_config()
+    assert (cfg.n_prefill, cfg.n_decode) == (2, 2) and cfg.menu == [128, 256, 512, 1024, 2048]
+    with pytest.raises(AttributeError):
+        cfg.n_prefil = 3  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        cfg.tbt_s = "fast"
+    cfg.kv.fifo = False
+    assert cfg.kv.fifo is False
 
 
-@pytest.mark.parametrize("value", ["", "native"])
-def test_kairos_engine_native_or_empty_is_accepted(monkeypatch, value):
-    monkeypatch.setenv("KAIROS_ENGINE", value)
-    assert type(Simulator("small", seed=0)) is NativeSimulator
+def test_request_columns_come_from_the_core():
+    from kairos_gym.compiled import core
 
-
-def test_kairos_engine_python_fails_a_cli_run_with_one_error():
-    """The CLI turns the refusal into ``kairos-gym <cmd>: error: ...`` with exit status 2."""
-    import os
-
-    env = {**os.environ, "KAIROS_ENGINE": "python"}
-    res = subprocess.run([sys.executable, "-m", "kairos_gym.cli", "simulate", "--scenario", "small", "--policy",
-                          "no-deflect"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert res.stderr.startswith("kairos-gym simulate: error: environment variable KAIROS_ENGINE")
-    assert "Traceback" not in res.stderr and res.stderr.count("error:") == 1
+    names = simulator_module.request_columns()
+    assert names == tuple(core().REQUEST_COLUMNS) and len(set(names)) == len(names)
+    sim = Simulator("small", seed=0)
+    for k in names:
+        col = getattr(sim, k)
+        assert col.dtype in ("float64", "int64") and len(col) == sim.n and not col.flags.writeable
+    with pytest.raises(KeyError, match="no request column"):
+        sim._core.column("nope")
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, 1.5, "12000", 2**41])
