@@ -305,7 +305,7 @@ def require_trust(path: str | Path, trust_checkpoint: bool, where: str = "policy
     p = Path(path)
     safe = next((c for c in (p.with_suffix(""), p.parent) if (c / POLICY_JSON).is_file()), None)
     hint = f"; its safe export {safe} loads without trust" if safe is not None else (
-        "; or convert it once to the safe format: python -m kairos_gym.train.checkpoints --trust-checkpoint SRC DEST")
+        "; or convert it once to the safe format: kairos-gym convert --trust-checkpoint SRC DEST")
     raise ConfigError(where, field, str(path), "a safe checkpoint (policy.json + policy.npz), or this "
                       "Stable-Baselines3 zip/pickle with " + flag + ": loading it unpickles the file, which can "
                       f"execute arbitrary code stored in it, so opt in only for a file you made or trust{hint}")
