@@ -368,13 +368,15 @@ def _add_pull_compare(sub: Subparsers) -> None:
     p = add_command(sub, "pull-compare", cmd_pull_compare, "Kairos against Kairos-pull on the suite's prefill-bound "
                     "tasks: SLO attainment with 95% intervals, paired differences (the table of docs/policies.md)")
     p.add_argument("--tasks", default=DEFAULT_TASKS, help=f"task or family names (default {DEFAULT_TASKS})")
-    p.add_argument("--tier", default="default", choices=TIER_NAMES)
+    p.add_argument("--tier", default="default", choices=TIER_NAMES, help="SLO tier of the tasks (default: default)")
 
 
 def cmd_pull_compare(args: argparse.Namespace) -> int:
     """``kairos-gym pull-compare``: the markdown table on stdout."""
     from kairos_gym.benchmark.pull_compare import report
+    from kairos_gym.benchmark.suite import select_tasks
 
+    select_tasks(args.tasks, where="pull-compare")
     report(args.tasks, args.tier)
     return 0
 

@@ -213,13 +213,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """``kairos-gym compare``: a table per scenario, then the markdown table of all."""
     import json
 
-    import torch
-
     from kairos_gym.evaluation.compare import compare, markdown
     from kairos_gym.evaluation.evaluate import format_table
 
     seeds = parse_seeds(args.seeds, "--seeds", "compare")
     check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
+    import torch  # after the checks: a bad flag fails before the seconds of torch's import
+
     torch.set_num_threads(1)
     results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
                       [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,

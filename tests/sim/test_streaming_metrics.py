@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kairos_gym.cli import main as cli_main
+from kairos_gym.cli.main import main as cli_main
 from kairos_gym.errors import ConfigError
 from kairos_gym.perf.soak import parse_checkpoints, soak
 from kairos_gym.scenario import ScenarioConfig
