@@ -5,7 +5,8 @@
 The three suite commands share their flags and the handling of them: the policies and tasks, the external
 policies (``--policy``/``--checkpoint``, at most ``MAX_EXTERNAL`` in all), the Oracle cache, the report and JSON
 outputs and the backend (:func:`add_suite_flags`, :func:`add_external_flags`, :func:`add_report_flags`,
-:func:`suite_selection`, :func:`external_policies`, :func:`oracle_cache_path`, :func:`run_suite`)."""
+:func:`add_sizing_flags`, :func:`suite_selection`, :func:`external_policies`, :func:`oracle_cache_path`,
+:func:`run_suite`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import argparse
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kairos_gym.cli.common import (
@@ -79,6 +81,17 @@ def add_report_flags(p: argparse.ArgumentParser, out_default: str | None, out_he
     p.add_argument("--json", metavar="PATH", help=json_help)
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     add_backend_flags(p)
+
+
+def add_sizing_flags(p: argparse.ArgumentParser, bounds: ModuleType, mean_of: str, pilot_per: str) -> None:
+    """``--half-width`` and ``--pilot`` of precision and oracle-precision: their defaults and bounds
+    (``HALF_WIDTH``, ``MAX_HALF_WIDTH``, ``PILOT``, ``MIN_PILOT``, ``MAX_PILOT``) from the module ``bounds``."""
+    b = bounds
+    p.add_argument("--half-width", default=str(b.HALF_WIDTH), metavar="D",
+                   help=f"target half-width of the 95%% interval of {mean_of}, in (0, {b.MAX_HALF_WIDTH:g}] (default "
+                   f"{b.HALF_WIDTH:g})")
+    p.add_argument("--pilot", default=str(b.PILOT), metavar="N0",
+                   help=f"{pilot_per}, {b.MIN_PILOT}..{b.MAX_PILOT} (default {b.PILOT})")
 
 
 def suite_selection(args: argparse.Namespace, where: str) -> tuple[list[str], tuple[Task, ...] | None]:
@@ -168,16 +181,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- precision
 def _add_precision(sub: Subparsers) -> None:
-    from kairos_gym.benchmark.precision import (
-        DEFAULT_MAX_INSTANCES,
-        DEFAULT_POLICIES,
-        HALF_WIDTH,
-        MAX_HALF_WIDTH,
-        MAX_INSTANCES,
-        MAX_PILOT,
-        MIN_PILOT,
-        PILOT,
-    )
+    from kairos_gym.benchmark import precision
+    from kairos_gym.benchmark.precision import DEFAULT_MAX_INSTANCES, DEFAULT_POLICIES, MAX_INSTANCES
 
     p = add_command(sub, "precision", cmd_precision, "Stein's two-stage protocol: enough instances per task for "
                     "the target interval of each policy's mean (docs/benchmark.md); writes PRECISION.md")
@@ -186,11 +191,7 @@ def _add_precision(sub: Subparsers) -> None:
     add_external_flags(p, "measure")
     p.add_argument("--track", default="both", metavar="exact|realistic|both",
                    help="information track(s) (kairos-exact always on exact); default both")
-    p.add_argument("--half-width", default=str(HALF_WIDTH), metavar="D",
-                   help=f"target half-width of the 95%% interval of a mean SLO attainment, in (0, {MAX_HALF_WIDTH:g}] "
-                   f"(default {HALF_WIDTH:g}: an interval narrower than 2 SLO-attainment points)")
-    p.add_argument("--pilot", default=str(PILOT), metavar="N0",
-                   help=f"stage-1 instances per (task, policy, track), {MIN_PILOT}..{MAX_PILOT} (default {PILOT})")
+    add_sizing_flags(p, precision, "a mean SLO attainment", "stage-1 instances per (task, policy, track)")
     p.add_argument("--max-instances", default=str(DEFAULT_MAX_INSTANCES), metavar="N",
                    help=f"cap on a cell's instances, --pilot + 1..{MAX_INSTANCES} (default {DEFAULT_MAX_INSTANCES})")
     p.add_argument("--resume", metavar="PATH", help="an earlier run's --json file: its per-instance scores are used "
@@ -237,19 +238,15 @@ def cmd_precision(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- oracle-precision
 def _add_oracle_precision(sub: Subparsers) -> None:
+    from kairos_gym.benchmark import oracle_precision
     from kairos_gym.benchmark.oracle_precision import (
         COST_RATIO,
         DEFAULT_MAX_INSTANCES,
         DEFAULT_MAX_ORACLE,
         DEFAULT_POLICIES,
-        HALF_WIDTH,
         MAX_COST_RATIO,
-        MAX_HALF_WIDTH,
         MAX_ORACLE,
-        MAX_PILOT,
         MAX_ROUNDS,
-        MIN_PILOT,
-        PILOT,
         ROUNDS,
         TRACK,
     )
@@ -262,11 +259,7 @@ def _add_oracle_precision(sub: Subparsers) -> None:
     add_suite_flags(p, DEFAULT_POLICIES, "phase-1 policies: registry names and best-static, each once, including "
                     "the Oracle's bases (no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls, best-static); "
                     "default: the leaderboard's default policies but the Oracle")
-    p.add_argument("--half-width", default=str(HALF_WIDTH), metavar="D",
-                   help=f"target half-width of the 95%% interval of the Oracle's mean SLO attainment, in (0, "
-                   f"{MAX_HALF_WIDTH:g}] (default {HALF_WIDTH:g})")
-    p.add_argument("--pilot", default=str(PILOT), metavar="N0",
-                   help=f"pilot instances per task (both phases), {MIN_PILOT}..{MAX_PILOT} (default {PILOT})")
+    add_sizing_flags(p, oracle_precision, "the Oracle's mean SLO attainment", "pilot instances per task (both phases)")
     p.add_argument("--cost-ratio", default=f"{COST_RATIO:g}", metavar="R",
                    help=f"cost of one Oracle instance in phase-1 instances, for the sizes' split, in [1, "
                    f"{MAX_COST_RATIO:g}] (default {COST_RATIO:g})")

@@ -38,9 +38,7 @@ def bench_simulator(scenario: str, seed: int = 0) -> dict[str, Any]:
 
 
 def bench_whole_run(scenario: str = "azure-conv", seed: int = 0, repeats: int = 3) -> dict[str, Any]:
-    """One scenario under no-deflect, ``repeats`` runs in this process, the best wall time kept (s). (It compared
-    the Python reference engine with the native one until the Python engine was removed: its figures stay in
-    docs/benchmarks.md as historical ones.)"""
+    """One scenario under no-deflect, ``repeats`` runs in this process, the best wall time kept (s)."""
     runs = [bench_simulator(scenario, seed) for _ in range(repeats)]
     best = min(runs, key=lambda r: r["wall_time_s"])
     return {"scenario": scenario, "engine": best["engine"], "requests": best["requests"],

@@ -1,4 +1,4 @@
-"""Bounded memory for long runs (issue 14 item 4): ``metrics: {mode: streaming}`` folds every
+"""Bounded memory for long runs: ``metrics: {mode: streaming}`` folds every
 settled request into running sums and sketches and reuses its per-request slot. Counts equal the exact mode's,
 means equal up to float rounding, percentiles within ``relative_accuracy``; per-request storage is bounded by
 ``metrics.window``, not by the run's length."""
