@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench core wheel-check emulated clean
+.PHONY: demo test lint perf core wheel-check emulated clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,8 +42,8 @@ lint: $(STAMP)
 wheel-check:
 	PY=$(PY) bash tools/wheel_check.sh
 
-bench: $(STAMP)
-	$(BIN)/kairos-gym bench
+perf: $(STAMP)
+	$(BIN)/kairos-gym perf
 
 clean:
 	rm -rf $(VENV) build *.egg-info kairos_gym/_core*.so

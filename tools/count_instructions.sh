@@ -5,8 +5,8 @@
 #   tools/count_instructions.sh [ENV_ID] [DECISIONS]      e.g. tools/count_instructions.sh kairos_gym/Kairos-v0 3000
 #   SRC=/path/to/other/checkout tools/count_instructions.sh ...   (measure another commit with this venv)
 #
-# Runs `run_decisions` (the random masked policy of `kairos-gym perf-env`, numpy default_rng(0) draws) from THIS
-# checkout's kairos_gym/perf/env_throughput.py against SRC's package, so any commit is measured
+# Runs `kairos_gym.perf.env_throughput.run_decisions` (the random masked policy of `kairos-gym perf`, numpy
+# default_rng(0) draws) from THIS checkout's env_throughput.py against SRC's package, so any commit is measured
 # with the same driver: DECISIONS decisions and 1 decision, printing
 # (instructions(N) - instructions(1)) / (N - 1): imports and env construction cancel out.
 # Takes ~30x the plain run time (about a minute for 3,000 decisions).

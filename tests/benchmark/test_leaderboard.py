@@ -18,7 +18,7 @@ from kairos_gym.benchmark.entries import REQUIRED, STATIC_GRID
 from kairos_gym.benchmark.leaderboard_report import leaderboard_md
 from kairos_gym.benchmark.scoring import ranking, score
 from kairos_gym.benchmark.suite import N_TEST, SUITE, TIER_NAMES, Instance, Task, seeds, windows
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 

@@ -24,7 +24,7 @@ from kairos_gym.benchmark.oracle_precision import (
 from kairos_gym.benchmark.precision import precision_instances
 from kairos_gym.benchmark.suite import on_track, seeds, select_tasks
 from kairos_gym.benchmark.two_phase import allocation, ratio_estimate, sum_estimate
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.evaluate import run_one
 from kairos_gym.progress import or_silent

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from kairos_gym.cli import build_parser, main
+from kairos_gym.cli.main import build_parser, main
 from kairos_gym.evaluation.evaluate import TABLE_KEYS, evaluate, format_table
 from kairos_gym.evaluation.sweep import write_sweep_plots
 from kairos_gym.progress import RunProgress, progress_enabled
@@ -130,13 +130,23 @@ def test_commands_that_run_long_have_no_progress():
 
 
 def test_every_option_of_every_command_has_help():
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for cmd, p in sub.choices.items():
+    def commands(parser, prefix=""):
+        """(name, parser) of every command, nested ones (check NAME) included."""
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for name, p in sub.choices.items():
+            yield prefix + name, p
+            if any(isinstance(a, argparse._SubParsersAction) for a in p._actions):
+                yield from commands(p, f"{prefix}{name} ")
+
+    seen = 0
+    for cmd, p in commands(build_parser()):
+        seen += 1
+        assert p.description, cmd
         for a in p._actions:
-            if isinstance(a, argparse._HelpAction):
+            if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
                 continue
             assert a.help and a.help.strip(), f"{cmd} {a.option_strings}"
+    assert seen >= 29  # 25 commands, 4 checks
 
 
 # ---------------------------------------------------------------------------- plots

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.evaluate import evaluate, format_table, mean_ci, parse_seeds
 from kairos_gym.evaluation.sweep import classify, pareto_front, scale_load
@@ -95,8 +95,8 @@ def test_cli_simulate_json(tmp_path, capsys):
     (["evaluate", "--seeds", "x"], "--seeds"),
     (["sweep", "--loads", "a"], "--loads"),
     (["latency", "--model", "gpt-9"], "gpt-9"),
-    (["bench", "--env-repeats", "0"], "--env-repeats"),
-    (["bench", "--env-seconds", "-1"], "--env-seconds"),
+    (["perf", "--env-repeats", "0"], "--env-repeats"),
+    (["perf", "--env-seconds", "-1"], "--env-seconds"),
 ])
 def test_cli_bad_input_one_clear_error(argv, needle, capsys):
     assert main(argv) == 2

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import kairos_gym.benchmark.suite as suite_mod
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import BackendError, ProcessBackend, SerialBackend, Task, make_backend
 from tests.benchmark.test_leaderboard import TINY_SUITE
@@ -208,8 +208,8 @@ def test_workers_with_address_is_refused(capsys):
 def test_importing_kairos_gym_and_its_cli_does_not_import_ray():
     import subprocess
 
-    code = ("import sys, kairos_gym, kairos_gym.cli, kairos_gym.evaluation.backends, kairos_gym.benchmark.leaderboard; "
-            "print('ray' in sys.modules)")
+    code = ("import sys, kairos_gym, kairos_gym.cli.main, kairos_gym.evaluation.backends, "
+            "kairos_gym.benchmark.leaderboard; print('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 

@@ -10,7 +10,7 @@ import pytest
 from kairos_gym.train.rllib.env import MaskedObservation, make_masked_env
 
 import kairos_gym  # noqa: F401 - registers the env ids
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from tests.ray.common import needs_ray
 
