@@ -127,7 +127,7 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
         "seconds": elapsed,
         "decisions_per_s": float(np.median(rates)),
         "decisions_per_s_runs": [round(r) for r in rates],
-        # the native env step runs the simulator inside one call (env/native_step.py): no split to report
+        # the native env step runs the simulator inside one call (env/stepper.py): no split to report
         "sim_share": None if native else in_sim[0] / elapsed,
         "outside_sim_us_per_decision": None if native else (elapsed - in_sim[0]) / n * 1e6,
     }

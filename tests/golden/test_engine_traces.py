@@ -30,7 +30,7 @@ def make_env(**kw: Any) -> KairosEnv:
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_native_engine_reproduces_the_recorded_reference(key):
+def test_the_engine_reproduces_the_recorded_traces(key):
     case = CASES[key]
     got = RUNNERS[key](case["params"], make_sim, make_env)
     want = case["out"]
