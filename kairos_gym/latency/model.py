@@ -574,14 +574,6 @@ class StepLatencyModel:
         """Seconds for one forward step (see :meth:`step_cost`). An empty step takes 0 s."""
         return self.step_cost(decode_context_lens, prefill_chunks).time_s
 
-    def step_flops(
-        self,
-        decode_context_lens: Sequence[int] | np.ndarray = (),
-        prefill_chunks: Iterable[tuple[int, int]] = (),
-    ) -> float:
-        """Useful FLOPs of one step on each GPU of the node (for MFU)."""
-        return self.step_cost(decode_context_lens, prefill_chunks).flops
-
     def price_chunks(
         self,
         decode_context_lens: Sequence[int] | np.ndarray,

@@ -91,8 +91,8 @@ def test_deepseek_mla_moe_step_charges_decoupled_rope_and_gated_experts():
     assert ew.activation == 3 * (e.experts_per_token + e.shared_experts) * e.expert_intermediate * 2
     # experts are gated MLPs: a plain-MLP variant has 2/3 of the expert FLOPs per token
     plain = StepLatencyModel(replace(spec, mlp="plain", activation="relu"), A100)
-    f_gated = m.step_flops((), [(1024, 0)]) - m.step_flops((), [(1, 0)])
-    f_plain = plain.step_flops((), [(1024, 0)]) - plain.step_flops((), [(1, 0)])
+    f_gated = m.step_cost((), [(1024, 0)]).flops - m.step_cost((), [(1, 0)]).flops
+    f_plain = plain.step_cost((), [(1024, 0)]).flops - plain.step_cost((), [(1, 0)]).flops
     expert_f = 2.0 * (e.experts_per_token + e.shared_experts) * spec.hidden * e.expert_intermediate * 1023
     dense_f = 2.0 * spec.hidden * spec.intermediate * 1023 * e.first_dense_layers
     assert math.isclose(f_gated - f_plain, (spec.layers - e.first_dense_layers) * expert_f + dense_f, rel_tol=1e-12)
