@@ -17,8 +17,9 @@ from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, Decision
 from tests.agents.ctx_helpers import make_ctx
+from tests.fixtures import tiny_scenario
 
-SMALL = {"name": "o", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 60}}
+SMALL = tiny_scenario(60, name="o", rate=25)
 INSTANCES: list[tuple[Any, dict[str, Any]]] = [
     (SMALL, {}),
     ("bursty", {"workload": {"num_requests": 70}}),

@@ -30,6 +30,8 @@ import numpy as np
 from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision
 from kairos_gym.sim.hook import DecodeNodeView, PrefillNodeView
+from kairos_gym.verify import DeflectFirst, PrefillPath
+from tests.fixtures import SMALL, TINY
 
 MakeSim = Callable[..., Any]
 MakeEnv = Callable[..., Any]
@@ -46,31 +48,9 @@ STATS = (("s_t0", np.float64), ("s_dt", np.float64), ("s_n", np.int64), ("s_w", 
          ("gap_w", np.int64))
 """Token-gap records of :class:`~kairos_gym.sim.metrics.RunStats` (stretches and single gaps)."""
 
-SMALL = {
-    "name": "t",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 22, "cv": 3},
-        "num_requests": 400,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
-"""tests/sim/conftest.py's SMALL (copied: the dataset must not move when that file does)."""
 TRACE_SCENARIO = {**SMALL, "transfer": {"bandwidth_bytes_per_s": 2e9}, "slo": {"tbt_s": 0.03}}
-"""SMALL with a slow link (up to 4 transfers share a link) and a tight TBT SLO (violations happen): the run the
-component tests (event queue, link, metrics recorder) replayed the Python engine's operations of."""
-TINY = {
-    "name": "tiny",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 20, "cv": 3},
-        "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
-"""tests/env/common.py's TINY."""
-SNAP = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
-"""tests/sim/test_native_snapshot.py's SC (the Oracle cases)."""
+"""SMALL with a slow link (up to 4 transfers share a link) and a tight TBT SLO (violations happen): the run whose
+event queue, link and metrics-recorder operations the component tests check."""
 
 DATASET = Path(__file__).resolve().parent / "engine_traces.json"
 
@@ -145,26 +125,8 @@ class RandomDecisions:
         return Decision.prefill_path(None if k == len(ctx.prefill) else k)
 
 
-class NoDeflect:
-    def decide(self, ctx: Any) -> Decision:
-        return Decision.prefill_path()
-
-
-class DeflectAll:
-    """Deflect to the first node that accepts, with a fixed chunk (or LargestSafe when chunk=0)."""
-
-    def __init__(self, chunk: int = 512) -> None:
-        self.chunk = chunk
-
-    def decide(self, ctx: Any) -> Decision:
-        for i, d in enumerate(ctx.decode):
-            if d.can_deflect:
-                return Decision.deflect(i, self.chunk)
-        return Decision.prefill_path()
-
-
 TRACE_POLICIES: dict[str, Callable[[], Any]] = {
-    "nodeflect": NoDeflect, "deflect512": lambda: DeflectAll(512), "largest_safe": lambda: DeflectAll(0)}
+    "nodeflect": PrefillPath, "deflect512": lambda: DeflectFirst(512), "largest_safe": lambda: DeflectFirst(0)}
 
 
 RECORDED_CONTEXT_FIELDS = ("now_s", "request", "prefill", "decode", "chunk_menu", "step_s", "ttft_deflect_s",
@@ -534,7 +496,7 @@ def _kv_capacity(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]
     construction gave (a test of that engine checked it)."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
     sim = make_sim(sc, seed=0, kv_capacity=12_000)
-    return run_digests(sim, DeflectAll(256))
+    return run_digests(sim, DeflectFirst(256))
 
 
 def cases(rng_seed: int = 20261201) -> list[Case]:
