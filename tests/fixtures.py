@@ -1,4 +1,5 @@
-"""The small scenarios the tests share: one builder (:func:`tiny_scenario`) and the named runs built with it.
+"""What the tests share: the small scenarios (one builder, :func:`tiny_scenario`, and the named runs built with it)
+and the digest of a finished run (:func:`run_digest`).
 
 tests/golden records runs of :data:`SMALL` and :data:`TINY`: a change to them (or to the builder's
 output for them) makes the recorded dataset stop matching, so the golden tests fail rather than move.
@@ -6,9 +7,13 @@ output for them) makes the recorded dataset stop matching, so the golden tests f
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import numpy as np
+
 from kairos_gym.benchmark.suite import Task, seeds, windows
+from kairos_gym.sim.simulator import COLUMNS
 
 LENGTHS: dict[str, Any] = {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
                            "output_median": 150, "output_sigma": 0.8, "output_max": 1000}
@@ -46,3 +51,12 @@ TINY_SUITE = (
 )
 """A two-task benchmark suite: :data:`TINY_BENCH` (3 test seeds, train seed 100) and :data:`TINY_TRACE` (3 windows
 of 60 s; train window [0, 60))."""
+
+
+def run_digest(sim: Any) -> str:
+    """sha256 (hex) of a finished run's per-request columns and decision log: equal digests, the same run."""
+    h = hashlib.sha256()
+    for k in COLUMNS:
+        h.update(np.ascontiguousarray(getattr(sim, k)).tobytes())
+    h.update(np.ascontiguousarray(sim.decision_log()).tobytes())
+    return h.hexdigest()
