@@ -52,7 +52,7 @@ ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO"}
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-kairos-v0" / "policy.json"
 """The shipped agent (agents/checkpoints/ppo-kairos-v0/README.md, safe format): used when no path is given."""
 GENERAL_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-general" / "policy.json"
-"""The general agent distilled from the Oracle (issue 13; agents/checkpoints/ppo-general/README.md): ``ppo-general``."""
+"""The general agent distilled from the Oracle (agents/checkpoints/ppo-general/README.md): ``ppo-general``."""
 
 
 class PPOAgent(BasePolicy):

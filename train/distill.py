@@ -1,4 +1,4 @@
-"""Distil the clairvoyant rollout Oracle into a masked MLP policy (issue 13): labels, training, validation.
+"""Distil the clairvoyant rollout Oracle into a masked MLP policy: labels, training, validation.
 
 **Labels (teacher-student, both information tracks).** A training instance (the benchmark's TRAIN side only:
 :func:`kairos_gym.train.domain.training_instance`, seeds >= 10,000 or the trace's train windows but the last) runs

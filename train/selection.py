@@ -1,4 +1,4 @@
-"""Choosing between two distilled students on a train-side selection set (issue 13; docs/training.md, "A second
+"""Choosing between two distilled students on a train-side selection set (docs/training.md, "A second
 selection protocol"): ``python -m kairos_gym.train.selection --candidate DIR --incumbent DIR``.
 
 The **selection set** (:func:`selection_cases`): every family x tier of a distill config x both information

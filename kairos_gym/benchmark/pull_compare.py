@@ -1,4 +1,4 @@
-"""Kairos vs Kairos-pull (issue 12 item 2) on the suite's prefill-bound tasks: ``python -m
+"""Kairos vs Kairos-pull on the suite's prefill-bound tasks: ``python -m
 kairos_gym.benchmark.pull_compare [--tasks bursty,regime-shift,long-tail] [--tier default]``.
 
 Each rule runs on the test instances of each task (``kairos_gym.benchmark.suite``: the same fixed seeds and

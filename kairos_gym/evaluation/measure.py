@@ -1,10 +1,10 @@
 """Measure the baselines on one scenario: a table of P95 TTFT, TBT violation rate, SLO attainment,
 deflection rate and decision cost per policy, plus optional SQ/SL threshold sweeps.
 
-    python -m kairos_gym.evaluation.measure                       # the issue's dict scenario, 3000 requests at 20 req/s
+    python -m kairos_gym.evaluation.measure                       # the scenario below, 3000 requests at 20 req/s
     python -m kairos_gym.evaluation.measure --scenario bursty --policies kairos,no-deflect
     python -m kairos_gym.evaluation.measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
-    python -m kairos_gym.evaluation.measure --acceptance    # issue 5's criteria, PASS/FAIL
+    python -m kairos_gym.evaluation.measure --acceptance    # the baselines' acceptance criteria, PASS/FAIL
 
 The default scenario is gamma arrivals (CV 3) at ``--rate`` req/s, lognormal prompts (median 1500,
 sigma 0.8, max 8000) and outputs (median 150, sigma 0.8, max 1000) on the default 2P2D cluster.
@@ -139,7 +139,9 @@ ORACLE_REQUESTS = 300
 
 
 def acceptance(seed: int = 0) -> int:
-    """Issue 5's acceptance criteria, printed as PASS/FAIL lines; exit status 1 if any fails."""
+    """The baselines' acceptance criteria (Kairos against no-deflect on bursty and decode-heavy, the Oracle against
+    kairos-exact, Kairos's decision cost, SQ/SL thresholds that under- and over-deflect), printed as PASS/FAIL lines;
+    exit status 1 if any fails."""
     checks: list[tuple[str, bool]] = []
 
     def run(label: str, name: str, scenario: Any, **kw: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ or MLA), embedding weights (tied or not, learned position table). Only the effic
 are calibrated (``kairos_gym/data/calibration.yaml``).
 
 Arithmetic: every power goes through :func:`kairos_gym.portable_math.pow` (``pw``), never Python's ``**`` or
-numpy's, so the step times and the tables compiled from them are the same double on every CPU (issue 24).
+numpy's, so the step times and the tables compiled from them are the same double on every CPU.
 
 Input bounds: the public methods refuse, with one :class:`ConfigError`, negative, non-finite or non-integer
 token counts and values above :data:`MAX_TOKENS` (a length or the tokens of a step), :data:`MAX_SEQS`

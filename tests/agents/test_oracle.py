@@ -201,7 +201,7 @@ def test_needs_attach_and_its_own_pending_decision() -> None:
 
 def test_a_non_simulator_another_scenario_and_unsupported_scenarios_are_refused() -> None:
     o = Oracle(SMALL)
-    with pytest.raises(ConfigError, match="native engine"):
+    with pytest.raises(ConfigError, match="rolls out inside its core"):
         o.attach(object())
     with pytest.raises(ConfigError, match="scenario"):
         o.attach(Simulator("small", seed=0))
