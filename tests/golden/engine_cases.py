@@ -1,14 +1,13 @@
 """The cases of the engine reference dataset ``tests/golden/engine_traces.json`` (BLIS-style, beside
 ``fingerprints.json``).
 
-Before the Python reference engine was removed (issue 11), the differential tests ran it side by side with the
-native engine and compared everything bit for bit: every decision context, every per-request column, the event
-trace (every popped event with the waiting area after it), the token-gap records, the counters, the node states
-and pending events, the error messages, the env trajectories on both env step paths, snapshots and the Oracle's
-decisions. Each case here computes those outputs of one run as short digests (sha256 of their repr or bytes,
-16 hex digits) or, for messages, as the strings themselves. ``tools/record_engine_traces.py`` recorded them
-on the Python engine at commit 4a150ff; ``tests/golden/test_engine_traces.py`` recomputes them on the native
-engine and fails on any difference.
+The dataset guards the simulator's internals bit for bit: every decision context, every per-request column, the
+event trace (every popped event with the waiting area after it), the token-gap records, the counters, the node
+states and pending events, the error messages, the env trajectories on both env step paths, snapshots and the
+Oracle's decisions. Each case here computes those outputs of one run as short digests (sha256 of their repr or
+bytes, 16 hex digits) or, for messages, as the strings themselves. ``tools/record_engine_traces.py`` records
+them (with the commit, ``recorded_with``); ``tests/golden/test_engine_traces.py`` recomputes them and fails on any
+difference.
 
 A case is ``(key, params, run)``: ``run(params, make_sim, make_env) -> dict`` where ``make_sim(scenario, **kw)``
 builds a simulator and ``make_env(**kw)`` a :class:`~kairos_gym.env.core.KairosEnv` of the engine under record
@@ -132,9 +131,9 @@ TRACE_POLICIES: dict[str, Callable[[], Any]] = {
 RECORDED_CONTEXT_FIELDS = ("now_s", "request", "prefill", "decode", "chunk_menu", "step_s", "ttft_deflect_s",
                            "ttft_prefill_s", "largest_safe_feasible", "largest_safe_ttft_s",
                            "largest_safe_first_chunk", "ttft_slo_s", "tbt_slo_s", "beta")
-"""The DecisionContext fields the Python engine had when these cases were recorded. Fields added since (``kind``,
-``pull_node``: pull decisions; ``emitted_tokens``: re-entry decisions) are checked to hold their arrival-only
-defaults and left out of the digests, so the records stay the Python engine's."""
+"""The DecisionContext fields the digests cover. The others (``kind``, ``pull_node``: pull decisions;
+``emitted_tokens``: re-entry decisions) are checked to hold their arrival-only defaults (every case decides at
+arrivals only) and left out of the digests."""
 
 
 _RECORDED_VIEWS = {name: NamedTuple(name, [(f, Any) for f in cls._fields if f != "up"])  # type: ignore[misc]
@@ -227,9 +226,8 @@ def draw_random_scenario(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def as_recorded(scenario: dict[str, Any]) -> dict[str, Any]:
-    """A recorded scenario as the Python engine ran it: its swap policy brought swapped requests back last-in
-    first-out, the ``cluster.swap_order: lifo`` of today (the default became ``fifo`` after the recording, issue
-    14); the stored parameters stay as recorded."""
+    """A recorded scenario as the dataset runs it: a swap scenario with ``cluster.swap_order: lifo`` (swapped requests
+    come back last-in first-out); the stored parameters, which name no swap order, stay as recorded."""
     cluster = scenario.get("cluster", {})
     if cluster.get("memory_policy") != "swap":
         return scenario
@@ -267,7 +265,7 @@ def _apply_returns(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, An
 
 
 def node_states(sim: Any) -> str:
-    """The introspection the env's renderer and the invariant tests read, in the native engine's shapes: the
+    """The introspection the env's renderer and the invariant tests read: the
     timeline, every node's state copy and the pending events (heapq's layout)."""
     from kairos_gym.sim.simulator import DecodeNodeState, PrefillNodeState
 
@@ -492,8 +490,7 @@ def _result(sim: Any) -> str:
 
 def _kv_capacity(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
     """SMALL (reserve memory, overlong rejected) with 12,000 KV tokens per decode node (the ``kv_capacity=`` seam)
-    under DeflectAll(256). On the Python engine that seam gave the run that setting every node's capacity after
-    construction gave (a test of that engine checked it)."""
+    under DeflectFirst(256)."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
     sim = make_sim(sc, seed=0, kv_capacity=12_000)
     return run_digests(sim, DeflectFirst(256))

@@ -1,4 +1,4 @@
-"""Oracle distillation (kairos_gym.train.distill, issue 13): action mapping, labels, lockstep twins, loss, pipeline."""
+"""Oracle distillation (kairos_gym.train.distill): action mapping, labels, lockstep twins, loss, pipeline."""
 
 from __future__ import annotations
 

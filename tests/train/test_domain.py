@@ -1,4 +1,4 @@
-"""Domain randomisation over the suite's train split (kairos_gym.train.domain, issue 13)."""
+"""Domain randomisation over the suite's train split (kairos_gym.train.domain)."""
 
 from __future__ import annotations
 
