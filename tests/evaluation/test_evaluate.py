@@ -24,7 +24,7 @@ def test_parse_seeds():
 
 
 def test_mean_ci_is_a_student_t_interval():
-    # one seed: no interval (was "± 0"); three seeds: t_{0.975,2} = 4.3027 (a z interval would use 1.96)
+    # one seed: no interval (not "± 0"); three seeds: t_{0.975,2} = 4.3027 (a z interval would use 1.96)
     m1, h1 = mean_ci([1.0])
     assert m1 == 1.0 and math.isnan(h1)
     m, h = mean_ci([1.0, 2.0, 3.0])
