@@ -1,4 +1,4 @@
-"""The Oracle's per-task means to a target precision (``kairos-gym oracle-precision``, issue 12), by two-phase
+"""The Oracle's per-task means to a target precision (``kairos-gym oracle-precision``), by two-phase
 sampling. The protocol is docs/benchmark.md, "Precision of the Oracle's means".
 
 The clairvoyant rollout Oracle costs 2-60 s per instance, too much for the hundreds to thousands of instances

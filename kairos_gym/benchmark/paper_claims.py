@@ -2,7 +2,7 @@
 
 ``kairos-gym results --out results/paper-claims.md`` (about a minute on 2 cores).
 
-Protocol (issue 12):
+Protocol:
 
 - **Information tracks.** The paper's Kairos is the one with a ~100 ms stale view and ~10% model error: ``kairos``
   runs on the scenario's ``information.track: realistic`` (:data:`TRACKS`). ``kairos-exact`` (the same rule on the

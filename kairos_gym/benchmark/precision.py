@@ -1,4 +1,4 @@
-"""The precision protocol (``kairos-gym precision``, issue 12): enough instances per task that the 95% interval of
+"""The precision protocol (``kairos-gym precision``): enough instances per task that the 95% interval of
 a policy's mean SLO attainment is as narrow as asked. The protocol is docs/benchmark.md, "Precision of the
 per-task means".
 

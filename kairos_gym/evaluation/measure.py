@@ -105,8 +105,9 @@ ORACLE_REQUESTS = 300
 
 
 def acceptance(seed: int = 0) -> int:
-    """The acceptance criteria of the baselines (Kairos against no-deflect, the Oracle, SQ and SL), printed as
-    PASS/FAIL lines; exit status 1 if any fails."""
+    """The baselines' acceptance criteria (Kairos against no-deflect on bursty and decode-heavy, the Oracle against
+    kairos-exact, Kairos's decision cost, SQ/SL thresholds that under- and over-deflect), printed as PASS/FAIL lines;
+    exit status 1 if any fails."""
     checks: list[tuple[str, bool]] = []
 
     def run(label: str, name: str, scenario: Any, **kw: Any) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from kairos_gym.benchmark.leaderboard import run_suite
 from kairos_gym.benchmark.suite import SUITE, Task, seeds
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
+from tests.fixtures import tiny_scenario
 
-TINY = {"name": "tiny-o", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 80}}
+TINY = tiny_scenario(80, name="tiny-o")
 BASES = ["no-deflect", "always-deflect-ls"]
 
 

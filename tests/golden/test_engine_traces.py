@@ -1,8 +1,7 @@
-"""The engine reference dataset (``engine_traces.json``, cases in ``engine_cases.py``): what the differential tests
-compared between the Python reference engine and the native one, recorded on the Python engine before it was
-removed (``tools/record_engine_traces.py``), recomputed here on the native engine, bit for bit: decision
-contexts, per-request columns, event traces, token-gap records, counters, node states and pending events, error
-messages, env trajectories (both obs modes, every reward), snapshots and pickles, the Oracle's decisions."""
+"""The engine reference dataset (``engine_traces.json``, cases in ``engine_cases.py``, recorded by
+``tools/record_engine_traces.py``), recomputed here bit for bit: decision contexts, per-request columns, event
+traces, token-gap records, counters, node states and pending events, error messages, env trajectories (both obs
+modes, every reward), snapshots and pickles, the Oracle's decisions."""
 
 from __future__ import annotations
 
@@ -30,13 +29,13 @@ def make_env(**kw: Any) -> KairosEnv:
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_the_engine_reproduces_the_recorded_traces(key):
+def test_the_simulator_reproduces_the_recorded_reference(key):
     case = CASES[key]
     got = RUNNERS[key](case["params"], make_sim, make_env)
     want = case["out"]
     assert sorted(got) == sorted(want)
     changed = {k: (want[k], got[k]) for k in want if got[k] != want[k]}
-    assert not changed, f"{key}: recorded (Python engine) != native: {changed}"
+    assert not changed, f"{key}: recorded != computed: {changed}"
 
 
 def test_dataset_holds_every_case_and_the_drawn_params():

@@ -32,15 +32,6 @@ space:
 """
 
 
-@pytest.fixture(scope="module")
-def ray_session():
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kairos-gym[ray]')")
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def test_masked_observation_carries_the_envs_own_mask():
     env = make_masked_env({"env_id": "kairos_gym/KairosSmall-v0"})
     obs, _ = env.reset(seed=3)
