@@ -30,7 +30,7 @@ test: $(STAMP) $(CORE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-# Issue 24: `kairos-gym verify` and the golden tests again under emulated CPUs (glibc's AVX2/FMA/AVX-512 code,
+# Same results on every machine: `kairos-gym verify` and the golden tests again under emulated CPUs (glibc's AVX2/FMA/AVX-512 code,
 # numpy's SIMD targets and torch's kernels hidden); each must give the default run's results bit for bit.
 emulated: $(STAMP) $(CORE_STAMP)
 	$(BIN)/python tools/emulated_cpus.py

@@ -65,7 +65,7 @@ from kairos_gym.agents.base import BasePolicy
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
+from kairos_gym.latency.pricing import ChunkPricer, core_pricer, table_sizes
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import LARGEST_SAFE, PULL, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
@@ -138,7 +138,7 @@ class Kairos(BasePolicy):
         self.model = model if model is not None else build_model(sc)
         cl = sc.cluster
         # the native twin of ChunkPricer (bit-identical prices), tables sized for this scenario and menu
-        self.pricer = native_pricer(ChunkPricer(self.model, self.chunk_menu),
+        self.pricer = core_pricer(ChunkPricer(self.model, self.chunk_menu),
                                     *table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.chunk_menu))
         self.prefill_budget = cl.prefill_token_budget
         tr = sc.transfer

@@ -44,11 +44,11 @@ GOLDEN_TESTS = (
     "tests/core/test_link.py",
     "tests/core/test_run_stats.py",
     "tests/core/test_event_queue.py",
-    "tests/core/test_env_native.py",
+    "tests/core/test_env_step.py",
     "tests/sim/test_reentry.py::test_reentry_prefill_reproduces_the_results_before_reentry_decisions",
     "tests/sim/test_swap_fairness.py",
     "tests/benchmark/test_oracle_cache.py",
-    "tests/env/test_env_native_snapshot.py",
+    "tests/env/test_env_snapshot.py",
     "tests/test_verify.py",
     "tests/core/test_portable_math.py",
 )

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             check=False).stdout.strip() or "unknown"
-    data = {"recorded_with": f"the native engine at commit {commit}", "cases": record()}
+    data = {"recorded_with": f"the engine at commit {commit}", "cases": record()}
     Path(args.out).write_text(dumps(data), encoding="utf-8")
     print(f"{len(data['cases'])} cases -> {args.out}")
 

@@ -139,7 +139,7 @@ def cmd_perf_env(args: argparse.Namespace) -> int:
 def _add_perf_components(sub: Subparsers) -> None:
     from kairos_gym.perf.components import MAX_HEAP, MAX_OPS, MAX_REPEATS
 
-    p = add_command(sub, "perf-components", cmd_perf_components, "operations per second of the native engine "
+    p = add_command(sub, "perf-components", cmd_perf_components, "operations per second of the C++ core's "
                     "components (link, event queue) against their Python counterparts")
     p.add_argument("--ops", default="200000", help=f"operations per sequence (1000..{MAX_OPS:,}; default 200,000)")
     p.add_argument("--repeats", default="5",

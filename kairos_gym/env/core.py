@@ -100,7 +100,7 @@ class KairosEnv(gym.Env):
         sc = load_scenario(scenario)
         if overrides:
             sc = sc.with_overrides(overrides)
-        if sc.metrics.mode != "exact":  # the SLO rewards read per-request records (issue 14)
+        if sc.metrics.mode != "exact":  # the SLO rewards read per-request records
             raise ConfigError(WHERE, "metrics.mode", sc.metrics.mode, "exact (streaming is for long Simulator runs)")
         self.scenario: ScenarioConfig = sc
         self.sim = Simulator(sc, seed=0, oracle=oracle, record_timeline=render_mode == "rgb_array")

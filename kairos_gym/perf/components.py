@@ -1,14 +1,14 @@
-"""Operations per second of the native engine components against their Python counterparts, in one process
+"""Operations per second of the C++ core's components against their Python counterparts, in one process
 (a measurement for docs/performance.md, not a test):
 
 - link: ``FairShareLink`` (kairos_gym/latency/transfer.py) against ``_core.FairShareLink``, on an engine-like
   sequence of operations (an arrival: add + next_completion; a completion: next_completion + remove +
   next_completion) recorded from the Python class on a Poisson stream of KV transfers;
-- events: a heapq of (t, seq, kind, a, b) tuples (the queue a Python engine keeps) against
+- events: a heapq of (t, seq, kind, a, b) tuples (a queue kept in Python) against
   ``_core.EventQueue``, on a push/pop sequence that keeps about ``--heap`` events queued.
 
-Each native figure comes twice: called op by op from a Python loop (what a Python engine would pay: nanobind's
-call overhead included) and as one ``replay_*`` call (the loop in C++: what the native engine will pay). The
+Each C++ figure comes twice: called op by op from a Python loop (what a simulator loop in Python would pay: nanobind's
+call overhead included) and as one ``replay_*`` call (the loop in C++: what the simulator pays). The
 results of every variant are checked bit-identical to Python's before anything is timed.
 
 Usage: ``kairos-gym perf-components [--ops N] [--repeats R] [--seed S] [--heap H]``.
@@ -96,7 +96,7 @@ def queue_ops(n_ops: int, seed: int, heap: int) -> tuple[np.ndarray, ...]:
 
 
 def run_heapq(code, t, kind, a, b) -> list[tuple]:
-    """A Python engine's event queue: a heapq of (t, seq, kind, a, b) tuples, pushed and popped per event."""
+    """An event queue kept in Python: a heapq of (t, seq, kind, a, b) tuples, pushed and popped per event."""
     events: list[tuple] = []
     popped = []
     seq = 0

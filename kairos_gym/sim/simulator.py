@@ -27,7 +27,7 @@ import numpy as np
 from kairos_gym import compiled
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
+from kairos_gym.latency.pricing import ChunkPricer, core_pricer, table_sizes
 from kairos_gym.latency.transfer import TransferConfig
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.decision_check import check_decision
@@ -216,7 +216,7 @@ class Simulator:
         self._policy_label = "policy"  # names the deciding policy in a bad-decision error (set by run())
         self._kv_capacity_arg = kv_capacity
         n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
-        self._core = compiled.core().Simulator(self._core_config(), native_pricer(self.pricer, n_tok, n_seq), oracle)
+        self._core = compiled.core().Simulator(self._core_config(), core_pricer(self.pricer, n_tok, n_seq), oracle)
         self._core.trace_on = trace
         self._core.record_timeline = self.record_timeline
         self._menu = self._core.menu_buffers()

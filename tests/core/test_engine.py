@@ -57,7 +57,7 @@ def test_columns_are_read_only():
 
 def test_apply_returns_whether_the_deflection_was_accepted():
     """True for a prefill decision or an accepted deflection, False for a refused one (which falls back); the
-    same returns, refusals and chunks as the Python engine (recorded)."""
+    same returns, refusals and chunks as recorded."""
     sim = Simulator("small", seed=0)
     out = []
     ctx = sim.next_decision()
@@ -69,7 +69,7 @@ def test_apply_returns_whether_the_deflection_was_accepted():
 
 
 def test_swap_overlong_error_counts_whole_blocks():
-    """overlong: error rounds up to whole blocks under swap, with the Python engine's message (recorded)."""
+    """overlong: error rounds up to whole blocks under swap, with the recorded message."""
     wl = {"arrival": {"kind": "poisson", "rate": 5}, "num_requests": 4,
           "lengths": {"kind": "fixed", "prompt_tokens": 100, "output_tokens": 10}}  # 110 tokens: 2 blocks of 64
     sc = ScenarioConfig.from_dict({"name": "t", "workload": wl,

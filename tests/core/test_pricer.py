@@ -26,7 +26,7 @@ from kairos_gym.latency.pricing import (
     MEMO_LIMIT,
     ChunkPricer,
     CostTables,
-    native_pricer,
+    core_pricer,
     table_sizes,
 )
 from kairos_gym.scenario import ScenarioConfig, load_scenario, scenario_names
@@ -52,7 +52,7 @@ class Case:
         self.label, self.model, self.menu, self.cap, self.budget = label, model, menu, cap, budget
         self.desc = tuple(sorted(menu, reverse=True))
         self.sizes = table_sizes(cap, budget, menu)
-        self.native = native_pricer(ChunkPricer(model, menu), *self.sizes)
+        self.native = core_pricer(ChunkPricer(model, menu), *self.sizes)
 
     def ref(self) -> ChunkPricer:
         return ChunkPricer(self.model, self.menu)
@@ -244,7 +244,7 @@ def test_property_every_schedule_bitwise(cases, b, ctx, prompt, done, budget, ch
 
 
 def test_attention_memo_is_bounded_and_changes_no_value():
-    nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
+    nat = core_pricer(ChunkPricer(StepLatencyModel.from_preset()))
     ref = ChunkPricer(StepLatencyModel.from_preset())
     first = nat.attn(513, 7)
     for k in range(MEMO_LIMIT + 10):
@@ -274,7 +274,7 @@ def test_tables_grow_through_the_callback_with_the_same_numbers():
     and every price equals a fresh Python pricer's (whose own tables grew differently)."""
     m = StepLatencyModel.from_preset()
     menu = (128, 256, 512, 1024, 2048)
-    nat = native_pricer(ChunkPricer(m, menu))
+    nat = core_pricer(ChunkPricer(m, menu))
     assert nat.table_sizes == (4097, 513)
     b, pairs = 8_500, 8_500 * 900
     ref = ChunkPricer(m, menu)
@@ -378,7 +378,7 @@ def test_table_sizes_rule():
     (lambda p: p.menu_rows(1, 2.0, ((0, 1, 0, 1, 0.0, 0.0, 0.0),)), "term chunk"),
 ])
 def test_bad_arguments_are_config_errors(call, field):
-    nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
+    nat = core_pricer(ChunkPricer(StepLatencyModel.from_preset()))
     with pytest.raises(ConfigError, match=f"pricer: .*{field} = "):
         call(nat)
     assert nat.grow_count == 0
@@ -386,7 +386,7 @@ def test_bad_arguments_are_config_errors(call, field):
 
 def test_menu_terms_of_a_foreign_size_below_one_chunk_are_fine():
     """Sizes not in the pricer's menu only need prefix sums when the prompt holds a full chunk of them."""
-    nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
+    nat = core_pricer(ChunkPricer(StepLatencyModel.from_preset()))
     ref = ChunkPricer(StepLatencyModel.from_preset())
     assert same(nat.menu_terms(500, (128, 777)), ref.menu_terms(500, (128, 777)))
 
@@ -412,13 +412,13 @@ def python_kairos(name: str, **kw) -> Kairos:
 
 @pytest.mark.parametrize("name", ["small", "bursty", "mooncake"])
 @pytest.mark.parametrize("exact", [False, True])
-def test_kairos_prices_with_the_native_pricer_as_python_did(name, exact):
+def test_kairos_prices_with_the_core_pricer_as_python_does(name, exact):
     """Kairos on its native pricer decides exactly as on the Python one over a whole run (with model error and
     staleness, and exact), and the compiled tables never grow."""
     from kairos_gym.agents.runner import simulate
 
     sc = load_scenario(name)
-    if not exact:  # the realistic information track: served staleness and model error (native engine only)
+    if not exact:  # the realistic information track: served staleness and model error
         sc = sc.with_overrides({"information": {"track": "realistic"}})
     k_nat = Kairos(sc, seed=3)
     k_py = python_kairos(sc, seed=3)

@@ -63,8 +63,8 @@ def test_kv_capacity_is_checked(bad):
 
 
 def test_kv_capacity_seam_gives_the_recorded_run():
-    """``kv_capacity=`` gives the run the Python engine gave (recorded: there it equalled setting every node's
-    capacity after construction); the capacity matters in this case (the default gives another run)."""
+    """``kv_capacity=`` gives the recorded run (the one of setting every node's capacity after construction); the
+    capacity matters in this case (the default gives another run)."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
     a = Simulator(sc, seed=0, kv_capacity=12_000)
     assert [d.kv_capacity for d in a.dnodes] == [12_000] * len(a.dnodes)

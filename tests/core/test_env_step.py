@@ -27,8 +27,8 @@ def _policy(i: int, ctx: DecisionContext) -> Decision:
 
 
 def test_lazy_context_fields_are_the_recorded_ones():
-    """Every field of the native lazy context (read field by field: repr and type) and apply's returns over 150
-    decisions equal the Python engine's eager context's (recorded); each context is a LazyDecisionContext."""
+    """Every field of the lazy context (read field by field: repr and type) and apply's returns over 150
+    decisions equal the recorded eager context's; each context is a LazyDecisionContext."""
     assert RUNNERS["small/context-fields"](None, _make, None) == recorded("small/context-fields")
     nat = Simulator("small", seed=3)
     for i in range(150):
@@ -41,7 +41,7 @@ def test_lazy_context_fields_are_the_recorded_ones():
 
 def test_lazy_context_is_tuple_like_and_materializes():
     """Same length, indexing, iteration, equality, hash, _asdict/_replace, pickling and copying as the NamedTuple
-    (a materialized twin's: the same decision of a second simulator); its repr is the Python engine's."""
+    (a materialized twin's: the same decision of a second simulator); its repr is the recorded one."""
     nat = Simulator("small", seed=1)
     b = nat.next_decision()
     a = Simulator("small", seed=1).next_decision().materialize()
@@ -127,7 +127,7 @@ def _env(**kwargs):
 @pytest.mark.parametrize("i", range(len(ENV_KWARGS)))
 def test_native_env_step_is_the_python_env_step_bit_for_bit(i):
     """Observations (float32 bytes), masks, rewards, flags and infos of whole episodes with random actions
-    (masked and unmasked: refused deflections included) equal the Python env's on the Python engine (recorded):
+    (masked and unmasked: refused deflections included) equal the recorded ones:
     set-ups ENV_KWARGS of tests/golden/engine_cases.py."""
     got = RUNNERS[f"env/episodes/{i}"]({"kwargs": i}, _make, _env)
     assert got == recorded(f"env/episodes/{i}") and min(got["steps"]) > 10

@@ -1,5 +1,5 @@
-"""The env on the native engine (issue 11, step 6): snapshot/restore and pickling give the trajectories the
-Python reference engine gave (recorded in tests/golden/engine_traces.json), bit for bit."""
+"""The env's snapshot/restore and pickling give the recorded trajectories (tests/golden/engine_traces.json), bit
+for bit."""
 
 from __future__ import annotations
 
