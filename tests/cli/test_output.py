@@ -14,10 +14,8 @@ from kairos_gym.evaluation.evaluate import TABLE_KEYS, evaluate, format_table
 from kairos_gym.evaluation.sweep import write_sweep_plots
 from kairos_gym.progress import RunProgress, progress_enabled
 from kairos_gym.table import TABLE_WIDTH, render_table
+from tests.fixtures import TINY_BENCH
 
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 60, "output_sigma": 0.5, "output_max": 400}}}
 DEFAULT_POLICIES = ["no-deflect", "always-deflect", "sq", "sl", "kairos", "ppo"]  # evaluate's default
 
 
@@ -29,7 +27,7 @@ def _width(text: str) -> int:
 
 
 def test_evaluate_table_fits_120_columns_with_every_default_metric():
-    res = evaluate(TINY, [*DEFAULT_POLICIES, "random"], [0, 1, 2])
+    res = evaluate(TINY_BENCH, [*DEFAULT_POLICIES, "random"], [0, 1, 2])
     text = format_table(res)
     assert _width(text) <= TABLE_WIDTH, text
     assert "left out" not in text  # every column of TABLE_KEYS is there
@@ -71,7 +69,7 @@ def test_widest_cells_still_fit_or_say_what_is_left_out():
 
 def test_sweep_table_and_json(tmp_path, capsys):
     scen = tmp_path / "tiny.yaml"
-    scen.write_text(json.dumps(TINY))
+    scen.write_text(json.dumps(TINY_BENCH))
     js = tmp_path / "s.json"
     assert main(["sweep", "--scenario", str(scen), "--loads", "1", "--policies", "no-deflect", "--seeds", "4",
                  "--sq-thresholds", "8192", "--sl-thresholds", "", "--chunks", "512", "--references", "kairos",
@@ -101,7 +99,7 @@ def test_evaluate_counts_every_run_on_the_bar_and_the_oracle_decisions():
     stream = _Tty()
     bar = RunProgress("evaluate", enabled=True, stream=stream)
     with bar:
-        evaluate(TINY, ["no-deflect", "sq"], [0, 1], progress=bar)
+        evaluate(TINY_BENCH, ["no-deflect", "sq"], [0, 1], progress=bar)
     assert bar.done == bar.total == 4
     assert "4/4" in stream.getvalue() and "evaluate" in stream.getvalue()
     inner = RunProgress("x", enabled=True, stream=_Tty())
@@ -176,7 +174,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_every_evaluate_figure_names_its_seed_and_utilization_shows_the_table_quantity(tmp_path, figures):
-    res = evaluate(TINY, ["no-deflect", "kairos"], [3, 4], tmp_path)
+    res = evaluate(TINY_BENCH, ["no-deflect", "kairos"], [3, 4], tmp_path)
     assert sorted(figures) == sorted(p.rsplit("/", 1)[-1] for p in res["plots"])
     for name, fig in figures.items():
         assert any("seed 3" in t for t in _texts(fig)), name

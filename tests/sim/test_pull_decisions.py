@@ -26,16 +26,9 @@ from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import ARRIVAL, PULL
 from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PREFILL
 from kairos_gym.sim.simulator import request_columns
+from tests.fixtures import LENGTHS, tiny_scenario
 
-BASE = {
-    "name": "pull-t",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 22, "cv": 3},
-        "num_requests": 300,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
+BASE = tiny_scenario(300, name="pull-t", lengths=LENGTHS)
 
 
 def scenario(points: str = "arrival+pull") -> ScenarioConfig:

@@ -12,8 +12,9 @@ from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.simulator import Simulator, request_columns
+from tests.fixtures import tiny_scenario
 
-SC = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
+SC = tiny_scenario(150, name="snap", rate=25)
 SWAP = {**SC, "name": "snap-swap", "cluster": {"memory_policy": "swap", "kv_block_tokens": 16,
                                                        "overlong": "reject"}}
 CASES = [(SC, None), (SWAP, 6000)]
