@@ -179,14 +179,7 @@ class KairosVectorEnv(VectorEnv):
             if fast[i]:
                 te, tr = self._fast_step(env, acts[i], i)
                 if te or tr:
-                    info = {"summary": env.summary()} if summaries else {}
-                    if same_step:
-                        infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
-                        self._add_object(infos, "final_info", info, i)
-                        obs[i], reset_info = self._autoreset_env(i)
-                        masks[i] = reset_info["action_mask"]
-                    elif summaries:
-                        self._add_object(infos, "summary", info["summary"], i)
+                    infos = self._episode_end(env, i, infos, same_step)
                 continue
             o, r, te, tr, info = env.step(acts[i])
             rewards[i] = r
@@ -216,7 +209,6 @@ class KairosVectorEnv(VectorEnv):
         awaiting a NEXT_STEP reset; the reward is the ``ttft`` formula on arrays (the same IEEE operations as
         the single env's scalars); Python updates each env's counters and does the resets and summaries."""
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        summaries = self.summaries
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
         vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
@@ -260,15 +252,9 @@ class KairosVectorEnv(VectorEnv):
             env._ctx = None
             env._native_live = not te
             env._mask = env._native_mask
-            info = {"summary": env.summary()} if summaries else {}
+            infos = self._episode_end(env, i, infos, same_step)
             if same_step:
-                infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
-                self._add_object(infos, "final_info", info, i)
-                obs[i], reset_info = self._autoreset_env(i)
-                masks[i] = reset_info["action_mask"]
                 dec[i] = inv[i] = 0
-            elif summaries:
-                self._add_object(infos, "summary", info["summary"], i)
         for i in (np.flatnonzero(auto).tolist() if any_auto else ()):  # NEXT_STEP: reset, action ignored
             obs[i], info = self._autoreset_env(i)
             masks[i] = info["action_mask"]
@@ -279,6 +265,19 @@ class KairosVectorEnv(VectorEnv):
             np.logical_or(term, trunc, out=auto)
         infos["action_mask"] = masks.copy()
         return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
+
+    def _episode_end(self, env: KairosEnv, i: int, infos: dict[str, Any], same_step: bool) -> dict[str, Any]:
+        """Env ``i``'s episode ended in this step: under SAME_STEP its final observation and info go into
+        ``infos`` and it resets now; otherwise its summary does (when summaries are on). Returns ``infos``."""
+        info = {"summary": env.summary()} if self.summaries else {}
+        if same_step:
+            infos = self._add_info(infos, {"final_obs": self._obs[i].copy()}, i)
+            self._add_object(infos, "final_info", info, i)
+            self._obs[i], reset_info = self._autoreset_env(i)
+            self._masks[i] = reset_info["action_mask"]
+        elif self.summaries:
+            self._add_object(infos, "summary", info["summary"], i)
+        return infos
 
     def _fast_step(self, env: KairosEnv, a: int, i: int) -> tuple[bool, bool]:
         """:meth:`KairosEnv.step` for the default ``ttft`` reward without render and without the info

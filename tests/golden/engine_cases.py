@@ -446,6 +446,19 @@ def _env_refusals(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any
     return {"messages": msgs, "steps": n, "now": repr(env.sim.now)}
 
 
+def env_steps(env: Any, mask: np.ndarray, act: Callable[[np.ndarray], int], n: int) -> tuple[list, np.ndarray]:
+    """Up to ``n`` steps of ``env`` with ``act(mask)`` actions (stopping at the episode's end): the steps'
+    (obs, reward, terminated, truncated, info) and the last action mask."""
+    out = []
+    for _ in range(n):
+        obs, r, term, trunc, info = env.step(act(mask))
+        out.append((obs, r, term, trunc, info))
+        mask = info["action_mask"]
+        if term or trunc:
+            break
+    return out, mask
+
+
 def _env_snapshot(p: dict[str, Any], make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
     """25 random masked steps of TINY, then a snapshot (another future, restored) or a pickle, then 60 more."""
     import pickle
@@ -454,27 +467,17 @@ def _env_snapshot(p: dict[str, Any], make_sim: MakeSim, make_env: MakeEnv) -> di
         rng = np.random.default_rng(seed)
         return lambda mask: int(np.flatnonzero(mask)[rng.integers(np.flatnonzero(mask).size)])
 
-    def steps(env: Any, mask: np.ndarray, act: Callable[[np.ndarray], int], n: int) -> tuple[list, np.ndarray]:
-        out = []
-        for _ in range(n):
-            obs, r, term, trunc, info = env.step(act(mask))
-            out.append((obs, r, term, trunc, info))
-            mask = info["action_mask"]
-            if term or trunc:
-                break
-        return out, mask
-
     env = make_env(scenario=TINY)
     _, info = env.reset(seed=3)
-    head, mask = steps(env, info["action_mask"], random_actions(1), 25)
+    head, mask = env_steps(env, info["action_mask"], random_actions(1), 25)
     if p["how"] == "restore":
         snap = env.snapshot()
-        steps(env, mask, random_actions(2), 30)
+        env_steps(env, mask, random_actions(2), 30)
         _, info = env.restore(snap)
         twin = env
     else:
         twin = pickle.loads(pickle.dumps(env))
-    tail, _ = steps(twin, mask, random_actions(5), 60)
+    tail, _ = env_steps(twin, mask, random_actions(5), 60)
     return {"steps": len(head) + len(tail), "run": canon_digest(head + tail)}
 
 
