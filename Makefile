@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench core wheel-check emulated clean
+.PHONY: demo test lint perf core wheel-check emulated clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,7 +30,7 @@ test: $(STAMP) $(CORE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-# Issue 24: `kairos-gym verify` and the golden tests again under emulated CPUs (glibc's AVX2/FMA/AVX-512 code,
+# Same results on every machine: `kairos-gym verify` and the golden tests again under emulated CPUs (glibc's AVX2/FMA/AVX-512 code,
 # numpy's SIMD targets and torch's kernels hidden); each must give the default run's results bit for bit.
 emulated: $(STAMP) $(CORE_STAMP)
 	$(BIN)/python tools/emulated_cpus.py
@@ -42,8 +42,8 @@ lint: $(STAMP)
 wheel-check:
 	PY=$(PY) bash tools/wheel_check.sh
 
-bench: $(STAMP)
-	$(BIN)/kairos-gym bench
+perf: $(STAMP)
+	$(BIN)/kairos-gym perf
 
 clean:
 	rm -rf $(VENV) build *.egg-info kairos_gym/_core*.so

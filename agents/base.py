@@ -79,10 +79,16 @@ class BasePolicy:
         episode_start: Any = None,
         deterministic: bool = True,
         action_masks: Any = None,
-    ) -> tuple[Decision, Any]:
-        """SB3-shaped entry point: ``(action, state)`` for a DecisionContext (the action is a Decision)."""
+    ) -> tuple[Any, Any]:
+        """SB3-shaped entry point: ``(action, state)``; for a DecisionContext the action is a Decision, anything
+        else goes to :meth:`_predict_observation`."""
         if isinstance(observation, DecisionContext):
             return self.decide(observation), state
+        return self._predict_observation(observation, state, episode_start, deterministic, action_masks)
+
+    def _predict_observation(self, observation: Any, state: Any, episode_start: Any, deterministic: bool,
+                             action_masks: Any) -> tuple[Any, Any]:
+        """Subclass hook: ``(action, state)`` for an environment observation; a rule-based policy has none."""
         raise TypeError(
             f"{type(self).__name__}.predict() needs a kairos_gym.sim.hook.DecisionContext, got "
             f"{type(observation).__name__}: a rule-based policy decides from the full simulator view, not an "

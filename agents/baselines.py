@@ -1,4 +1,4 @@
-"""Static baselines (DOMAIN.md section 2): no-deflect, always-deflect, random, SQ and SL, and the LargestSafe
+"""Static baselines (docs/DOMAIN.md section 2): no-deflect, always-deflect, random, SQ and SL, and the LargestSafe
 variants of the deflecting ones (always-deflect-ls, sq-ls, sl-ls: the same rules with ``chunk = LARGEST_SAFE``); and
 pending-switch, a rule that switches to deflecting while the decode nodes' admissions back up (a cut KV link).
 

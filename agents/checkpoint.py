@@ -14,7 +14,7 @@ A checkpoint is a folder with
   record ``norm_obs``, ``norm_reward``, ``clip_reward``, ``gamma``, ``obs_count``).
 
 :class:`GreedyActor` rebuilds the actor from these arrays and runs it with the C++ core's portable forward pass
-(``kairos_gym._core.MlpActor``, src/core/mlp_forward.hpp; issue 24): each unit is the float32 rounding of a double
+(``kairos_gym._core.MlpActor``, src/core/mlp_forward.hpp): each unit is the float32 rounding of a double
 sum taken in a fixed order (bias, then inputs by increasing index), each activation is computed in double from the
 core's portable exp/expm1 (GELU: a portable erfc) and rounded once, so the logits, hence the greedy action, are the
 same on every CPU (x86-64 with or without AVX2/FMA/AVX-512, aarch64), and acting needs no torch. Stable-Baselines3's
@@ -306,7 +306,7 @@ def require_trust(path: str | Path, trust_checkpoint: bool, where: str = "policy
     p = Path(path)
     safe = next((c for c in (p.with_suffix(""), p.parent) if (c / POLICY_JSON).is_file()), None)
     hint = f"; its safe export {safe} loads without trust" if safe is not None else (
-        "; or convert it once to the safe format: python -m kairos_gym.train.checkpoints --trust-checkpoint SRC DEST")
+        "; or convert it once to the safe format: kairos-gym convert --trust-checkpoint SRC DEST")
     raise ConfigError(where, field, str(path), "a safe checkpoint (policy.json + policy.npz), or this "
                       "Stable-Baselines3 zip/pickle with " + flag + ": loading it unpickles the file, which can "
                       f"execute arbitrary code stored in it, so opt in only for a file you made or trust{hint}")

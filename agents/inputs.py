@@ -1,4 +1,4 @@
-"""Input layouts of a trained policy: what follows the environment's observation (issue 13).
+"""Input layouts of a trained policy: what follows the environment's observation.
 
 A safe checkpoint's ``policy.json`` may name its input layout (``inputs``, :data:`~kairos_gym.agents.checkpoint.
 INPUTS`); without the key it is ``observation``, the environment's observation alone. ``observation+kairos``

@@ -1,4 +1,4 @@
-"""Kairos: the model-based deflection rule of DOMAIN.md section 2, on the information the environment serves.
+"""Kairos: the model-based deflection rule of docs/DOMAIN.md section 2, on the information the environment serves.
 
 Per arriving request (prompt ``L`` tokens):
 
@@ -21,12 +21,12 @@ Per arriving request (prompt ``L`` tokens):
    queued tokens in the served view (join-shortest-queue as the dispatcher sees it).
 4. At most one deflection in flight per decode node (nodes with one in flight are skipped).
 
-Information (issue 12): Kairos has no realism knobs of its own. Staleness and model error are properties of
+Information: Kairos has no realism knobs of its own. Staleness and model error are properties of
 the environment, the scenario's ``information`` track (docs/scenarios.md, docs/env.md), served by the simulator
 to every policy alike:
 
 - **exact** track: the node views are the true, fresh state and Kairos's predictions are its exact model's:
-  the exact fresh rule above (the former ``kairos-exact``; no random draws at all).
+  the exact fresh rule above (what ``kairos-exact`` runs on any scenario; no random draws at all).
 - **realistic** track: the node views Kairos reads are the dispatcher's stale copy the simulator serves
   (refreshed every ``information.staleness_s``, plus the dispatcher's own decisions since), and each node's
   predictions carry that node's served estimator error at this decision: Kairos multiplies its own prediction
@@ -65,13 +65,14 @@ from kairos_gym.agents.base import BasePolicy
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer, native_pricer, table_sizes
+from kairos_gym.latency.pricing import ChunkPricer, core_pricer, table_sizes
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import LARGEST_SAFE, PULL, Decision, DecisionContext
 from kairos_gym.workload.rules import Number
 
 MOVED_PARAMS = {"staleness_s": "information.staleness_s", "model_error": "information.model_error"}
-"""Former Kairos parameters, now the scenario's information track (issue 12): passing one is a ConfigError."""
+"""Parameters of the scenario's information track, not of Kairos: passing one to Kairos is a ConfigError that names
+its place in the scenario."""
 
 
 @dataclass
@@ -137,7 +138,7 @@ class Kairos(BasePolicy):
         self.model = model if model is not None else build_model(sc)
         cl = sc.cluster
         # the native twin of ChunkPricer (bit-identical prices), tables sized for this scenario and menu
-        self.pricer = native_pricer(ChunkPricer(self.model, self.chunk_menu),
+        self.pricer = core_pricer(ChunkPricer(self.model, self.chunk_menu),
                                     *table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.chunk_menu))
         self.prefill_budget = cl.prefill_token_budget
         tr = sc.transfer

@@ -1,4 +1,4 @@
-"""Kairos-pull: Kairos (:mod:`kairos_gym.agents.kairos`) extended to pull decisions (issue 12 item 2).
+"""Kairos-pull: Kairos (:mod:`kairos_gym.agents.kairos`) extended to pull decisions.
 
 At an arrival it is Kairos, unchanged. At a pull decision (``deflection.decision_points: arrival+pull``, a decode
 node ``d = ctx.pull_node`` just freed its deflection slot; ``ctx.request`` is the candidate the simulator

@@ -1,4 +1,4 @@
-"""The clairvoyant rollout Oracle: an upper bound on the exact track (issue 12 item 4).
+"""The clairvoyant rollout Oracle: an upper bound on the exact track.
 
 The Oracle knows the future (the simulator's workload: every arrival time and output length) and the true
 latencies (the simulator itself). At each decision it tries every candidate action and rolls each out to the
@@ -39,7 +39,8 @@ Cost: a decision with ``k`` candidates runs ``k x len(bases)`` rollouts of the r
 ``n`` requests costs O(n^2 k b / 2) simulated requests (measured in docs/policies.md). Size instances so that
 fits (a few hundred requests), or bound on a prefix of the instance.
 
-The Oracle needs the native engine (``attach(sim)`` with a native simulator; ``run_policy`` attaches it).
+The Oracle rolls out inside the simulator's core: it decides for a :class:`kairos_gym.sim.Simulator` it is attached to
+(``attach(sim)``; ``run_policy`` attaches it).
 """
 
 from __future__ import annotations
@@ -158,11 +159,11 @@ class Oracle(BasePolicy):
         self._oracle: Any = None
 
     def attach(self, sim: Any) -> None:
-        """Decide for this simulator (a native one of the Oracle's scenario)."""
+        """Decide for this simulator (one of the Oracle's scenario)."""
         core = getattr(sim, "_core", None)
         if not isinstance(core, _native_core().Simulator):
             raise ConfigError("policy oracle", "engine", type(sim).__name__,
-                              "a simulator of the native engine (the Oracle rolls out inside the core)")
+                              "a kairos_gym.sim.Simulator (the Oracle rolls out inside its core)")
         if sim.scenario != self.scenario:
             raise ConfigError("policy oracle", "scenario", sim.scenario.name,
                               f"a simulator of the Oracle's scenario {self.scenario.name!r}")

@@ -52,7 +52,7 @@ ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO"}
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-kairos-v0" / "policy.json"
 """The shipped agent (agents/checkpoints/ppo-kairos-v0/README.md, safe format): used when no path is given."""
 GENERAL_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-general" / "policy.json"
-"""The general agent distilled from the Oracle (issue 13; agents/checkpoints/ppo-general/README.md): ``ppo-general``."""
+"""The general agent distilled from the Oracle (agents/checkpoints/ppo-general/README.md): ``ppo-general``."""
 
 
 class PPOAgent(BasePolicy):
@@ -193,17 +193,9 @@ class PPOAgent(BasePolicy):
 
         return obs_builder, action_decoder, (mask_builder if mask_builder is not None else masks)
 
-    def predict(
-        self,
-        observation: Any,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-        action_masks: Any = None,
-    ) -> tuple[Any, Any]:
-        """The model's action for an environment observation (or a Decision for a DecisionContext)."""
-        if isinstance(observation, DecisionContext):
-            return self.decide(observation), state
+    def _predict_observation(self, observation: Any, state: Any, episode_start: Any, deterministic: bool,
+                             action_masks: Any) -> tuple[Any, Any]:
+        """The model's action for an environment observation."""
         if isinstance(observation, np.ndarray) and self.actor is not None and (deterministic or self.model is None):
             if deterministic:
                 return np.int64(self.actor.act(observation, action_masks)), state

@@ -90,7 +90,7 @@ def make_policy(name: str, scenario: Any = "bursty", seed: int = 0, **kwargs: An
     """
     factory = _factory(name)
     allowed = policy_params(name)
-    moved = getattr(factory, "MOVED_PARAMS", {})  # former parameters: the factory names their new place
+    moved = getattr(factory, "MOVED_PARAMS", {})  # parameters that live elsewhere: the factory names their place
     for key, value in kwargs.items():
         if key not in allowed and key not in moved:
             raise ConfigError(f"policy {name}", key, value, "one of the parameters " + ", ".join(allowed))

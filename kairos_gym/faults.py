@@ -1,5 +1,5 @@
-"""The ``faults:`` scenario section (issue 14 item 1): timed fault events and a random-failure generator, validated
-into frozen dataclasses and compiled, at each reset, into the event list the native core runs
+"""The ``faults:`` scenario section: timed fault events and a random-failure generator, validated
+into frozen dataclasses and compiled, at each reset, into the event list the core runs
 (``src/core/faults.hpp``). Semantics: docs/reliability.md, "Faults"; fields and bounds: docs/scenarios.md.
 
 Times in seconds from the run's start. A ``factor`` is a plain number: a straggler's step-time multiplier
@@ -38,11 +38,9 @@ MAX_SLOW_FACTOR = 100.0
 REENTRY_MODES = ("policy", "prefill")
 """``faults.reentry``: what a request a node failure sends back does. ``policy``: it is offered to the policy as a
 re-entry decision (``DecisionContext.kind == "reentry"``: the prefill path or a deflection, like an arrival);
-``prefill``: it takes the shortest up prefill queue by rule (held while none is up), the behaviour before re-entry
-decisions existed, bit for bit."""
+``prefill``: it takes the shortest up prefill queue by rule (held while none is up), without a decision."""
 REENTRY_DEFAULT = "policy"
-"""The default ``faults.reentry`` (issue 14: the victims re-enter prefill "or are deflected, by the policy's
-choice")."""
+"""The default ``faults.reentry``: the victims re-enter prefill or are deflected, by the policy's choice."""
 
 _CLASS = {"prefill": "prefill", "decode": "decode", "link": "link"}
 _STATE_PAIRS = {  # kind -> (state machine, state it needs, state it leaves)

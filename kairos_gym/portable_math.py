@@ -1,4 +1,4 @@
-"""Portable exp, log, log1p, expm1, pow, cos and erfc: the same double on every CPU (issue 24).
+"""Portable exp, log, log1p, expm1, pow, cos and erfc: the same double on every CPU.
 
 Python's ``math`` and numpy's ufuncs call code chosen by CPU feature (glibc's FMA/AVX2 variants of ``exp``/
 ``log``/``pow``, numpy's AVX-512 loops), so ``x ** p`` can round differently on two machines. Every result path

@@ -163,9 +163,9 @@ class ClusterConfig(_Plain):
             ``kv_block_tokens`` and grows as tokens are generated; when the next step would not fit, the
             most recently admitted request is preempted by swapping its KV to host memory, and swapped
             back (at ``swap_bandwidth_bytes_per_s``, PCIe) before new work once memory frees.
-        swap_order: the ``swap`` policy's order (native engine only). ``fifo`` (default, vLLM FCFS): the
+        swap_order: the ``swap`` policy's order. ``fifo`` (default, vLLM FCFS): the
             latest-arrived batch member is preempted first and the earliest-arrived swapped request comes back
-            first, so no request starves. ``lifo`` (the order before issue 14): the most recently admitted
+            first, so no request starves. ``lifo``: the most recently admitted
             member is preempted and the most recently swapped request comes back first (starves the oldest).
         kv_block_tokens: KV block size in tokens (``swap`` policy), 1 to :data:`MAX_KV_BLOCK_TOKENS` (65,536).
         swap_bandwidth_bytes_per_s: GPU <-> host bandwidth for swapping KV (default 20 GB/s, PCIe 4 x16).
@@ -213,7 +213,7 @@ class ClusterConfig(_Plain):
             raise ConfigError(where, "kv_reserve_frac", self.kv_reserve_frac, "a fraction in [0, 1)")
         if self.max_deflections_per_node > 1:
             raise ConfigError(where, "max_deflections_per_node", self.max_deflections_per_node,
-                              "0 or 1 (one deflected prefill in flight per decode node, DOMAIN.md s2)")
+                              "0 or 1 (one deflected prefill in flight per decode node, docs/DOMAIN.md s2)")
         default_calibration().with_overrides(dict(self.calibration), where=f"{where}.calibration")
 
     @classmethod
@@ -310,7 +310,7 @@ class InformationConfig(_Plain):
 
     Attributes:
         track: ``exact`` (default): every policy sees the true, fresh node state and exact predictions.
-            ``realistic`` (the paper's limitations, issue 12): the central dispatcher's copy of the node state,
+            ``realistic`` (the paper's limitations): the central dispatcher's copy of the node state,
             refreshed when ``now - last_refresh >= staleness_s`` plus the dispatcher's own decisions since, and
             every prediction about a node multiplied by ``1 + e`` with ``e ~ Normal(0, model_error sqrt(pi/2))``
             (``E|e| = model_error``), the factor floored at 0.05, drawn from the run's generator (docs/env.md).
@@ -342,7 +342,7 @@ MAX_WAITING_BOUND = 10_000_000
 
 @dataclass(frozen=True)
 class OverloadConfig(_Plain):
-    """Overload control (issue 14; native engine only; every field null = off, the default).
+    """Overload control (every field null = off, the default).
 
     Attributes:
         admission_max_waiting: reject an arrival when this many admitted requests already wait for their
@@ -378,7 +378,7 @@ MIN_METRICS_WINDOW, MAX_METRICS_WINDOW = 1 << 6, 1 << 24
 
 @dataclass(frozen=True)
 class MetricsConfig(_Plain):
-    """How a run keeps its metrics (issue 14; ``streaming`` is native-engine only).
+    """How a run keeps its metrics.
 
     Attributes:
         mode: ``exact`` (default): every request's record is kept and the summary is computed from them

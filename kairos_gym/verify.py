@@ -243,7 +243,9 @@ def stage_workloads() -> Arrays:
 
 
 # ---------------------------------------------------------------------------- stage: runs (simulator runs)
-class _NoDeflect:
+class PrefillPath:
+    """Every request on the prefill path (no deflection): the plainest fixed policy."""
+
     name = "no-deflect"
 
     def decide(self, ctx: Any) -> Any:
@@ -252,8 +254,9 @@ class _NoDeflect:
         return Decision.prefill_path()
 
 
-class _DeflectFirst:
-    """Deflect to the first decode node that accepts, with a fixed chunk (0: LargestSafe)."""
+class DeflectFirst:
+    """Deflect to the first decode node that accepts, with a fixed chunk (tokens; 0: LargestSafe); the prefill
+    path when none does."""
 
     name = "deflect-first"
 
@@ -325,9 +328,9 @@ _STATS = ("wait_area", "tbt_violations", "tokens_out", "now", "n_preemptions", "
 
 def _policy(name: str, scenario: Any, seed: int) -> Any:
     if name == "no-deflect":
-        return _NoDeflect()
+        return PrefillPath()
     if name.startswith("deflect-"):
-        return _DeflectFirst(int(name.split("-")[1]))
+        return DeflectFirst(int(name.split("-")[1]))
     if name == "random":
         return RandomDeflect(seed)
     from kairos_gym.agents.registry import make_policy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kairos_gym.cli import ORACLE_PREFIX, _oracle_prefix
+from kairos_gym.cli.run import ORACLE_PREFIX, _oracle_prefix
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.workload import generate

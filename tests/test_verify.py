@@ -11,7 +11,7 @@ import pytest
 
 from kairos_gym import verify
 from kairos_gym.benchmark.provenance import verify_note
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,14 @@
-"""How often the portable actor's greedy action differs from the old torch forward pass (issue 24).
+"""How often the portable actor's greedy action differs from a torch float32 forward pass.
 
     python tools/actor_agreement.py [--requests 400] [--seeds 0 1 2] [--instances 2]
 
 Runs the shipped agents (``ppo`` on its scenario ``bursty``; ``ppo-general`` on the first test instances of every
 task of the suite, both information tracks) with the portable actor (:class:`kairos_gym.agents.checkpoint.
-GreedyActor`), records every decision's network input and mask, and recomputes each decision with the forward pass
-GreedyActor used before issue 24 (torch ``F.linear`` + activation per layer, float32, batch of one) and with a
+GreedyActor`), records every decision's network input and mask, and recomputes each decision with a torch forward
+pass (``F.linear`` + activation per layer, float32, batch of one: libm- and SIMD-dependent) and with a
 float64 reference (numpy, the float32 weights widened). Prints, per agent: decisions, greedy actions that differ
 between the two float32 passes, the largest |logit difference|, and how often each pass agrees with the float64
-reference. Needs torch (the old path); the agents themselves do not.
+reference. Needs torch (for that pass); the agents themselves do not.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Recorder:
 
 
 def torch_logits(actor: Any, x: np.ndarray) -> np.ndarray:
-    """The pre-issue-24 GreedyActor.logits on an already normalised input (torch functional ops, float32)."""
+    """GreedyActor.logits computed with torch functional ops (float32) on an already normalised input."""
     import torch
     import torch.nn.functional as F
 
@@ -89,18 +89,18 @@ def measure(name: str, runs: list[tuple[Any, int]], requests: int) -> dict[str, 
         ms += [r[1] for r in rec.rows]
     x, m = np.array(xs, dtype=np.float32), np.array(ms, dtype=bool)
     native = np.asarray(actor._net.logits_rows(np.ascontiguousarray(x)))
-    old = torch_logits(actor, x)
+    torch_out = torch_logits(actor, x)
     ref = float64_logits(actor, x)
-    a_native, a_old, a_ref = masked_argmax(native, m), masked_argmax(old, m), masked_argmax(ref, m)
+    a_native, a_torch, a_ref = masked_argmax(native, m), masked_argmax(torch_out, m), masked_argmax(ref, m)
     assert np.array_equal(a_native, [actor._net.act(r, k) for r, k in zip(x, m, strict=True)]), "rows and act differ"
     gap = np.sort(np.where(m, ref, -np.inf), axis=1)
     top2 = gap[:, -1] - gap[:, -2]
-    return {"agent": name, "decisions": len(x), "action_differs": int((a_native != a_old).sum()),
-            "max_abs_logit_diff_vs_torch": float(np.abs(native - old).max()),
+    return {"agent": name, "decisions": len(x), "action_differs": int((a_native != a_torch).sum()),
+            "max_abs_logit_diff_vs_torch": float(np.abs(native - torch_out).max()),
             "max_abs_logit_err_native": float(np.abs(native - ref).max()),
-            "max_abs_logit_err_torch": float(np.abs(old - ref).max()),
+            "max_abs_logit_err_torch": float(np.abs(torch_out - ref).max()),
             "native_vs_float64_action_differs": int((a_native != a_ref).sum()),
-            "torch_vs_float64_action_differs": int((a_old != a_ref).sum()),
+            "torch_vs_float64_action_differs": int((a_torch != a_ref).sum()),
             "smallest_top2_gap": float(top2[np.isfinite(top2)].min()) if np.isfinite(top2).any() else None}
 
 

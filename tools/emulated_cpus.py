@@ -1,4 +1,4 @@
-"""The emulation job of issue 24: the golden results must not depend on the CPU features of this machine.
+"""The emulation job: the golden results must not depend on the CPU features of this machine.
 
     .venv/bin/python tools/emulated_cpus.py [--out DIR] [--no-tests]      # or: make emulated
 
@@ -44,15 +44,16 @@ GOLDEN_TESTS = (
     "tests/core/test_link.py",
     "tests/core/test_run_stats.py",
     "tests/core/test_event_queue.py",
-    "tests/core/test_env_native.py",
+    "tests/core/test_env_step.py",
     "tests/sim/test_reentry.py::test_reentry_prefill_reproduces_the_results_before_reentry_decisions",
     "tests/sim/test_swap_fairness.py",
     "tests/benchmark/test_oracle_cache.py",
-    "tests/env/test_env_native_snapshot.py",
+    "tests/env/test_env_snapshot.py",
     "tests/test_verify.py",
     "tests/core/test_portable_math.py",
 )
-"""The bit-identity tests against recorded data (the ones another CPU failed, issue 24, and tests/test_verify.py),
+"""The bit-identity tests against recorded data (those whose figures pass through libm or numpy's SIMD code, and
+tests/test_verify.py),
 about 40 s per run on an idle core."""
 HIDING = ("GLIBC_TUNABLES", "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES", "ATEN_CPU_CAPABILITY")
 """The variables an emulation sets: removed from the default run's environment."""

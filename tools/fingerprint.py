@@ -7,8 +7,8 @@
 
 ``tests/golden/fingerprints.json`` is the golden dataset: ``tests/golden/test_fingerprints.py`` recomputes
 every entry and fails on any difference, so a refactor or a speed-up must reproduce today's results bit for bit.
-It was recorded on the Python reference engine, which the native core reproduced bit for bit before that engine
-was removed (issue 11; what else it guarded is ``tests/golden/engine_traces.json``, tools/record_engine_traces.py).
+The simulator's internals (decision contexts, event traces, node states, messages) have a golden dataset of their
+own, ``tests/golden/engine_traces.json`` (tools/record_engine_traces.py).
 Re-record it only for a change that is meant to alter results, and say why in the commit.
 
 The package under test is the one in the current directory; the workloads, policies and memory set-up
@@ -18,7 +18,7 @@ Each entry hashes, for one scenario x policy x seed, every per-request record of
 first token, finish, prefill start/end, execution, transfer, nodes, worst gap, path, KV moved, chunks)
 and the run's summary (minus wall-clock keys); the tight-memory entries cover the ``swap`` policy, the
 ``incl`` entries a scenario whose TTFT excludes the transfer, the ``tight-swap-lifo`` entries the swap policy's
-``swap_order: lifo`` (their hashes are those of the ``tight-swap`` entries before swap-in became FIFO, issue 14).
+``swap_order: lifo`` (the most recently swapped request comes back first).
 The env entries hash 4,000 steps of
 observations, rewards and end-of-episode summaries on ``Kairos-v0`` and ``KairosSmall-v0`` under a
 seeded random masked policy. Takes about 10 s.
@@ -98,7 +98,7 @@ def sim_cases() -> list[tuple[str, Callable[[], tuple[Simulator, Any]]]]:
                           lambda m=mp, n=name, ps=pseed: (tight_memory_sim(m), policy(n, ps))))
     cases.append(("tight-swap-slow", lambda: (tight_memory_sim("swap", swap_bandwidth_bytes_per_s=1e8),
                                                  policy("d128", 0))))
-    # swap_order lifo: the order before issue 14 (these reproduce the tight-swap entries recorded before it)
+    # swap_order lifo: the most recently admitted member is preempted, the most recently swapped comes back first
     for name, pseed in (("nodef", 0), ("d256", 0), ("rand", 3)):
         cases.append((f"tight-swap-lifo/{name}", lambda n=name, ps=pseed: (
             tight_memory_sim("swap", swap_order="lifo"), policy(n, ps))))

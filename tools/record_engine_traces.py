@@ -2,13 +2,11 @@
 
     python tools/record_engine_traces.py tests/golden/engine_traces.json   # run from the checkout's root
 
-The dataset holds, per case, digests of everything the differential tests compared between the Python
-reference engine and the native one (decision contexts, per-request columns, event traces, token-gap records,
-counters, node states, error messages, env trajectories, snapshots, Oracle decisions). It was recorded on the
-Python engine at commit 4a150ff, the last commit that had it (this tool then had ``--engine python``; the
-native engine recorded the same 84 cases identically). ``tests/golden/test_engine_traces.py`` recomputes every
-case on the native engine and fails on any difference. Re-record it (now on the native engine, the only one)
-only for a change meant to alter results, and say why in the commit. Takes a few seconds.
+The dataset holds, per case, digests of the simulator's internals (decision contexts, per-request columns, event
+traces, token-gap records, counters, node states, error messages, env trajectories, snapshots, Oracle decisions)
+and the commit they were recorded at (``recorded_with``). ``tests/golden/test_engine_traces.py`` recomputes every
+case and fails on any difference. Re-record it only for a change meant to alter results, and say why in the
+commit. Takes a few seconds.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             check=False).stdout.strip() or "unknown"
-    data = {"recorded_with": f"the native engine at commit {commit}", "cases": record()}
+    data = {"recorded_with": f"the engine at commit {commit}", "cases": record()}
     Path(args.out).write_text(dumps(data), encoding="utf-8")
     print(f"{len(data['cases'])} cases -> {args.out}")
 

@@ -1,5 +1,5 @@
 """Record the reference data of tests/train/test_shipped_agent.py: observations, masks and the greedy actions
-SB3 takes on them, from the SB3 files the shipped agent was converted from (they are no longer shipped).
+SB3 takes on them, from the SB3 files the shipped agent was converted from (kept in git history, not shipped).
 
     python tools/record_sb3_actions.py --from-commit 6be5159   # writes tests/train/data/ppo-kairos-v0-sb3.npz
 

@@ -35,7 +35,37 @@ def reference_figures(scenario: Any, policy: str, seeds: list[int]) -> dict[str,
     return {k: float(sum(r[k] for r in runs) / len(runs)) for k in METRICS}
 
 
-class KairosEvalCallback(BaseCallback):
+class PeriodicCallback(BaseCallback):
+    """Base of the callbacks that act every ``freq`` timesteps (0: never) on the grid of the model's timestep
+    count, so a resumed run keeps the grid: :meth:`_prepare` once at the start of training, then
+    :meth:`_on_period` at the first step on or past each multiple of ``freq``."""
+
+    def __init__(self, freq: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.freq = int(freq)
+        self._next: float = 0
+
+    def _arm(self) -> None:
+        self._next = (self.num_timesteps // self.freq + 1) * self.freq if self.freq else math.inf
+
+    def _on_training_start(self) -> None:
+        self._prepare()
+        self._arm()
+
+    def _on_step(self) -> bool:
+        if self.freq and self.num_timesteps >= self._next:
+            self._arm()
+            self._on_period()
+        return True
+
+    def _prepare(self) -> None:
+        """Subclass hook: work done once before the first period."""
+
+    def _on_period(self) -> None:
+        raise NotImplementedError
+
+
+class KairosEvalCallback(PeriodicCallback):
     """Every ``freq`` timesteps: greedy episodes of the bare eval env on held-out ``seeds``.
 
     Logs ``kairos/<metric>`` (mean over seeds), ``kairos/<reference>_<metric>`` and ``kairos/gap_<metric>``
@@ -46,10 +76,9 @@ class KairosEvalCallback(BaseCallback):
 
     def __init__(self, eval_env: Any, seeds: list[int], freq: int, *, reference: str = "kairos",
                  best_dir: str | Path | None = None, history_path: str | Path | None = None, verbose: int = 0) -> None:
-        super().__init__(verbose)
+        super().__init__(freq, verbose)
         self.eval_env = eval_env
         self.seeds = list(seeds)
-        self.freq = int(freq)
         self.reference = reference
         self.best_dir = None if best_dir is None else Path(best_dir)
         self.history_path = None if history_path is None else Path(history_path)
@@ -58,20 +87,15 @@ class KairosEvalCallback(BaseCallback):
         self.best_metrics: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
         self.eval_seconds = 0.0
-        self._next = 0
 
-    def _on_training_start(self) -> None:
+    def _prepare(self) -> None:
         if self.ref is None:
             t0 = time.perf_counter()
             self.ref = reference_figures(self.eval_env.scenario, self.reference, self.seeds)
             self.eval_seconds += time.perf_counter() - t0
-        self._next = (self.num_timesteps // self.freq + 1) * self.freq if self.freq else math.inf
 
-    def _on_step(self) -> bool:
-        if self.freq and self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.freq + 1) * self.freq
-            self.evaluate()
-        return True
+    def _on_period(self) -> None:
+        self.evaluate()
 
     def _on_training_end(self) -> None:
         if self.freq and (self.last is None or self.last["timesteps"] != self.num_timesteps):
@@ -142,10 +166,9 @@ class DomainEvalCallback(KairosEvalCallback):
         self.ref_cases: dict[str, dict[str, float]] | None = None
         self.ref_scores: dict[str, Any] | None = None
 
-    def _on_training_start(self) -> None:
+    def _prepare(self) -> None:
         if self.ref is None:
             self.compute_anchors()
-        self._next = (self.num_timesteps // self.freq + 1) * self.freq if self.freq else math.inf
 
     def compute_anchors(self) -> None:
         """Run the anchors and the comparison policy on every case (once)."""
@@ -211,25 +234,17 @@ class DomainEvalCallback(KairosEvalCallback):
         return m
 
 
-class CheckpointEvery(BaseCallback):
+class CheckpointEvery(PeriodicCallback):
     """Every ``freq`` timesteps (by the model's timestep count, so resumed runs keep the grid), in ``folder``:
     the safe checkpoint ``ckpt_<steps>_steps/`` (policy.json, policy.npz, normalize.json) and SB3's training
     state for resume, ``ckpt_<steps>_steps.zip`` and ``ckpt_vecnormalize_<steps>_steps.pkl``."""
 
     def __init__(self, folder: str | Path, freq: int) -> None:
-        super().__init__(0)
+        super().__init__(freq)
         self.folder = Path(folder)
-        self.freq = int(freq)
-        self._next = 0
 
-    def _on_training_start(self) -> None:
-        self._next = (self.num_timesteps // self.freq + 1) * self.freq if self.freq else math.inf
-
-    def _on_step(self) -> bool:
-        if self.freq and self.num_timesteps >= self._next:
-            self._next = (self.num_timesteps // self.freq + 1) * self.freq
-            self.save()
-        return True
+    def _on_period(self) -> None:
+        self.save()
 
     def save(self) -> Path:
         from stable_baselines3.common.vec_env import VecNormalize

@@ -1,4 +1,4 @@
-"""Distil the clairvoyant rollout Oracle into a masked MLP policy (issue 13): labels, training, validation.
+"""Distil the clairvoyant rollout Oracle into a masked MLP policy: labels, training, validation.
 
 **Labels (teacher-student, both information tracks).** A training instance (the benchmark's TRAIN side only:
 :func:`kairos_gym.train.domain.training_instance`, seeds >= 10,000 or the trace's train windows but the last) runs
@@ -39,14 +39,13 @@ the realistic track) is kept.
 
 Command::
 
-    python -m kairos_gym.train.distill --config configs/ppo/distill.yaml --out runs/distill [--seeds 0,1,2]
+    kairos-gym distill --config configs/ppo/distill.yaml --out runs/distill [--data runs/distill/data.npz]
 
 Times in seconds, sizes in tokens.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -722,25 +721,3 @@ def _writer(folder: Path) -> Any:
     except ImportError:  # tensorboard not installed: history.jsonl only
         return None
     return SummaryWriter(str(folder))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kairos_gym.train.distill",
-                                description="Distil the clairvoyant Oracle into a masked MLP (issue 13).")
-    p.add_argument("--config", required=True, help="YAML file with a distill: section (configs/ppo/distill.yaml)")
-    p.add_argument("--out", required=True, help="run folder (data.npz, seed<s>/, meta.json)")
-    p.add_argument("--data", help="a data.npz of an earlier run: skip round 0's label collection")
-    args = p.parse_args(argv)
-    try:
-        cfg = load_config(args.config)
-        if args.data is not None and not Path(args.data).is_file():
-            raise ConfigError("distill", "--data", args.data, "an existing data.npz")
-        run(cfg, args.out, args.data, log=lambda s: print(s, flush=True))
-    except ConfigError as e:
-        print(f"kairos-gym distill: error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Domain randomisation over the benchmark's TRAIN split (issue 13): the ``kairos_train/KairosGeneral-v0`` env.
+"""Domain randomisation over the benchmark's TRAIN split: the ``kairos_train/KairosGeneral-v0`` env.
 
 Every episode of :class:`DomainEnv` draws, with the env's own generator,
 

@@ -1,5 +1,5 @@
-"""Choosing between two distilled students on a train-side selection set (issue 13; docs/training.md, "A second
-selection protocol"): ``python -m kairos_gym.train.selection --candidate DIR --incumbent DIR``.
+"""Choosing between two distilled students on a train-side selection set (docs/training.md, "A second selection
+protocol"): ``kairos-gym select --candidate DIR --incumbent DIR``.
 
 The **selection set** (:func:`selection_cases`): every family x tier of a distill config x both information
 tracks, at load 1 (:data:`~kairos_gym.train.domain.VALIDATION_LOAD`). A synthetic family: ``n`` train-side seeds
@@ -24,9 +24,7 @@ Kairos on the same track):
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,11 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kairos_gym.train.envs import TRAIN_SEED_MIN
 
+from kairos_gym.benchmark.suite import TRAIN_SEED_MIN
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.stats import mean_ci
-from kairos_gym.flags import parse_int
 
 SELECTION_SEED = 20261201
 """Seeds the generator that draws the selection set's synthetic seeds."""
@@ -180,29 +177,14 @@ def _actor(path: str, flag: str) -> Any:
     return load_policy(target)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from kairos_gym.agents.ppo import GENERAL_CHECKPOINT
+def select(candidate: str, incumbent: str, config: str, instances: int, json_path: str | None = None) -> int:
+    """Score the ``candidate`` and ``incumbent`` checkpoint folders (policy.json) and Kairos on the selection set of
+    the distill ``config`` (``instances`` per cell and track), print each track's figures and the decision, and
+    write the per-instance scores and the decision to ``json_path``. Bad input raises ConfigError before the runs."""
     from kairos_gym.train.distill import load_config
 
-    ap = argparse.ArgumentParser(prog="python -m kairos_gym.train.selection", description=__doc__.split("\n")[0])
-    ap.add_argument("--candidate", required=True, help="the candidate's checkpoint folder (policy.json)")
-    ap.add_argument("--incumbent", default=str(GENERAL_CHECKPOINT.parent),
-                    help="the incumbent's checkpoint folder (default: the shipped ppo-general)")
-    ap.add_argument("--config", default="configs/ppo/distill.yaml",
-                    help="the distill config whose families, tiers and label jobs define the set")
-    ap.add_argument("--instances", default=str(DEFAULT_INSTANCES),
-                    help=f"instances per cell and track (1 to {MAX_INSTANCES}; default {DEFAULT_INSTANCES})")
-    ap.add_argument("--json", default=None, help="write the per-instance scores and the decision here")
-    args = ap.parse_args(argv)
-    try:
-        n = parse_int(WHERE, "--instances", args.instances, 1, MAX_INSTANCES)
-        students = {"candidate": _actor(args.candidate, "--candidate"),
-                    "incumbent": _actor(args.incumbent, "--incumbent")}
-        cfg = load_config(args.config)
-        cells = selection_cases(cfg, n)
-    except ConfigError as e:
-        print(f"selection: error: {e}", file=sys.stderr)
-        return 2
+    students = {"candidate": _actor(candidate, "--candidate"), "incumbent": _actor(incumbent, "--incumbent")}
+    cells = selection_cases(load_config(config), instances)
     t0 = time.perf_counter()
     scores = score_cells(cells, students)
     result = decide(scores)
@@ -215,13 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{t['candidate']['mean_slo']:.4f} vs {t['incumbent']['mean_slo']:.4f}; collapses "
               f"{t['candidate']['collapses']} vs {t['incumbent']['collapses']}")
     print(f"criteria {result['criteria']}: ship = {result['ship']} ({wall:.0f} s)")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"scores": scores, "decision": result, "wall_s": round(wall, 1),
-                                               "instances": n, "config": args.config,
-                                               "candidate": args.candidate, "incumbent": args.incumbent},
+    if json_path:
+        Path(json_path).write_text(json.dumps({"scores": scores, "decision": result, "wall_s": round(wall, 1),
+                                               "instances": instances, "config": config,
+                                               "candidate": candidate, "incumbent": incumbent},
                                               indent=1) + "\n", encoding="utf-8")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

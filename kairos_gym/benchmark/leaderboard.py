@@ -6,7 +6,7 @@ The parts live in their own modules: the tasks, instances, SLO tiers and tracks 
 :mod:`kairos_gym.benchmark.suite`; the entries, their names and checks and the ``best-static`` tuning in
 :mod:`kairos_gym.benchmark.entries`; the normalised scores, intervals, headroom and bootstrap aggregates in
 :mod:`kairos_gym.benchmark.scoring`; the report's provenance in :mod:`kairos_gym.benchmark.provenance`; the markdown of
-LEADERBOARD.md in :mod:`kairos_gym.benchmark.leaderboard_report`.
+results/leaderboard.md in :mod:`kairos_gym.benchmark.leaderboard_report`.
 
 Policies: registry names (``--policies``), ``best-static``, classes from files (``--policy file.py:Class``)
 and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairos_gym.agents.runner.simulate`.

@@ -1,4 +1,4 @@
-"""The markdown of LEADERBOARD.md (``kairos-gym leaderboard``): :func:`leaderboard_md` writes one track's result
+"""The markdown of results/leaderboard.md (``kairos-gym leaderboard``): :func:`leaderboard_md` writes one track's result
 of :func:`kairos_gym.benchmark.leaderboard.run_suite`, :func:`tracks_md` a
 :func:`~kairos_gym.benchmark.leaderboard.run_tracks` result (one section per track)."""
 
@@ -113,7 +113,7 @@ def _headroom_table(res: Mapping[str, Any]) -> list[str]:
 
 
 def leaderboard_md(res: Mapping[str, Any]) -> str:
-    """The markdown text of LEADERBOARD.md."""
+    """The markdown text of results/leaderboard.md."""
     tasks = [s["task"] for s in res["suite"]]
     scored, saturated = res["scored_tasks"], res["saturated_tasks"]
     commit = res["commit"]
@@ -253,12 +253,12 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
         "",
         "1. Write a class with `decide(ctx: DecisionContext) -> Decision` in a file (docs/policies.md, \"Writing a",
         "   policy\"); its `__init__` may take `scenario` and `seed` keywords.",
-        "2. Run `kairos-gym leaderboard --policy path/to/file.py:ClassName --out LEADERBOARD.md` (a trained agent:",
-        "   `--checkpoint DIR`, a safe-format checkpoint). `--policy` executes the file as `python file.py` would:",
-        "   only pass code you trust. The instances are fixed, so every policy sees the same workloads, and runs",
-        "   are deterministic.",
-        "3. Open a pull request with the file (and checkpoint), the regenerated LEADERBOARD.md and, for a learned",
-        "   policy, the training command and time.",
+        "2. Run `kairos-gym leaderboard --policy path/to/file.py:ClassName --out results/leaderboard.md`",
+        "   (a trained agent: `--checkpoint DIR`, a safe-format checkpoint). `--policy` executes the file as",
+        "   `python file.py` would: only pass code you trust. The instances are fixed, so every policy sees the",
+        "   same workloads, and runs are deterministic.",
+        "3. Open a pull request with the file (and checkpoint), the regenerated results/leaderboard.md and, for",
+        "   a learned policy, the training command and time.",
         "",
         "Rules: a policy sees only the `DecisionContext` (no output lengths, no simulator internals).",
         "",
@@ -267,7 +267,7 @@ def leaderboard_md(res: Mapping[str, Any]) -> str:
 
 
 def tracks_md(results: Mapping[str, Any]) -> str:
-    """LEADERBOARD.md of a :func:`kairos_gym.benchmark.leaderboard.run_tracks` result: one track as
+    """results/leaderboard.md of a :func:`kairos_gym.benchmark.leaderboard.run_tracks` result: one track as
     :func:`leaderboard_md` writes it; several as one section per track (``## Track: <name>``, each with its own
     protocol line, tables one heading level down)."""
     tracks = results["tracks"]

@@ -14,16 +14,14 @@ the simulator's physics or of a trace file makes the entry stale (it is then rec
 
 Regenerate (every task, or some; ``--max-requests`` only computes instances of at most that many requests)::
 
-    python -m kairos_gym.benchmark.oracle_cache [--tasks bursty,azure-code] [--max-requests 600] [--out PATH]
+    kairos-gym oracle-cache [--tasks bursty,azure-code] [--max-requests 600] [--out PATH]
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +30,6 @@ from typing import Any
 from kairos_gym.agents.oracle import DEFAULT_BASES, Oracle
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.errors import ConfigError
-from kairos_gym.flags import parse_int
 from kairos_gym.json_file import read_json_file
 from kairos_gym.scenario import ScenarioConfig
 
@@ -73,7 +70,7 @@ def load(path: Path | str = CACHE) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("entries"), dict):
         raise ConfigError("oracle cache", "version", data.get("version") if isinstance(data, dict) else data,
                           f"a cache of version {CACHE_VERSION} (regenerate: "
-                          "python -m kairos_gym.benchmark.oracle_cache)")
+                          "kairos-gym oracle-cache)")
     return data["entries"]
 
 
@@ -175,29 +172,3 @@ def regenerate(tasks: str | None = None, max_requests: int | None = None, out: P
                     f"{e['wall_s']:.1f} s (bases {bases})")
                 save(entries, out)
     return entries
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kairos_gym.benchmark.oracle_cache",
-                                 description="Regenerate the leaderboard Oracle's cached scores.")
-    ap.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
-    ap.add_argument("--max-requests", help="only instances of at most this many requests")
-    ap.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
-    args = ap.parse_args(argv)
-    try:
-        cap = None if args.max_requests is None else parse_int("oracle_scores", "--max-requests",
-                                                               args.max_requests, 1, 10**7)
-        if args.tasks is not None:
-            from kairos_gym.benchmark.suite import select_tasks
-
-            select_tasks(args.tasks)
-        load(args.out)
-    except ConfigError as e:
-        print(f"oracle_scores: error: {e}", file=sys.stderr)
-        return 2
-    regenerate(args.tasks, cap, args.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The Oracle's per-task means to a target precision (``kairos-gym oracle-precision``, issue 12), by two-phase
+"""The Oracle's per-task means to a target precision (``kairos-gym oracle-precision``), by two-phase
 sampling. The protocol is docs/benchmark.md, "Precision of the Oracle's means".
 
 The clairvoyant rollout Oracle costs 2-60 s per instance, too much for the hundreds to thousands of instances
@@ -10,7 +10,8 @@ per-instance maximum of its bases' SLO attainments (cheap: tens of ms per base) 
 - **Phase 1**: the phase-1 policies (by default the precision protocol's: the leaderboard's built-ins but the
   Oracle; they must include the Oracle's bases: no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls and
   best-static, whose tuned rule is the Oracle's extra base) run on the first ``n1`` instances of the task's
-  precision list (:func:`kairos_gym.benchmark.precision.precision_instances`, the same instances as PRECISION.md).
+  precision list (:func:`kairos_gym.benchmark.precision.precision_instances`, the same instances as
+  results/precision.md).
 - **Phase 2**: the Oracle (with the leaderboard's bases for the task, :func:`oracle_cache.task_bases`) runs on
   the first ``n2 <= n1`` of them. A cached Oracle score (kairos_gym/benchmark/oracle_cache.json, valid entries only) is
   used
@@ -108,7 +109,7 @@ COST_RATIO = 40.0
 """Default ``--cost-ratio``: one Oracle instance costs about 40 phase-1 instances of the 12 default policies
 (Oracle 5-30 s per suite instance, kairos_gym/benchmark/oracle_cache.json ``wall_s``; the 12 policies 0.2-0.5 s
 together,
-PRECISION.md's 171,890 runs in 2,560 s on 2 workers). Only the sizes' cost split depends on it, never a result's
+results/precision.md's 171,890 runs in 2,560 s on 2 workers). Only the sizes' cost split depends on it, never a result's
 validity."""
 MAX_COST_RATIO = 10_000.0
 """Largest ``--cost-ratio``."""
@@ -455,7 +456,7 @@ def _f(v: float | None, spec: str = ".3f") -> str:
 
 
 def oracle_precision_md(res: Mapping[str, Any]) -> str:
-    """The markdown text of ORACLE_PRECISION.md."""
+    """The markdown text of results/oracle-precision.md."""
     commit = res["commit"]
     where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
              if commit else "outside a git checkout") + verify_note(res)
@@ -492,7 +493,8 @@ def oracle_precision_md(res: Mapping[str, Any]) -> str:
         "`kairos_gym/benchmark/oracle_precision.py`): "
         f"{track_text}, G = Oracle - M >= 0 (the "
         "rollout improvement property, checked on every instance). Phase 1 runs every policy on the first n1 "
-        "instances of the task's precision list (the instances of PRECISION.md), phase 2 the Oracle on the first "
+        "instances of the task's precision list (the instances of results/precision.md), phase 2 the Oracle on "
+        "the first "
         f"n2 of them; the Oracle's mean is mean_n1(M) + mean_n2(G). Pilot n0 = {res['pilot']} instances; sizes "
         f"minimise n1 + {res['cost_ratio']:g} n2 (the cost ratio, a fixed setting) for a target half-width d = "
         f"{d:g}, n1 <= {res['max_instances']}, n2 <= {res['max_oracle']}; up to {res['rounds']} rounds (pilot, "

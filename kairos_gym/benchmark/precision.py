@@ -1,4 +1,4 @@
-"""The precision protocol (``kairos-gym precision``, issue 12): enough instances per task that the 95% interval of
+"""The precision protocol (``kairos-gym precision``): enough instances per task that the 95% interval of
 a policy's mean SLO attainment is as narrow as asked. The protocol is docs/benchmark.md, "Precision of the
 per-task means".
 
@@ -424,7 +424,7 @@ def summary(res: Mapping[str, Any], track: str) -> dict[str, Any]:
 
 
 def precision_md(res: Mapping[str, Any]) -> str:
-    """The markdown text of PRECISION.md."""
+    """The markdown text of results/precision.md."""
     commit = res["commit"]
     where = (f"commit `{commit}`" + (" with uncommitted changes to tracked files" if res["dirty"] else "")
              if commit else "outside a git checkout") + verify_note(res)

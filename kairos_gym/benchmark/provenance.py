@@ -1,5 +1,5 @@
-"""Provenance of a generated report (LEADERBOARD.md, PRECISION.md): the code it ran and where, and whether that
-machine reproduces the reference results (``kairos-gym verify``)."""
+"""Provenance of a generated report (results/leaderboard.md, results/precision.md): the code it ran and where, and
+whether that machine reproduces the reference results (``kairos-gym verify``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Kairos vs Kairos-pull (issue 12 item 2) on the suite's prefill-bound tasks: ``python -m
-kairos_gym.benchmark.pull_compare [--tasks bursty,regime-shift,long-tail] [--tier default]``.
+"""Kairos vs Kairos-pull on the suite's prefill-bound tasks: ``kairos-gym pull-compare
+[--tasks bursty,regime-shift,long-tail] [--tier default]``.
 
 Each rule runs on the test instances of each task (``kairos_gym.benchmark.suite``: the same fixed seeds and
 trace windows as the leaderboard) twice: with ``deflection.decision_points: arrival`` (the paper's) and with
@@ -58,22 +58,11 @@ def measure(tasks: str = DEFAULT_TASKS, tier: str = "default", instances: int | 
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m kairos_gym.benchmark.pull_compare [--tasks ...] [--tier ...]``: the markdown table of :func:`measure`
-    (docs/policies.md, "kairos-pull")."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m kairos_gym.benchmark.pull_compare", description=measure.__doc__)
-    ap.add_argument("--tasks", default=DEFAULT_TASKS, help=f"task or family names (default {DEFAULT_TASKS})")
-    ap.add_argument("--tier", default="default", choices=("strict", "default", "relaxed"))
-    args = ap.parse_args(argv)
+def report(tasks: str = DEFAULT_TASKS, tier: str = "default") -> None:
+    """Print :func:`measure`'s rows as the markdown table docs/policies.md ("kairos-pull") quotes."""
     print("| task | policy | decision points | SLO attain. (95% CI) | paired diff. vs arrival-only (95% CI) |")
     print("|---|---|---|---|---|")
-    for r in measure(args.tasks, args.tier):
+    for r in measure(tasks, tier):
         diff = f"{r['diff']:+.3f} ± {r['diff_ci']:.3f} (vs {r['vs']})" if "diff" in r else ""
         print(f"| {r['task']} | {r['policy']} | {r['decision_points']} | {r['slo_attainment']:.3f} ± {r['ci']:.3f} "
               f"| {diff} |")
-
-
-if __name__ == "__main__":
-    main()

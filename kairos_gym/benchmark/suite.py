@@ -8,7 +8,7 @@ the policies' own randomness). Each task also has **train** instances, disjoint 
 the ``best-static`` entry picks its rule (:func:`kairos_gym.benchmark.entries.tune_static`). A task is a family
 (:data:`FAMILIES`) at one SLO tier (:data:`TIERS`); :data:`SUITE` is every family at every tier.
 
-Tracks (issue 12): the information track is a property of the environment (the scenario's ``information``
+Tracks: the information track is a property of the environment (the scenario's ``information``
 section), not of a policy: :func:`on_track` sets it, :func:`parse_tracks` reads ``--track``.
 """
 
@@ -146,7 +146,7 @@ def tier_slos(sc: ScenarioConfig, inst: Instance) -> dict[str, dict[str, float]]
 INSTANCE_REQUESTS = 500
 """Requests per synthetic instance (and about as many per trace window): the clairvoyant Oracle's rollouts cost
 O(requests^2) per instance (about 5 s at 500 requests, a minute at 1,500 on the 2-core machine), so the suite
-sizes instances for it (issue 12 item 4: "windows of a few hundred to a few thousand requests")."""
+sizes instances for it (windows of a few hundred to a few thousand requests)."""
 TRACE_WINDOW_S = 240.0
 """Length of an azure-code instance (original seconds, replayed at 6x: 40 simulated seconds, 374-998 requests in
 the test windows; the trace's 3,436 s give fourteen: two for training, ten for test, two unused. Shorter windows

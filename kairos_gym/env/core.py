@@ -100,7 +100,7 @@ class KairosEnv(gym.Env):
         sc = load_scenario(scenario)
         if overrides:
             sc = sc.with_overrides(overrides)
-        if sc.metrics.mode != "exact":  # the SLO rewards read per-request records (issue 14)
+        if sc.metrics.mode != "exact":  # the SLO rewards read per-request records
             raise ConfigError(WHERE, "metrics.mode", sc.metrics.mode, "exact (streaming is for long Simulator runs)")
         self.scenario: ScenarioConfig = sc
         self.sim = Simulator(sc, seed=0, oracle=oracle, record_timeline=render_mode == "rgb_array")
@@ -117,7 +117,7 @@ class KairosEnv(gym.Env):
         self._sim_seed = 0
         self._slo = SloTracker(sc.slo.ttft_s, sc.slo.tbt_s)
         self._last: dict[str, Any] = {}
-        # the env step: one native call (env/native_step.py) over the simulator's core
+        # the env step: one native call (env/stepper.py) over the simulator's core
         self._native = make_stepper(self.sim, self.obs_layout, self.action_layout)
         self._native_obs, self._native_mask = self._native.buffers()
         self._n_actions = self.action_layout.n
@@ -168,7 +168,7 @@ class KairosEnv(gym.Env):
         return obs, float(reward), terminated, truncated, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """One decision: one native call (env/native_step.py) does the apply, the run to the next decision, the
+        """One decision: one native call (env/stepper.py) does the apply, the run to the next decision, the
         observation and the mask (the encoding observation.py defines, checked against it by the tests)."""
         if not self._native_live:
             raise RuntimeError("KairosEnv.step() called with no pending decision: the episode ended (or reset() "

@@ -161,11 +161,16 @@ class ObservationLayout:
         self.names = tuple(f.name for f in feats)
         self.low = np.array([f.low for f in feats], dtype=np.float32)
         self.high = np.array([f.high for f in feats], dtype=np.float32)
-        self._ttft = float(ttft)
-        self._tbt = float(tbt)
-        self._budget = float(budget)
-        self._inv_max_chunk = 1.0 / max_chunk
-        self._log_den = 1.0 / log1p(self.max_context)
+        self.ttft = float(ttft)
+        """TTFT scale (s): the scenario's TTFT SLO."""
+        self.tbt = float(tbt)
+        """TBT scale (s): the scenario's TBT SLO."""
+        self.budget = float(budget)
+        """Slack scale (s): beta x TBT SLO."""
+        self.inv_max_chunk = 1.0 / max_chunk
+        """1 / the largest menu chunk (1/tokens)."""
+        self.log_den = 1.0 / log1p(self.max_context)
+        """1 / log1p(max_context): the ``log`` transform's denominator of the request lengths."""
         # group slices for the dict mode
         shapes = {"global": (2,), "request": (1 + int(oracle) + int(self.pull),),
                   "prefill": (self.P, len(PREFILL_FIELDS)),
@@ -205,10 +210,10 @@ class ObservationLayout:
     def values(self, ctx: DecisionContext) -> list[float]:
         """The transformed features of ``ctx`` as a list, in layout order (pure Python: faster than numpy
         at this size). Must agree with the table: ``tests/env`` checks it against :meth:`reference`."""
-        ttft = self._ttft
-        tbt = self._tbt
-        budget = self._budget
-        ld = self._log_den
+        ttft = self.ttft
+        tbt = self.tbt
+        budget = self.budget
+        ld = self.log_den
         req = ctx.request
         ttft_slo, tbt_slo = ctx.ttft_slo_s, ctx.tbt_slo_s
         v: list[float] = [ttft_slo / (ttft_slo + TTFT_SLO_SCALE), tbt_slo / (tbt_slo + TBT_SLO_SCALE),
@@ -224,7 +229,7 @@ class ObservationLayout:
             v += (qt / (qt + QUEUE_TOKENS_SCALE), qr / (qr + QUEUE_REQUESTS_SCALE), w / (w + ttft), pv.utilization,
                   t / (t + ttft) if t != math.inf else 1.0)
         ls_ok, ls_t, ls_c = ctx.largest_safe_feasible, ctx.largest_safe_ttft_s, ctx.largest_safe_first_chunk
-        inv_chunk = self._inv_max_chunk
+        inv_chunk = self.inv_max_chunk
         for j, dv in enumerate(ctx.decode):
             b, c, pa, rem = dv.batch_size, dv.total_context, dv.pending_admissions, dv.deflection_remaining_tokens
             r = dv.decode_step_s / budget

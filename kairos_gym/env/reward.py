@@ -56,7 +56,7 @@ class SloTracker:
         met_tokens = 0
         missed = 0
         first, arrival, gap, output = sim.first_token, sim.arrival, sim.max_gap, sim.output
-        timed_out = getattr(sim, "timed_out", None)  # native engine: overload.timeout_s (NaN: not timed out)
+        timed_out = getattr(sim, "timed_out", None)  # overload.timeout_s (NaN: not timed out)
         for r in self._inflight:
             f = fin[r]
             if f != f:  # NaN: still running, or timed out (a miss that will never finish)

@@ -1,5 +1,5 @@
 """``KairosVecEnv``: a Stable-Baselines3 ``VecEnv`` over a :class:`~kairos_gym.env.vector.KairosVectorEnv`
-in SAME_STEP autoreset mode (issue 11, step 7).
+in SAME_STEP autoreset mode.
 
 SB3's conventions, as ``DummyVecEnv`` + ``Monitor`` give them: ``reset()`` returns the observations only
 (seeds from :meth:`seed`, env i gets s + i, used at the next reset); ``step_wait`` returns float32 rewards,

@@ -1,8 +1,7 @@
-"""``KairosVectorEnv``: N independent :class:`~kairos_gym.env.core.KairosEnv` as one Gymnasium ``VectorEnv``
-(issue 11, step 7, first step).
+"""``KairosVectorEnv``: N independent :class:`~kairos_gym.env.core.KairosEnv` as one Gymnasium ``VectorEnv``.
 
-On the native engine with the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
-(src/core/vec_step.cpp, GIL released) steps all N envs' native steppers; the episode counters (decisions,
+With the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
+(src/core/vec_step.cpp, GIL released) steps all N envs' ``_core.EnvStepper``s; the episode counters (decisions,
 invalid actions) are kept in arrays and written to an env's ``KairosEnv`` attributes only when its episode
 ends (:meth:`KairosVectorEnv._step_batched`); otherwise the N envs step in a Python loop of
 ``KairosEnv.step``. Either way the results land in preallocated batched arrays:
@@ -94,9 +93,9 @@ class KairosVectorEnv(VectorEnv):
         self._truncated = np.zeros(n, dtype=np.bool_)
         self._autoreset = np.zeros(n, dtype=np.bool_)
         self._started = False
-        # the per-env fast path (no info dict): native engine, the default ttft reward, no render
+        # the per-env fast path (no info dict): the default ttft reward, no render
         self._fast = [not e._track_slo and e.render_mode is None for e in self.envs]
-        # all envs on the fast path: one native call steps them all (src/core/vec_step.cpp)
+        # all envs on the fast path: one C++ call steps them all (src/core/vec_step.cpp)
         self._vs: Any = None
         if all(self._fast):
             from kairos_gym.compiled import core
@@ -180,14 +179,7 @@ class KairosVectorEnv(VectorEnv):
             if fast[i]:
                 te, tr = self._fast_step(env, acts[i], i)
                 if te or tr:
-                    info = {"summary": env.summary()} if summaries else {}
-                    if same_step:
-                        infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
-                        self._add_object(infos, "final_info", info, i)
-                        obs[i], reset_info = self._autoreset_env(i)
-                        masks[i] = reset_info["action_mask"]
-                    elif summaries:
-                        self._add_object(infos, "summary", info["summary"], i)
+                    infos = self._episode_end(env, i, infos, same_step)
                 continue
             o, r, te, tr, info = env.step(acts[i])
             rewards[i] = r
@@ -217,7 +209,6 @@ class KairosVectorEnv(VectorEnv):
         awaiting a NEXT_STEP reset; the reward is the ``ttft`` formula on arrays (the same IEEE operations as
         the single env's scalars); Python updates each env's counters and does the resets and summaries."""
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        summaries = self.summaries
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
         vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
@@ -261,15 +252,9 @@ class KairosVectorEnv(VectorEnv):
             env._ctx = None
             env._native_live = not te
             env._mask = env._native_mask
-            info = {"summary": env.summary()} if summaries else {}
+            infos = self._episode_end(env, i, infos, same_step)
             if same_step:
-                infos = self._add_info(infos, {"final_obs": obs[i].copy()}, i)
-                self._add_object(infos, "final_info", info, i)
-                obs[i], reset_info = self._autoreset_env(i)
-                masks[i] = reset_info["action_mask"]
                 dec[i] = inv[i] = 0
-            elif summaries:
-                self._add_object(infos, "summary", info["summary"], i)
         for i in (np.flatnonzero(auto).tolist() if any_auto else ()):  # NEXT_STEP: reset, action ignored
             obs[i], info = self._autoreset_env(i)
             masks[i] = info["action_mask"]
@@ -281,9 +266,22 @@ class KairosVectorEnv(VectorEnv):
         infos["action_mask"] = masks.copy()
         return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
 
+    def _episode_end(self, env: KairosEnv, i: int, infos: dict[str, Any], same_step: bool) -> dict[str, Any]:
+        """Env ``i``'s episode ended in this step: under SAME_STEP its final observation and info go into
+        ``infos`` and it resets now; otherwise its summary does (when summaries are on). Returns ``infos``."""
+        info = {"summary": env.summary()} if self.summaries else {}
+        if same_step:
+            infos = self._add_info(infos, {"final_obs": self._obs[i].copy()}, i)
+            self._add_object(infos, "final_info", info, i)
+            self._obs[i], reset_info = self._autoreset_env(i)
+            self._masks[i] = reset_info["action_mask"]
+        elif self.summaries:
+            self._add_object(infos, "summary", info["summary"], i)
+        return infos
+
     def _fast_step(self, env: KairosEnv, a: int, i: int) -> tuple[bool, bool]:
         """:meth:`KairosEnv.step` for the default ``ttft`` reward without render and without the info
-        dict (the vector env does not batch its keys): the same native call, counters, reward and flags, bit
+        dict (the vector env does not batch its keys): the same C++ call, counters, reward and flags, bit
         for bit; writes obs, mask, reward and flags of row ``i``."""
         if not env._native_live:
             raise RuntimeError(f"KairosVectorEnv.step(): env {i} has no pending decision")

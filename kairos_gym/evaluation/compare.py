@@ -1,6 +1,6 @@
 """A trained checkpoint against the baselines on several scenarios and loads (the generalisation table).
 
-    python -m kairos_gym.evaluation.compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
+    kairos-gym compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
         --scenarios bursty,bursty:workload.arrival.rate=30,azure-conv,mooncake --markdown out/compare.md
 
 A scenario spec is a shipped name or YAML path, optionally followed by ``:section.key=value`` overrides
@@ -14,10 +14,7 @@ Every policy runs on the same workloads (same seeds) through the simulator's pol
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -111,52 +108,3 @@ def markdown(results: list[dict[str, Any]]) -> str:
             cells = [fmt.format(_mean(rows, k)) for k, _, fmt in MD_KEYS]
             lines.append(f"| {res['scenario']} | {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
-    from kairos_gym.evaluation.evaluate import format_table, parse_seeds
-
-    p = argparse.ArgumentParser(prog="python -m kairos_gym.evaluation.compare", description=__doc__.splitlines()[0])
-    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
-                   help="safe checkpoint folder (policy.json) or run folder (default: the shipped agent); an SB3 "
-                   "model zip needs --trust-checkpoint")
-    p.add_argument("--trust-checkpoint", action="store_true",
-                   help="allow an SB3 zip / vecnormalize.pkl checkpoint: it is unpickled, which can execute code "
-                   "stored in the file, so only for files you made or trust")
-    p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS))
-    p.add_argument("--policies", default="no-deflect,kairos,ppo")
-    p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (distinct; see kairos_gym.flags)")
-    p.add_argument("--json", metavar="PATH", help="write the runs as JSON to this file")
-    p.add_argument("--markdown", metavar="PATH", help="write the markdown table to this file")
-    args = p.parse_args(argv)
-    try:
-        from kairos_gym.flags import check_outputs
-
-        seeds = parse_seeds(args.seeds, "--seeds", "compare")
-        check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
-        import torch
-
-        torch.set_num_threads(1)
-        results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
-                          [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,
-                          trust_checkpoint=args.trust_checkpoint)
-    except ConfigError as e:
-        print(f"compare: error: {e}", file=sys.stderr)
-        return 2
-    for res in results:
-        print(format_table(res))
-        print()
-    md = markdown(results)
-    print(md)
-    if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(md + "\n", encoding="utf-8")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

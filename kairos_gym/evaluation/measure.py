@@ -1,10 +1,10 @@
 """Measure the baselines on one scenario: a table of P95 TTFT, TBT violation rate, SLO attainment,
 deflection rate and decision cost per policy, plus optional SQ/SL threshold sweeps.
 
-    python -m kairos_gym.evaluation.measure                       # the issue's dict scenario, 3000 requests at 20 req/s
-    python -m kairos_gym.evaluation.measure --scenario bursty --policies kairos,no-deflect
-    python -m kairos_gym.evaluation.measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
-    python -m kairos_gym.evaluation.measure --acceptance    # issue 5's criteria, PASS/FAIL
+    kairos-gym measure                       # the bursty stand-in dict scenario, 3000 requests at 20 req/s
+    kairos-gym measure --scenario bursty --policies kairos,no-deflect
+    kairos-gym measure --sweep --json results.json     # SQ / SL thresholds x chunk sizes too
+    kairos-gym measure --acceptance                    # the acceptance criteria, PASS/FAIL
 
 The default scenario is gamma arrivals (CV 3) at ``--rate`` req/s, lognormal prompts (median 1500,
 sigma 0.8, max 8000) and outputs (median 150, sigma 0.8, max 1000) on the default 2P2D cluster.
@@ -12,9 +12,7 @@ sigma 0.8, max 8000) and outputs (median 150, sigma 0.8, max 1000) on the defaul
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,10 +20,8 @@ from typing import Any
 from kairos_gym.agents.registry import POLICIES
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.errors import ConfigError
-from kairos_gym.flags import SEED_LIMIT, check_outputs, parse_int
 from kairos_gym.scenario import load_scenario
 from kairos_gym.table import render_table
-from kairos_gym.workload.config import MAX_REQUESTS
 
 COLUMNS = ("ttft_p95", "tbt_violation_rate", "slo_attainment", "deflection_rate", "decision_us_p50",
            "decision_us_p99", "decision_cpu_us_p50", "decision_cpu_us_p99")
@@ -35,7 +31,7 @@ SWEEP_CHUNKS = (512, 2048)
 
 
 def dict_scenario(num_requests: int = 3000, rate: float = 20.0, cv: float = 3.0) -> dict[str, Any]:
-    """The issue's bursty stand-in scenario as a dict."""
+    """The bursty stand-in scenario (gamma arrivals, lognormal lengths) as a dict."""
     return {"name": f"gamma{rate:g}-cv{cv:g}", "workload": {
         "arrival": {"kind": "gamma", "rate": rate, "cv": cv}, "num_requests": num_requests,
         "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
@@ -69,68 +65,38 @@ def _line(row: dict[str, Any]) -> str:
         for h, (k, spec) in zip(_HEADERS[1:], _SPECS, strict=True))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kairos_gym.evaluation.measure", description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", help="a scenario name or YAML path (default: the issue's dict scenario)")
-    ap.add_argument("--requests", default="3000",
-                    help=f"requests of the dict scenario, 1..{MAX_REQUESTS} (default 3000)")
-    ap.add_argument("--rate", type=float, default=20.0, help="arrival rate of the dict scenario (req/s, default 20)")
-    ap.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
-    ap.add_argument("--policies", default="no-deflect,always-deflect,random,sq,sl,kairos",
-                    help="comma-separated registry names (ppo needs --ppo-path; oracle costs O(requests^2))")
-    ap.add_argument("--ppo-path", help="checkpoint of the ppo policy: a safe folder (policy.json) or, with "
-                    "--trust-checkpoint, an SB3 model zip")
-    ap.add_argument("--trust-checkpoint", action="store_true",
-                    help="allow an SB3 zip for --ppo-path (it is unpickled, which can execute code stored in it)")
-    ap.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
-    ap.add_argument("--json", metavar="PATH", help="write the rows as JSON")
-    ap.add_argument("--acceptance", action="store_true",
-                    help="check issue 5's criteria on the shipped bursty and decode-heavy scenarios")
-    args = ap.parse_args(argv)
-    try:  # every flag and the output path checked before the first run
-        seed = parse_int("measure", "--seed", args.seed, 0, SEED_LIMIT - 1)
-        n_req = parse_int("measure", "--requests", args.requests, 1, MAX_REQUESTS)
-        check_outputs("measure", {"--json": args.json})
-    except ConfigError as e:
-        print(f"measure: error: {e}", file=sys.stderr)
-        return 2
-    if args.acceptance:
-        return acceptance(seed)
-    scenario: Any = args.scenario if args.scenario else dict_scenario(n_req, args.rate)
-    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+def run_rows(scenario: Any, seed: int, policies: list[str], *, ppo_path: str | None = None,
+             trust_checkpoint: bool = False, sweep: bool = False, json_path: str | None = None) -> int:
+    """Run every policy (registry names; with ``sweep`` also SQ and SL over their thresholds x chunks 512/2048)
+    on ``scenario`` (a name, YAML path or dict) with workload seed ``seed``: each row printed as it finishes, then
+    the table; the rows as JSON to ``json_path``. Every name and parameter is checked before the first run."""
     runs: list[tuple[str, str, dict[str, Any]]] = []
-    for n in names:
+    for n in policies:
         if n not in POLICIES:
-            print(ConfigError("--policies", "policy", n, "one of " + ", ".join(POLICIES)), file=sys.stderr)
-            return 2
+            raise ConfigError("measure", "--policies", n, "one of " + ", ".join(POLICIES))
         kw: dict[str, Any] = {}
         if n == "ppo":
-            kw = {"path": args.ppo_path, "trust_checkpoint": args.trust_checkpoint}
+            kw = {"path": ppo_path, "trust_checkpoint": trust_checkpoint}
         runs.append((n, n, kw))
-    if args.sweep:
+    if sweep:
         for c in SWEEP_CHUNKS:
             runs += [(f"sq(q>{t} tok, chunk {c})", "sq", {"queue_threshold": t, "chunk": c}) for t in SQ_THRESHOLDS]
             runs += [(f"sl(L<{t}, chunk {c})", "sl", {"length_threshold": t, "chunk": c}) for t in SL_THRESHOLDS]
-    rows = []
-    try:
-        from kairos_gym.agents.registry import make_policy
-        from kairos_gym.scenario import load_scenario
+    from kairos_gym.agents.registry import make_policy
 
-        sc = load_scenario(scenario)
-        for _, name, kw in runs:  # every policy and parameter checked before the first run
-            make_policy(name, sc, seed, **kw)
-        for label, name, kw in runs:
-            t0 = time.perf_counter()
-            s = run_policy(name, sc, seed, **kw)
-            rows.append(_row(label, s, time.perf_counter() - t0))
-            print(_line(rows[-1]), flush=True)
-    except ConfigError as e:
-        print(e, file=sys.stderr)
-        return 2
+    sc = load_scenario(scenario)
+    for _, name, kw in runs:  # every policy and parameter checked before the first run
+        make_policy(name, sc, seed, **kw)
+    rows = []
+    for label, name, kw in runs:
+        t0 = time.perf_counter()
+        s = run_policy(name, sc, seed, **kw)
+        rows.append(_row(label, s, time.perf_counter() - t0))
+        print(_line(rows[-1]), flush=True)
     print()
     print(_fmt(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    if json_path:
+        Path(json_path).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
@@ -139,7 +105,9 @@ ORACLE_REQUESTS = 300
 
 
 def acceptance(seed: int = 0) -> int:
-    """Issue 5's acceptance criteria, printed as PASS/FAIL lines; exit status 1 if any fails."""
+    """The baselines' acceptance criteria (Kairos against no-deflect on bursty and decode-heavy, the Oracle against
+    kairos-exact, Kairos's decision cost, SQ/SL thresholds that under- and over-deflect), printed as PASS/FAIL lines;
+    exit status 1 if any fails."""
     checks: list[tuple[str, bool]] = []
 
     def run(label: str, name: str, scenario: Any, **kw: Any) -> dict[str, Any]:
@@ -188,6 +156,3 @@ def acceptance(seed: int = 0) -> int:
         print(("PASS  " if ok else "FAIL  ") + text)
     return 0 if all(ok for _, ok in checks) else 1
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

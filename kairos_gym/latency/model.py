@@ -24,7 +24,7 @@ or MLA), embedding weights (tied or not, learned position table). Only the effic
 are calibrated (``kairos_gym/data/calibration.yaml``).
 
 Arithmetic: every power goes through :func:`kairos_gym.portable_math.pow` (``pw``), never Python's ``**`` or
-numpy's, so the step times and the tables compiled from them are the same double on every CPU (issue 24).
+numpy's, so the step times and the tables compiled from them are the same double on every CPU.
 
 Input bounds: the public methods refuse, with one :class:`ConfigError`, negative, non-finite or non-integer
 token counts and values above :data:`MAX_TOKENS` (a length or the tokens of a step), :data:`MAX_SEQS`
@@ -389,47 +389,28 @@ class StepLatencyModel:
         """:meth:`step_cost_agg` without the input checks (the pricer's tables, the checked public methods)."""
         T = n_tokens
         p = self._p
-        inv_p = 1.0 / p
+        # the roofline terms, summed in this order: (kernels, FLOPs, achievable FLOP/s, memory time s, p-norm p)
+        terms = [(cnt, T * f, self._peak_c_dense, (w + T * a) / self._peak_m_dense, p)
+                 for cnt, f, w, a in self._g_tuples]
+        # LM head over the sampling sequences
+        terms.append((1, n_seqs * self._lm_f, self._peak_c_dense, self._lm_w / self._peak_m_dense, p))
+        if self._moe_layers:
+            experts = self._moe_E * (1.0 - pw(self._moe_miss, T)) + self._moe_shared
+            terms.append((1, T * self._moe_f_tok + T * self._router_f, self._peak_c_moe,
+                          (experts * self._moe_w_expert + T * self._moe_act_tok) / self._peak_m_moe, self._p_moe))
+        # prefill attention, then decode attention
+        terms.append((1, pf_pairs * self._attn_pf_pair, self._peak_c_attn_pf,
+                      kv_read_tokens * self._kv_gpu / self._peak_m_attn, p))
+        terms.append((1, dec_pairs * self._attn_dec_pair, self._peak_c_attn_dec,
+                      dec_pairs * self._kv_gpu / self._peak_m_attn, p))
         t = self._fixed
         flops = 0.0
         comp = 0.0
-        for cnt, f, w, a in self._g_tuples:
-            fl = T * f
-            tc = fl / self._peak_c_dense
-            tm = (w + T * a) / self._peak_m_dense
-            t = t + cnt * p_norm(tc, tm, p, inv_p)
+        for cnt, fl, peak_c, tm, q in terms:
+            tc = fl / peak_c
+            t = t + cnt * p_norm(tc, tm, q, 1.0 / q)
             flops = flops + cnt * fl
             comp = comp + cnt * tc
-        # LM head over the sampling sequences
-        fl = n_seqs * self._lm_f
-        tc = fl / self._peak_c_dense
-        tm = self._lm_w / self._peak_m_dense
-        t = t + p_norm(tc, tm, p, inv_p)
-        flops = flops + fl
-        comp = comp + tc
-        if self._moe_layers:
-            experts = self._moe_E * (1.0 - pw(self._moe_miss, T)) + self._moe_shared
-            fl = T * self._moe_f_tok + T * self._router_f
-            tc = fl / self._peak_c_moe
-            tm = (experts * self._moe_w_expert + T * self._moe_act_tok) / self._peak_m_moe
-            pm = self._p_moe
-            t = t + p_norm(tc, tm, pm, 1.0 / pm)
-            flops = flops + fl
-            comp = comp + tc
-        # prefill attention
-        fl = pf_pairs * self._attn_pf_pair
-        tc = fl / self._peak_c_attn_pf
-        tm = kv_read_tokens * self._kv_gpu / self._peak_m_attn
-        t = t + p_norm(tc, tm, p, inv_p)
-        flops = flops + fl
-        comp = comp + tc
-        # decode attention
-        fl = dec_pairs * self._attn_dec_pair
-        tc = fl / self._peak_c_attn_dec
-        tm = dec_pairs * self._kv_gpu / self._peak_m_attn
-        t = t + p_norm(tc, tm, p, inv_p)
-        flops = flops + fl
-        comp = comp + tc
         t = t + T * (self._ew_tok + self._ar_tok)
         return t, flops, comp
 
@@ -573,14 +554,6 @@ class StepLatencyModel:
     ) -> float:
         """Seconds for one forward step (see :meth:`step_cost`). An empty step takes 0 s."""
         return self.step_cost(decode_context_lens, prefill_chunks).time_s
-
-    def step_flops(
-        self,
-        decode_context_lens: Sequence[int] | np.ndarray = (),
-        prefill_chunks: Iterable[tuple[int, int]] = (),
-    ) -> float:
-        """Useful FLOPs of one step on each GPU of the node (for MFU)."""
-        return self.step_cost(decode_context_lens, prefill_chunks).flops
 
     def price_chunks(
         self,

@@ -12,11 +12,10 @@ All times in seconds, sizes in tokens. The pricer is the simulator's hot path: i
 unchecked kernels (``_cost_agg``, ``_lm_head_cost``, ``_pf_attention_time``/``_cost``) with the aggregates it
 builds itself, so the public methods' input checks cost nothing per event.
 
-The native core (``kairos_gym._core.Pricer``, C++) prices from the same numbers: :meth:`ChunkPricer.compile`
-exports the tables and constants as a :class:`CostTables` (sized up front for a scenario by
-:func:`table_sizes`), and :func:`native_pricer` builds the native twin, whose results are bit for bit this
-class's (tests/core/test_pricer.py). Python stays the owner of the formulas: the core never recomputes a
-table entry (numpy's vectorised pow, which built them, differs from libm's in a few % of entries).
+The C++ core (``kairos_gym._core.Pricer``) prices from the same numbers: :meth:`ChunkPricer.compile` exports the
+tables and constants as a :class:`CostTables` (sized up front for a scenario by :func:`table_sizes`), and
+:func:`core_pricer` builds the core's twin, whose results are bit for bit this class's (tests/core/test_pricer.py).
+Python stays the owner of the formulas: the core never recomputes a table entry.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ def table_sizes(decode_max_batch: int, prefill_token_budget: int, menu: Iterable
     A decode step with a chunk prices ``F(B + c, B + 1)``, a decode-only one ``F(B, B)``, a prefill step of at most
     ``budget`` tokens ``F(tokens, chunks)`` with at most ``budget`` chunks. Tables compiled to these bounds never
     grow during a run of that scenario; a context built by hand may still reach past them (the tables then grow,
-    see :func:`native_pricer`)."""
+    see :func:`core_pricer`)."""
     b, budget = int(decode_max_batch), int(prefill_token_budget)
     cmax = max((int(c) for c in menu), default=0)
     return max(MIN_TABLE_TOKENS, budget, b + cmax), max(MIN_TABLE_SEQS, b + 1, budget)
@@ -389,7 +388,7 @@ class ChunkPricer:
 
     def largest_safe(self, n_decode: int, dec_pairs: float, prompt: int, budget_s: float,
                      menu_desc: tuple[int, ...], done: int = 0) -> tuple[bool, float, list[int]]:
-        """Greedy LargestSafe schedule (DOMAIN.md section 2): chunk by chunk, the largest size in
+        """Greedy LargestSafe schedule (docs/DOMAIN.md section 2): chunk by chunk, the largest size in
         ``menu_desc`` (sizes in decreasing order) whose step fits in ``budget_s``; the last chunk is the
         remainder when smaller. Returns ``(feasible, total_s, chunk_sizes)``; infeasible when even the
         smallest size does not fit at some chunk. Step time only grows along the schedule, so the
@@ -439,8 +438,8 @@ class ChunkPricer:
         return len(self._attn)
 
 
-def native_pricer(pricer: ChunkPricer, n_tokens: int = MIN_TABLE_TOKENS, n_seqs: int = MIN_TABLE_SEQS) -> Any:
-    """The native twin of ``pricer`` (``kairos_gym._core.Pricer``): the same methods, bit-identical results.
+def core_pricer(pricer: ChunkPricer, n_tokens: int = MIN_TABLE_TOKENS, n_seqs: int = MIN_TABLE_SEQS) -> Any:
+    """The core's twin of ``pricer`` (``kairos_gym._core.Pricer``): the same methods, bit-identical results.
 
     Its tables are ``pricer.compile(n_tokens, n_seqs)`` (size them with :func:`table_sizes`). Growth rule: a
     price that needs an index past them calls ``pricer.compile`` for tables covering it (doubling, as

@@ -62,7 +62,7 @@ def format_latency_table(table: dict[str, Any]) -> str:
 
 
 def seed_target_checks(m: StepLatencyModel) -> list[dict[str, Any]]:
-    """The acceptance targets of DOMAIN.md section 3 over decode batches 1..64 and contexts 512..4096."""
+    """The acceptance targets of docs/DOMAIN.md section 3 over decode batches 1..64 and contexts 512..4096."""
     worst_small = 0.0
     lo1024, hi1024, lo2048, hi2048 = np.inf, 0.0, np.inf, 0.0
     dec_lo, dec_hi = np.inf, 0.0

@@ -1,22 +1,21 @@
-"""Operations per second of the native engine components against their Python counterparts, in one process
-(a measurement for docs/benchmarks.md, not a test):
+"""Operations per second of the C++ core's components against their Python counterparts, in one process
+(a measurement for docs/performance.md, not a test):
 
 - link: ``FairShareLink`` (kairos_gym/latency/transfer.py) against ``_core.FairShareLink``, on an engine-like
   sequence of operations (an arrival: add + next_completion; a completion: next_completion + remove +
   next_completion) recorded from the Python class on a Poisson stream of KV transfers;
-- events: a heapq of (t, seq, kind, a, b) tuples (the removed Python engine's queue) against
+- events: a heapq of (t, seq, kind, a, b) tuples (a queue kept in Python) against
   ``_core.EventQueue``, on a push/pop sequence that keeps about ``--heap`` events queued.
 
-Each native figure comes twice: called op by op from a Python loop (what a Python engine would pay: nanobind's
-call overhead included) and as one ``replay_*`` call (the loop in C++: what the native engine will pay). The
+Each C++ figure comes twice: called op by op from a Python loop (what a simulator loop in Python would pay: nanobind's
+call overhead included) and as one ``replay_*`` call (the loop in C++: what the simulator pays). The
 results of every variant are checked bit-identical to Python's before anything is timed.
 
-Usage: ``.venv/bin/python kairos_gym/perf/components.py [--ops N] [--repeats R] [--seed S] [--heap H]``.
+Usage: ``kairos-gym perf-components [--ops N] [--repeats R] [--seed S] [--heap H]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import heapq
 import math
 import sys
@@ -97,7 +96,7 @@ def queue_ops(n_ops: int, seed: int, heap: int) -> tuple[np.ndarray, ...]:
 
 
 def run_heapq(code, t, kind, a, b) -> list[tuple]:
-    """The Python reference engine's queue (removed; its Simulator._push and the heappop of next_decision)."""
+    """An event queue kept in Python: a heapq of (t, seq, kind, a, b) tuples, pushed and popped per event."""
     events: list[tuple] = []
     popped = []
     seq = 0
@@ -134,47 +133,29 @@ def best_rate(n_ops: int, repeats: int, fn: Callable[[], object]) -> float:
     return n_ops / best
 
 
-def bounded_int(name: str, low: int, high: int) -> Callable[[str], int]:
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {s!r}") from None
-        if not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"{name} must be in [{low}, {high}], got {v}")
-        return v
-    return parse
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench_components", description=__doc__.split("\n\n")[0])
-    p.add_argument("--ops", type=bounded_int("--ops", 1000, MAX_OPS), default=200_000,
-                   help=f"operations per sequence (1000..{MAX_OPS:,}; default 200,000)")
-    p.add_argument("--repeats", type=bounded_int("--repeats", 1, MAX_REPEATS), default=5,
-                   help=f"timed runs of each variant, the fastest reported (1..{MAX_REPEATS}; default 5)")
-    p.add_argument("--seed", type=bounded_int("--seed", 0, 2**32 - 1), default=0)
-    p.add_argument("--heap", type=bounded_int("--heap", 1, MAX_HEAP), default=64,
-                   help=f"events kept queued in the event-queue sequence (1..{MAX_HEAP:,}; default 64)")
-    args = p.parse_args(argv)
+def report(n_ops: int = 200_000, repeats: int = 5, seed: int = 0, heap: int = 64) -> int:
+    """Check every variant bit-identical to Python's, then print the operations per second of each: ``n_ops``
+    operations per sequence, the fastest of ``repeats`` timed runs, ``heap`` events kept queued. Exit status 1
+    (and one error line) when a native variant differs."""
     core = compiled.core()
 
-    ops = link_ops(args.ops, args.seed)
+    ops = link_ops(n_ops, seed)
     n = ops[0].size
     bw = 17.5e9
     want = run_link_ops(FairShareLink(bw), *ops)
     for got in (run_link_ops(core.FairShareLink(bw), *ops), core.replay_link(core.FairShareLink(bw), *ops)):
         if not (np.array_equal(got[0].view(np.int64), want[0].view(np.int64)) and np.array_equal(got[1], want[1])):
-            print("bench_components: error: the native link differs from the Python one", file=sys.stderr)
+            print("kairos-gym perf-components: error: the native link differs from the Python one", file=sys.stderr)
             return 1
-    py = best_rate(n, args.repeats, lambda: run_link_ops(FairShareLink(bw), *ops))
-    calls = best_rate(n, args.repeats, lambda: run_link_ops(core.FairShareLink(bw), *ops))
-    replay = best_rate(n, args.repeats, lambda: core.replay_link(core.FairShareLink(bw), *ops))
+    py = best_rate(n, repeats, lambda: run_link_ops(FairShareLink(bw), *ops))
+    calls = best_rate(n, repeats, lambda: run_link_ops(core.FairShareLink(bw), *ops))
+    replay = best_rate(n, repeats, lambda: core.replay_link(core.FairShareLink(bw), *ops))
     print(f"link    {n:,} ops (add/remove/next_completion, ~1.5 transfers already on the link at an add)")
     print(f"  python FairShareLink       {py / 1e6:8.2f} M ops/s")
     print(f"  native, a call per op      {calls / 1e6:8.2f} M ops/s  ({calls / py:.1f}x)")
     print(f"  native, replay_link        {replay / 1e6:8.2f} M ops/s  ({replay / py:.1f}x)")
 
-    qops = queue_ops(args.ops, args.seed, args.heap)
+    qops = queue_ops(n_ops, seed, heap)
     m = qops[0].size
     want_q = run_heapq(*qops)
     pt, ps, pk, pa, pb = core.replay_event_queue(core.EventQueue(), *qops)
@@ -184,17 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     if (got_q != want_q or not np.array_equal(pt.view(np.int64), want_t.view(np.int64))
             or not np.array_equal(calls_t.view(np.int64), want_t.view(np.int64))
             or run_native_queue_calls(core.EventQueue(), *qops) != want_q):
-        print("bench_components: error: the native event queue differs from heapq", file=sys.stderr)
+        print("kairos-gym perf-components: error: the native event queue differs from heapq", file=sys.stderr)
         return 1
-    py = best_rate(m, args.repeats, lambda: run_heapq(*qops))
-    calls = best_rate(m, args.repeats, lambda: run_native_queue_calls(core.EventQueue(), *qops))
-    replay = best_rate(m, args.repeats, lambda: core.replay_event_queue(core.EventQueue(), *qops))
-    print(f"events  {m:,} ops (push/pop, ~{args.heap} events queued)")
+    py = best_rate(m, repeats, lambda: run_heapq(*qops))
+    calls = best_rate(m, repeats, lambda: run_native_queue_calls(core.EventQueue(), *qops))
+    replay = best_rate(m, repeats, lambda: core.replay_event_queue(core.EventQueue(), *qops))
+    print(f"events  {m:,} ops (push/pop, ~{heap} events queued)")
     print(f"  python heapq of tuples     {py / 1e6:8.2f} M ops/s")
     print(f"  native, a call per op      {calls / 1e6:8.2f} M ops/s  ({calls / py:.1f}x)")
     print(f"  native, replay_event_queue {replay / 1e6:8.2f} M ops/s  ({replay / py:.1f}x)")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

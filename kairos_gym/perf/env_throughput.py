@@ -127,7 +127,7 @@ def bench_env(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 5.0, seed: 
         "seconds": elapsed,
         "decisions_per_s": float(np.median(rates)),
         "decisions_per_s_runs": [round(r) for r in rates],
-        # the native env step runs the simulator inside one call (env/native_step.py): no split to report
+        # the native env step runs the simulator inside one call (env/stepper.py): no split to report
         "sim_share": None if native else in_sim[0] / elapsed,
         "outside_sim_us_per_decision": None if native else (elapsed - in_sim[0]) / n * 1e6,
     }
@@ -162,7 +162,7 @@ def _cartpole_rate(seconds: float, seed: int) -> float:
 def bench_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 3.0, repeats: int = 3,
                       seed: int = 0) -> dict[str, Any]:
     """``env_id`` against CartPole-v1 in this process, alternating ``repeats`` timing runs of ``seconds`` each
-    (medians reported): steps per second of both and their ratio (issue 11's target: ratio >= 0.5)."""
+    (medians reported): steps per second of both and their ratio (the target: ratio >= 0.5)."""
     check_bench_args(seconds, repeats, "bench_vs_cartpole")
     kairos: list[float] = []
     cart: list[float] = []
@@ -205,7 +205,7 @@ def run_vector_steps(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, s
                      seed: int = 0) -> dict[str, Any]:
     """Exactly ``steps`` steps of a :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``num_envs`` envs under
     :func:`_vector_rate`'s policy (a fixed amount of work: what callgrind measures, e.g.
-    ``valgrind --tool=callgrind --toggle-collect='*VecStepper::step*' python -m kairos_gym.perf.env_throughput --vector
+    ``valgrind --tool=callgrind --toggle-collect='*VecStepper::step*' kairos-gym perf-env --vector
     64
     --decisions 300``)."""
     from kairos_gym.env.vector import MAX_NUM_ENVS, make_vector_env
@@ -240,7 +240,7 @@ def bench_vector_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", num_envs: int
                              repeats: int = 3, seed: int = 0) -> dict[str, Any]:
     """A :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``num_envs`` (1..MAX_NUM_ENVS) envs of ``env_id``
     (default engine) against single-env CartPole-v1 in this process, alternating ``repeats`` runs of
-    ``seconds`` (medians): env-steps per second of both and their ratio (issue 11's target: >= 2 at N=64)."""
+    ``seconds`` (medians): env-steps per second of both and their ratio (the target: >= 2 at N=64)."""
     from kairos_gym.env.vector import MAX_NUM_ENVS
 
     check_bench_args(seconds, repeats, "bench_vector_vs_cartpole")
@@ -275,51 +275,3 @@ def run_decisions(env_id: str = "kairos_gym/Kairos-v0", decisions: int = 3000, s
     elapsed = time.perf_counter() - start
     env.close()
     return {"env_id": env_id, "decisions": decisions, "episodes": episodes, "seconds": elapsed}
-
-
-def main(argv: list[str] | None = None) -> None:  # pragma: no cover - python -m kairos_gym.perf.env_throughput
-    import argparse
-    import json
-
-    p = argparse.ArgumentParser(prog="python -m kairos_gym.perf.env_throughput", description=__doc__.split("\n")[0])
-    p.add_argument("--seconds", type=float, default=5.0,
-                   help=f"length of one timing run (s, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
-    p.add_argument("--repeats", type=int, default=3,
-                   help=f"timing runs per id, 1..{MAX_BENCH_REPEATS} (the median is reported)")
-    p.add_argument("--env", action="append", help="env id (repeatable; default Kairos-v0 and KairosSmall-v0)")
-    p.add_argument("--decisions", type=int, default=None,
-                   help=f"instead of timing: run exactly this many decisions, 0..{MAX_DECISIONS} (for instruction "
-                   "counts; with --vector N: this many vector steps of N envs)")
-    p.add_argument("--vs-cartpole", action="store_true",
-                   help="time each id against CartPole-v1 in this process")
-    p.add_argument("--vector", type=int, default=None, metavar="N",
-                   help="time a KairosVectorEnv of N envs of each id (env-steps/s) against single-env CartPole-v1")
-    args = p.parse_args(argv)
-    ids = args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]
-    try:  # every flag checked before the first timing run
-        if args.decisions is not None:
-            check_decisions(args.decisions, "--decisions")
-        else:
-            check_bench_args(args.seconds, args.repeats, "--seconds/--repeats")
-    except ConfigError as e:
-        p.error(str(e))
-    if args.vector is not None:
-        from kairos_gym.env.vector import MAX_NUM_ENVS
-
-        if not 1 <= args.vector <= MAX_NUM_ENVS:
-            p.error(f"--vector: {args.vector} is not a whole number in [1, {MAX_NUM_ENVS}]")
-    for env_id in ids:
-        if args.vector is not None and args.decisions is not None:
-            print(json.dumps(run_vector_steps(env_id, args.vector, args.decisions)))
-        elif args.vector is not None:
-            print(json.dumps(bench_vector_vs_cartpole(env_id, args.vector, args.seconds, args.repeats)))
-        elif args.vs_cartpole:
-            print(json.dumps(bench_vs_cartpole(env_id, args.seconds, args.repeats)))
-        elif args.decisions is not None:
-            print(json.dumps(run_decisions(env_id, args.decisions)))
-        else:
-            print(json.dumps(bench_env(env_id, seconds=args.seconds, repeats=args.repeats)))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

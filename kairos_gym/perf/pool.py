@@ -1,17 +1,16 @@
-"""The process pool's driver cost on a large map (a measurement for docs/benchmarks.md, not a test).
+"""The process pool's driver cost on a large map (a measurement for docs/performance.md, not a test).
 
 Maps ``--tasks`` trivial tasks (each returns its argument squared: the workers' share is negligible, so what is
 measured is the driver's bookkeeping) on a ``ProcessBackend`` of ``--workers`` processes and prints the driver's
 CPU seconds (``time.process_time``: this process only, not the workers) and the wall time. A driver that waits
 on every pending future per completion costs O(tasks^2); one waiter over them, O(tasks).
 
-Usage: ``.venv/bin/python kairos_gym/perf/pool.py [--tasks N] [--workers W]`` (run it with another checkout's
-interpreter to measure that checkout's backend: the tool imports ``kairos_gym`` from the interpreter's install).
+Usage: ``kairos-gym perf-pool [--tasks N] [--workers W]`` (another checkout's ``kairos-gym`` measures that
+checkout's backend: the command imports ``kairos_gym`` from its interpreter's install).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Any
 
@@ -37,21 +36,3 @@ def measure(n_tasks: int, workers: int) -> tuple[float, float]:
     if out != [i * i for i in range(n_tasks)]:
         raise RuntimeError("bench_pool: results out of order")
     return cpu, wall
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tasks", type=int, default=20_000, help=f"tasks in the map (1-{MAX_TASKS:,}; default 20,000)")
-    p.add_argument("--workers", type=int, default=2, help=f"worker processes (1-{MAX_WORKERS}; default 2)")
-    args = p.parse_args(argv)
-    if not 1 <= args.tasks <= MAX_TASKS:
-        p.error(f"--tasks: {args.tasks} is not valid; allowed: a whole number from 1 to {MAX_TASKS:,}")
-    if not 1 <= args.workers <= MAX_WORKERS:
-        p.error(f"--workers: {args.workers} is not valid; allowed: a whole number from 1 to {MAX_WORKERS}")
-    cpu, wall = measure(args.tasks, args.workers)
-    print(f"{args.tasks:,} tasks on {args.workers} workers: driver CPU {cpu:.2f} s, wall {wall:.2f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,7 @@
-"""The soak benchmark (issue 14; a command, not a test): run a long scenario and report peak memory at
+"""The soak benchmark (a command, not a test): run a long scenario and report peak memory at
 simulated-time checkpoints, plus the request accounting.
 
-    python -m kairos_gym.perf.soak --scenario soak-24h --checkpoints 1h,24h
+    kairos-gym soak --scenario soak-24h --checkpoints 1h,24h
 
 At each checkpoint (simulated seconds, ``s``/``m``/``h`` suffixes) it prints the peak resident set so far
 (``VmHWM`` of /proc/self/status, else ``resource.getrusage``), the current one (``VmRSS``) and the counts so far;
@@ -16,7 +16,6 @@ seconds, memory in MB.
 
 from __future__ import annotations
 
-import argparse
 import resource
 import sys
 import time
@@ -118,25 +117,3 @@ def soak(scenario: Any, checkpoints: list[float], seed: int = 0, out: Any = None
     s["checkpoints"] = rows
     s["conserved"] = conserved
     return s
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kairos_gym.perf.soak", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scenario", default="soak-24h", help="shipped scenario name or YAML path (default: soak-24h)")
-    p.add_argument("--checkpoints", default="1h,24h", help="simulated times to report at (default: 1h,24h)")
-    p.add_argument("--seed", default="0", help="workload seed, a whole number >= 0")
-    args = p.parse_args(argv)
-    from kairos_gym.flags import SEED_LIMIT, parse_int
-
-    try:
-        marks = parse_checkpoints(args.checkpoints)
-        seed = parse_int("soak", "--seed", args.seed, 0, SEED_LIMIT - 1)
-        s = soak(args.scenario, marks, seed)
-    except ConfigError as e:
-        print(f"python -m kairos_gym.perf.soak: error: {e}", file=sys.stderr)
-        return 2
-    return 0 if s["conserved"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""``kairos-gym bench``: throughput figures measured on this machine (not asserted in tests).
+"""``kairos-gym perf``: throughput figures measured on this machine (not asserted in tests).
 
 - simulator: the full azure-conv and azure-code traces under no-deflect: simulated seconds per wall
   second, requests per wall second, peak resident memory;
@@ -38,25 +38,11 @@ def bench_simulator(scenario: str, seed: int = 0) -> dict[str, Any]:
 
 
 def bench_whole_run(scenario: str = "azure-conv", seed: int = 0, repeats: int = 3) -> dict[str, Any]:
-    """One scenario under no-deflect, ``repeats`` runs in this process, the best wall time kept (s). (It compared
-    the Python reference engine with the native one until the Python engine was removed: its figures stay in
-    docs/benchmarks.md as historical ones.)"""
+    """One scenario under no-deflect, ``repeats`` runs in this process, the best wall time kept (s)."""
     runs = [bench_simulator(scenario, seed) for _ in range(repeats)]
     best = min(runs, key=lambda r: r["wall_time_s"])
     return {"scenario": scenario, "engine": best["engine"], "requests": best["requests"],
             "wall_s": best["wall_time_s"], "wall_s_runs": [r["wall_time_s"] for r in runs]}
-
-
-def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual use: python -m kairos_gym.perf.throughput
-    import argparse
-    import json
-
-    p = argparse.ArgumentParser(prog="python -m kairos_gym.perf.throughput",
-                                description="wall time of a whole scenario under no-deflect (native engine)")
-    p.add_argument("--scenario", default="azure-conv")
-    p.add_argument("--repeats", type=int, default=3, choices=range(1, 11), metavar="1..10")
-    args = p.parse_args(argv)
-    print(json.dumps(bench_whole_run(args.scenario, repeats=args.repeats), indent=1))
 
 
 def peak_rss_mib() -> float:
@@ -92,7 +78,3 @@ def run_bench(env_seconds: float = 3.0, env_repeats: int = 3) -> dict[str, Any]:
                       for i in ("kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0")]
     out["peak_rss_mib"] = peak_rss_mib()
     return out
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

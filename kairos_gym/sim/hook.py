@@ -133,7 +133,7 @@ class _LazyField:
 
 class LazyDecisionContext(DecisionContext):
     """A :class:`DecisionContext` whose fields are built on first read from a simulator's decision buffers
-    (the native engine's), then cached. It is a ``DecisionContext`` for ``isinstance``, has the same field names
+    (the C++ core's), then cached. It is a ``DecisionContext`` for ``isinstance``, has the same field names
     and ``_fields``, and indexes, iterates, compares and hashes like the NamedTuple (``materialize()`` returns
     that NamedTuple; pickling and copying give it too).
 

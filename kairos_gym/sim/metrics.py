@@ -248,10 +248,10 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         out["information_track"] = "realistic"
         out["n_view_refreshes"] = sim.n_view_refreshes
         out["n_stale_refusals"] = sim.n_stale_refusals
-    if sc.deflection.decision_points != "arrival":  # pull decisions (native engine): their counts
+    if sc.deflection.decision_points != "arrival":  # pull decisions: their counts
         out["n_pull_decisions"] = sim.n_pull_decisions
         out["n_pulled"] = sim.n_pulled
-    if sc.overload.enabled:  # overload control (native engine): the accounting of every arrival
+    if sc.overload.enabled:  # overload control: the accounting of every arrival
         out.update(_overload_counts(sim, n_done))
     if sc.faults.enabled:  # fault injection (docs/reliability.md): what the faults did; no request is lost to them
         out["faults"] = sim.fault_counters()
@@ -294,7 +294,7 @@ APPROXIMATE_KEYS = ("ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99", "tbt_p50", "
 
 
 def summarize_streaming(sim: Any, wall_time_s: float) -> dict[str, Any]:
-    """The summary of a ``metrics.mode: streaming`` run (native engine): the keys of :func:`summarize`, from the
+    """The summary of a ``metrics.mode: streaming`` run: the keys of :func:`summarize`, from the
     core's folded accumulators (streaming_metrics.hpp) instead of per-request records. Counts, token sums and
     rates are exact, means compensated sums (equal to the exact mode's up to float rounding), the
     :data:`APPROXIMATE_KEYS` within relative error ``metrics.relative_accuracy`` (named in the summary's

@@ -1,16 +1,18 @@
-"""The simulator: :class:`NativeSimulator`, the C++ core ``kairos_gym._core.Simulator`` behind a small Python API
-(``kairos_gym.sim.Simulator`` is this class). It replaced the Python reference engine it was ported from (issue 11),
-which was removed once the golden datasets held its results: ``tests/golden/fingerprints.json`` (per-request
-records and summaries, env trajectories) and ``tests/golden/engine_traces.json`` (event traces, decision
-contexts, node states, messages, ...), both reproduced bit for bit. ``snapshot``/``restore`` copy the C++ state;
-pickling and copying re-simulate from the decision log (see docs/architecture.md, "Native core: the engine").
+"""The simulator: :class:`Simulator`, the C++ core ``kairos_gym._core.Simulator`` behind a small Python API
+(``kairos_gym.sim.Simulator`` is this class). Its results are pinned bit for bit by the golden datasets
+(``tests/golden/fingerprints.json``: per-request records and summaries, env trajectories;
+``tests/golden/engine_traces.json``: event traces, decision contexts, node states, messages, ...).
+``snapshot``/``restore`` copy the C++ state; pickling and copying replay the decision log in the core (see
+docs/architecture.md).
 
-The event loop, the nodes and every per-request record live in C++. Per-request columns (``first_token``,
-``finish``, ...) are read-only numpy views of the core's arrays (float64 / int64), which
-:func:`~kairos_gym.sim.metrics.summarize` and ``tools/fingerprint.py`` read. The decision context is priced in C++
-(``_core.Pricer`` over the tables ``ChunkPricer.compile`` exports) into flat buffers; a
-:class:`~kairos_gym.sim.hook.LazyDecisionContext` builds each field (the NamedTuples of
-:mod:`kairos_gym.sim.hook`) on first read. Times in seconds, sizes in tokens.
+The boundary is typed: the scenario crosses as a ``_core.CoreConfig`` (named, typed fields of the core's own
+config struct, filled by :meth:`Simulator._core_config`); the per-request columns are the core's table
+(``_core.REQUEST_COLUMNS``, src/core/request_columns.hpp), each an attribute of the same name, a read-only numpy
+view of the core's array (float64 / int64), which :func:`~kairos_gym.sim.metrics.summarize` and
+``tools/fingerprint.py`` read. The decision context is priced in C++ (``_core.Pricer`` over the tables
+``ChunkPricer.compile`` exports) into flat buffers; a :class:`~kairos_gym.sim.hook.LazyDecisionContext` builds
+each field (the NamedTuples of :mod:`kairos_gym.sim.hook`) on first read. The run's workload is drawn and checked
+by :mod:`kairos_gym.sim.run_workload`. Times in seconds, sizes in tokens.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from kairos_gym.compiled import core as _native_core
+from kairos_gym import compiled
 from kairos_gym.errors import ConfigError
-from kairos_gym.latency.pricing import native_pricer, table_sizes
-from kairos_gym.scenario import ScenarioConfig
+from kairos_gym.latency.model import StepLatencyModel
+from kairos_gym.latency.pricing import ChunkPricer, core_pricer, table_sizes
+from kairos_gym.latency.transfer import TransferConfig
+from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.hook import (
     ARRIVAL,
@@ -40,14 +44,14 @@ from kairos_gym.sim.hook import (
     RequestView,
 )
 from kairos_gym.sim.metrics import RunStats, summarize
-from kairos_gym.sim.reset_workload import (
-    check_overlong,
+from kairos_gym.sim.run_workload import (
+    FitCheck,
     check_seed,
-    describe_sim,
-    init_common,
-    reset_stream,
-    reset_workload,
-    uses_chunks,
+    check_workload_arg,
+    draw_workload,
+    is_chunked,
+    open_stream,
+    stream_at,
 )
 from kairos_gym.workload import Workload
 
@@ -58,16 +62,18 @@ _LAZY_BUFFER = {"ttft_prefill_s": 2, "step_s": 6, "ttft_deflect_s": 7, "largest_
 _KINDS = (ARRIVAL, PULL, REENTRY)
 """``_core.Simulator.pending_kind`` codes (src/core/pull.hpp DECISION_*) as ``DecisionContext.kind`` values."""
 
-_LOG_KIND_DECISION = (0, 0, 1, 1, 2, 2)
-"""Decision-log kind (prefill / deflect at an arrival, stay / deflect at a pull, prefill / deflect at a re-entry) ->
-the pending kind it answered."""
-
 _REFUSALS = (None, "deflection in flight", "batch full", "memory", "node down")
 """``_core.Simulator.node_refuses`` codes as reasons."""
 
-COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefill_end", "exec_s", "xfer_start", "xfer_end",
-           "p_node", "d_node", "max_gap", "kv_moved", "last_tok", "ctx_base", "end_step", "gap_own", "from_rec")
-"""Per-request columns of the core, exposed as attributes of the same names (read-only numpy views)."""
+MAX_KV_CAPACITY = 1 << 40
+"""Largest KV capacity per decode node a caller may set (tokens)."""
+
+
+def request_columns() -> tuple[str, ...]:
+    """The per-request columns of the core (``_core.REQUEST_COLUMNS``, src/core/request_columns.hpp), each an
+    attribute of a :class:`Simulator` of the same name (a read-only numpy view, float64 or int64): the workload's
+    ``arrival`` (s), ``prompt``, ``output`` (tokens), then the run's records (``path``, ``first_token``, ...)."""
+    return tuple(compiled.core().REQUEST_COLUMNS)
 
 
 ROW_FLUSH = 4096
@@ -155,7 +161,7 @@ class DecodeNodeState(NamedTuple):
     util_t: float
 
 
-class NativeSimulator:
+class Simulator:
     """A P/D cluster serving one workload, step by step (one decision at a time) or all at once (the C++ core;
     see the module docstring). Typical use::
 
@@ -168,6 +174,12 @@ class NativeSimulator:
         while ctx is not None:
             sim.apply(decision)
             ctx = sim.next_decision()
+
+    ``scenario``: a scenario name, a :class:`~kairos_gym.scenario.ScenarioConfig` or its dict; ``seed``: the
+    workload's seed (a whole number >= 0); ``workload``: a fixed workload instead of the scenario's; ``oracle``:
+    show output lengths to policies; ``kv_capacity``: KV tokens per decode node (None: from the latency model);
+    ``trace``: keep every popped event. Bad arguments raise :class:`ConfigError` before anything is built.
+    Per-request columns (:func:`request_columns`) are attributes of the same names.
     """
 
     def __init__(
@@ -181,11 +193,30 @@ class NativeSimulator:
         kv_capacity: int | None = None,
         trace: bool = False,
     ) -> None:
-        seed = init_common(self, scenario, seed, oracle, record_timeline, kv_capacity, trace)
+        seed = check_seed("Simulator", seed)
+        if not isinstance(oracle, bool):
+            raise ConfigError("Simulator", "oracle", oracle, "True or False")
+        if not isinstance(trace, bool):
+            raise ConfigError("Simulator", "trace", trace, "True or False")
+        self.scenario = sc = load_scenario(scenario)
+        cl = sc.cluster
+        self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
+        self.menu = sc.deflection.chunk_menu
+        self.pricer = ChunkPricer(self.model, self.menu)
+        self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
+            else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
+        t = sc.transfer
+        self.transfer = TransferConfig(t.bandwidth_bytes_per_s, t.setup_s, t.enabled)
+        self.oracle = oracle
+        self.record_timeline = bool(record_timeline)
+        self._fits = FitCheck(sc, min(self.model.model.max_context, self.kv_capacity),
+                              cl.kv_block_tokens if cl.memory_policy == "swap" else None)
+        self._fixed_workload: Workload | None = None
+        self._menu_set = frozenset(self.menu)  # chunk sizes a Decision may name (LARGEST_SAFE aside)
+        self._policy_label = "policy"  # names the deciding policy in a bad-decision error (set by run())
         self._kv_capacity_arg = kv_capacity
-        cl = self.scenario.cluster
         n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
-        self._core = _native_core().Simulator(self._core_config(), native_pricer(self.pricer, n_tok, n_seq), oracle)
+        self._core = compiled.core().Simulator(self._core_config(), core_pricer(self.pricer, n_tok, n_seq), oracle)
         self._core.trace_on = trace
         self._core.record_timeline = self.record_timeline
         self._menu = self._core.menu_buffers()
@@ -195,39 +226,59 @@ class NativeSimulator:
         self.reset(seed, workload)
 
     # ------------------------------------------------------------------ set-up
-    def _core_config(self) -> dict[str, Any]:
+    def _core_config(self) -> Any:
+        """The core's constants (a ``_core.CoreConfig``, src/core/simulator.hpp) from the scenario, the latency
+        model and the KV capacity: seconds, tokens, bytes, bytes/s; -1 switches an overload bound off."""
         sc = self.scenario
         cl = sc.cluster
         m = self.model
-        return {
-            "n_prefill": cl.prefill_nodes, "n_decode": cl.decode_nodes, "decode_max_batch": cl.decode_max_batch,
-            "prefill_token_budget": cl.prefill_token_budget, "ttft_includes_transfer": cl.ttft_includes_transfer,
-            "tbt_s": sc.slo.tbt_s, "ls_budget_s": self._ls_budget, "menu": list(self.menu),
-            "menu_desc": list(self.menu_desc), "max_deflections_per_node": cl.max_deflections_per_node,
-            "swap": self.swap_policy, "swap_order": cl.swap_order, "kv_block_tokens": cl.kv_block_tokens,
-            "swap_bandwidth": float(cl.swap_bandwidth_bytes_per_s),
-            "transfer_bandwidth": float(self.transfer.bandwidth_bytes_per_s),
-            "transfer_setup_s": float(self.transfer.setup_s), "transfer_enabled": bool(self.transfer.enabled),
-            "kv_capacity": self.kv_capacity, "max_context": m.model.max_context,
-            "kv_bytes_per_token": int(m.kv_bytes_per_token),
-            "kv_bytes_per_token_per_gpu": float(m.kv_bytes_per_token_per_gpu),
-            "info_realistic": sc.information.realistic, "info_staleness_s": float(sc.information.staleness_s),
-            "info_model_error": float(sc.information.model_error),
-            "pull": sc.deflection.decision_points == "arrival+pull",
-            "reentry_policy": sc.faults.enabled and sc.faults.reentry == "policy",
-            **_overload_config(sc.overload), "ttft_slo_s": float(sc.slo.ttft_s),
-            "stream_slots": sc.metrics.window if sc.metrics.mode == "streaming" else -1,
-            "sketch_alpha": float(sc.metrics.relative_accuracy),
-        }
+        ov = sc.overload
+        c = compiled.core().CoreConfig()
+        c.n_prefill = cl.prefill_nodes
+        c.n_decode = cl.decode_nodes
+        c.decode_max_batch = cl.decode_max_batch
+        c.prefill_token_budget = cl.prefill_token_budget
+        c.ttft_includes_transfer = cl.ttft_includes_transfer
+        c.tbt_s = sc.slo.tbt_s
+        c.ls_budget_s = sc.deflection.beta * sc.slo.tbt_s  # LargestSafe step budget
+        c.menu = list(self.menu)
+        c.menu_desc = sorted(self.menu, reverse=True)
+        c.max_deflections_per_node = cl.max_deflections_per_node
+        c.kv.swap = cl.memory_policy == "swap"
+        c.kv.block = cl.kv_block_tokens
+        c.kv.fifo = cl.swap_order == "fifo"
+        c.swap_bandwidth = float(cl.swap_bandwidth_bytes_per_s)
+        c.transfer_bandwidth = float(self.transfer.bandwidth_bytes_per_s)
+        c.transfer_setup_s = float(self.transfer.setup_s)
+        c.transfer_enabled = bool(self.transfer.enabled)
+        c.kv_capacity = self.kv_capacity
+        c.max_context = m.model.max_context
+        c.kv_bytes_per_token = int(m.kv_bytes_per_token)
+        c.kv_bytes_per_token_per_gpu = float(m.kv_bytes_per_token_per_gpu)
+        c.info.realistic = sc.information.realistic
+        c.info.staleness_s = float(sc.information.staleness_s)
+        c.info.model_error = float(sc.information.model_error)
+        c.pull = sc.deflection.decision_points == "arrival+pull"
+        c.admit_max_waiting = -1 if ov.admission_max_waiting is None else int(ov.admission_max_waiting)
+        c.admit_max_ttft_s = -1.0 if ov.admission_max_ttft_s is None else float(ov.admission_max_ttft_s)
+        c.timeout_s = -1.0 if ov.timeout_s is None else float(ov.timeout_s)
+        c.reentry_policy = sc.faults.enabled and sc.faults.reentry == "policy"
+        c.ttft_slo_s = float(sc.slo.ttft_s)
+        c.stream_slots = sc.metrics.window if sc.metrics.mode == "streaming" else -1
+        c.sketch_alpha = float(sc.metrics.relative_accuracy)
+        return c
 
     def reset(self, seed: int | None = None, workload: Workload | None = None) -> None:
         """Start over: regenerate the workload from ``seed`` (None: the current seed) unless a fixed workload
-        (given here or at construction) is in force (checks: :func:`~kairos_gym.sim.reset_workload.reset_workload`)."""
+        (given here or at construction) is in force (checks: :mod:`kairos_gym.sim.run_workload`; a bad argument
+        or workload raises :class:`ConfigError` and leaves the simulator as it was)."""
         seed = self.seed if seed is None else check_seed("Simulator.reset", seed)
         sc = self.scenario
-        if uses_chunks(self, workload):  # streaming, synthetic: generated chunk by chunk as the run needs it
-            chunk = self._chunk_size()
-            rng, stream, (arrival, prompt, output, last) = reset_stream(self, seed, chunk)
+        fixed = check_workload_arg(workload)
+        if fixed is None:
+            fixed = self._fixed_workload
+        if is_chunked(sc, fixed):  # streaming, synthetic: generated chunk by chunk as the run needs it
+            rng, stream, (arrival, prompt, output, last) = open_stream(sc, seed, self._chunk_size(), self._fits)
             self.seed = seed
             self.rng = rng
             self._stream = stream
@@ -235,7 +286,7 @@ class NativeSimulator:
             self._core.reset_chunked(arrival, prompt, output, 2 * sc.metrics.window, last)
             self.n = self._core.n
         else:
-            rng, fixed, wl = reset_workload(self, seed, workload)
+            rng, wl = draw_workload(sc, seed, fixed, self._fits)
             self.seed = seed
             self.rng = rng
             self._fixed_workload = fixed
@@ -258,8 +309,8 @@ class NativeSimulator:
         self._read_columns()
         self._ctx: DecisionContext | None = None
         self._invalidate_contexts()
-        self._ctx_base = {"chunk_menu": self.menu, "ttft_slo_s": sc.slo.ttft_s, "tbt_slo_s": self._tbt,
-                          "beta": sc.deflection.beta}  # the lazy context's eager fields (step 4)
+        self._ctx_base = {"chunk_menu": self.menu, "ttft_slo_s": sc.slo.ttft_s, "tbt_slo_s": sc.slo.tbt_s,
+                          "beta": sc.deflection.beta}  # the lazy context's eager fields
         self._timeline: list[tuple[str, int, float, float, str]] = []
         self._wall_start = time.perf_counter()
 
@@ -308,7 +359,7 @@ class NativeSimulator:
         stream = self._stream
         first = stream.loaded
         arrival, prompt, output, last = stream.take(self._chunk_size())
-        check_overlong(self, stream.source, prompt, output, first)
+        self._fits(stream.source, prompt, output, first)
         self._core.append_workload(arrival, prompt, output, last)
         self.n = self._core.n
 
@@ -460,11 +511,6 @@ class NativeSimulator:
         return self._core.n_pulled
 
     @property
-    def pulled_from(self) -> np.ndarray:
-        """Per request: the prefill node it was pulled from by a pull decision, -1 if never (a read-only view)."""
-        return self._core.column("pulled_from")
-
-    @property
     def _seq(self) -> int:
         """Events pushed so far (the event queue's sequence counter)."""
         return self._core.events_pushed
@@ -522,7 +568,7 @@ class NativeSimulator:
         """Run events until a request needs a routing decision; None when every request is done."""
         core = self._core
         if core.pending_rid >= 0:
-            ctx = self._ctx  # None, this decision's, or an earlier one's when a native env step moved the core
+            ctx = self._ctx  # None, this decision's, or an earlier one's when an env step moved the core
             return ctx if ctx is not None and ctx._gen == self._ctx_gen else self._lazy_context()
         if self.advance_to_decision():
             return self._lazy_context()
@@ -564,7 +610,7 @@ class NativeSimulator:
         return self._core.node_refuses(int(d), self._core.kv_need(int(rid))) == 0
 
     # ------------------------------------------------------------------ the decision context and the run loop
-    # (issue 11, step 4: a lazy context over the core's menu buffers; kept together, apart from snapshot code)
+    # (a lazy context over the core's menu buffers)
     def _lazy_context(self) -> DecisionContext:
         """The pending decision's context: a :class:`~kairos_gym.sim.hook.LazyDecisionContext` over the core's
         menu buffers (priced in C++, decision_menu.cpp). The scalars are set now; the node views and price
@@ -722,13 +768,12 @@ class NativeSimulator:
         """Push an event (t s, kind, a, b) onto the queue (tests of the clock guard)."""
         self._core.debug_push(t, kind, a, b)
 
-    def debug_prefill_wait(self, p: int) -> tuple[float, float]:
-        """(cached, fresh) predicted wait (s) of prefill node ``p``: the core caches no queue terms, so both values
-        are computed afresh (the Python reference engine cached them)."""
-        return self._core.debug_prefill_wait(p), self._core.debug_prefill_wait(p)
+    def debug_prefill_wait(self, p: int) -> float:
+        """Predicted wait (s) of prefill node ``p`` before a new prompt starts (its queue terms computed afresh)."""
+        return self._core.debug_prefill_wait(p)
 
-    # ------------------------------------------------------------------ snapshot/restore, pickling (step 6)
-    _SNAPSHOT_OF = "native_snapshot_of"
+    # ------------------------------------------------------------------ snapshot/restore, pickling
+    _SNAPSHOT_OF = "snapshot_of"
     """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore`."""
 
     def snapshot(self) -> dict[str, Any]:
@@ -761,15 +806,15 @@ class NativeSimulator:
         before keep the values they had)."""
         of = state.get(self._SNAPSHOT_OF) if isinstance(state, dict) else None
         if not (isinstance(of, tuple) and len(of) == 2) or not isinstance(state.get("core"),
-                                                                          _native_core().SimSnapshot):
+                                                                          compiled.core().SimSnapshot):
             raise ConfigError("Simulator.restore", "state", type(state).__name__,
-                              "a dict from Simulator.snapshot() of the native engine")
+                              "a dict from Simulator.snapshot()")
         sc, oracle = of
         if (sc is not self.scenario and sc != self.scenario) or oracle != self.oracle:
-            raise ConfigError("Simulator.restore", "state", f"a snapshot of {describe_sim(sc, oracle)}",
-                              f"a snapshot of this simulator's {describe_sim(self.scenario, self.oracle)}"
+            raise ConfigError("Simulator.restore", "state", f"a snapshot of {_describe(sc, oracle)}",
+                              f"a snapshot of this simulator's {_describe(self.scenario, self.oracle)}"
                               + (" (same name and shape; other settings differ)"
-                                 if describe_sim(sc, oracle) == describe_sim(self.scenario, self.oracle) else ""))
+                                 if _describe(sc, oracle) == _describe(self.scenario, self.oracle) else ""))
         if state.get("kv_capacity") != self.kv_capacity:  # the core's arrival check reads its own capacity
             raise ConfigError("Simulator.restore", "state",
                               f"a snapshot of a simulator with KV capacity {state.get('kv_capacity')} tokens",
@@ -787,7 +832,7 @@ class NativeSimulator:
             self.workload = wl
             self.n = len(wl)
         else:
-            self._stream = self._stream_at(self.seed, loaded)
+            self._stream = stream_at(self.scenario, self.seed, self._chunk_size(), loaded)
             self._workload = None
             self.n = self._core.n
         # the pending decision's context is rebuilt from the restored menu buffers (the same values as the
@@ -798,25 +843,12 @@ class NativeSimulator:
         self._timeline = []
         self._read_columns()
 
-    def _stream_at(self, seed: int, loaded: int) -> Any:
-        """A chunked run's workload stream of ``seed`` that has handed out its first ``loaded`` requests (drawn
-        again chunk by chunk and dropped: O(loaded) time, O(chunk) memory)."""
-        from kairos_gym.workload.chunked import WorkloadStream
-
-        chunk = self._chunk_size()
-        stream = WorkloadStream(self.scenario.workload, np.random.default_rng(seed), batch=chunk)
-        while stream.loaded < loaded:
-            stream.take(min(chunk, loaded - stream.loaded))
-        return stream
-
     def _read_columns(self) -> None:
-        core = self._core
-        self.arrival = core.column("arrival")
-        self.prompt = core.column("prompt")
-        self.output = core.column("output")
-        for k in COLUMNS:
-            setattr(self, k, core.column(k))
-        self.timed_out = core.column("timed_out")  # native only (overload.timeout_s): time out s, NaN if not
+        """Bind every per-request column of the core (:func:`request_columns`) as the attribute of its name
+        (after a reset or a restore: the core's arrays are new)."""
+        column = self._core.column
+        for k in request_columns():
+            setattr(self, k, column(k))
 
     def decision_log(self) -> np.ndarray:
         """Every decision applied since the reset, as an int64 array [n, 4] of (rid, kind 0 prefill / 1 deflect at
@@ -834,7 +866,7 @@ class NativeSimulator:
             raise ConfigError("Simulator pickling", "metrics.mode", "streaming",
                               "metrics.mode exact (a streaming run keeps no decision log to replay; use "
                               "snapshot/restore)")
-        return (_unpickle_native, ({
+        return (_unpickle, ({
             "version": 1, "scenario": self.scenario, "oracle": self.oracle, "record_timeline": self.record_timeline,
             "kv_capacity": self._kv_capacity_arg, "trace": self._trace, "seed": self.seed,
             "fixed_workload": self._fixed_workload, "workload": self.workload,
@@ -844,38 +876,42 @@ class NativeSimulator:
         },))
 
 
-def _overload_config(ov: Any) -> dict[str, Any]:
-    """The core's overload constants from ``ScenarioConfig.overload`` (-1: off)."""
-    return {"admit_max_waiting": -1 if ov.admission_max_waiting is None else int(ov.admission_max_waiting),
-            "admit_max_ttft_s": -1.0 if ov.admission_max_ttft_s is None else float(ov.admission_max_ttft_s),
-            "timeout_s": -1.0 if ov.timeout_s is None else float(ov.timeout_s)}
+def _check_kv_capacity(v: Any) -> int:
+    """``kv_capacity`` given to the simulator: a whole number of tokens in [1, MAX_KV_CAPACITY]."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 1 <= v <= MAX_KV_CAPACITY:
+        return int(v)
+    raise ConfigError("Simulator", "kv_capacity", v, f"None or a whole number of tokens in [1, {MAX_KV_CAPACITY}]")
 
 
-def _unpickle_native(state: dict[str, Any]) -> NativeSimulator:
-    """Rebuild a pickled :class:`NativeSimulator` by replaying its decision log (see ``__reduce_ex__``)."""
+def _describe(sc: Any, oracle: Any) -> str:
+    """``scenario 'small' (2P2D, chunk menu [128, ...], oracle False)`` for restore errors."""
+    if not isinstance(sc, ScenarioConfig):
+        return f"an unknown scenario ({type(sc).__name__})"
+    cl = sc.cluster
+    return (f"scenario {sc.name!r} ({cl.prefill_nodes}P{cl.decode_nodes}D, chunk menu "
+            f"{list(sc.deflection.chunk_menu)}, oracle {oracle})")
+
+
+def _unpickle(state: dict[str, Any]) -> Simulator:
+    """Rebuild a pickled :class:`Simulator`: construct it, then replay its decision log in the core
+    (``_core.Simulator.replay``; no policy is called) and check the clock and counters against the pickled ones
+    (see ``__reduce_ex__``)."""
     if not isinstance(state, dict) or state.get("version") != 1:
-        raise ConfigError("NativeSimulator unpickle", "state", type(state).__name__,
-                          "the state a NativeSimulator of this version pickled")
-    sim = NativeSimulator(state["scenario"], seed=state["seed"], workload=state["workload"], oracle=state["oracle"],
-                          record_timeline=state["record_timeline"], kv_capacity=state["kv_capacity"],
-                          trace=state["trace"])
+        raise ConfigError("Simulator unpickle", "state", type(state).__name__,
+                          "the state a Simulator of this version pickled")
+    sim = Simulator(state["scenario"], seed=state["seed"], workload=state["workload"], oracle=state["oracle"],
+                    record_timeline=state["record_timeline"], kv_capacity=state["kv_capacity"], trace=state["trace"])
     sim._fixed_workload = state["fixed_workload"]
-    core = sim._core
+    c = sim._core
     if state.get("noise_seed") is not None:  # the run's own stream (the workload may have been drawn, not given)
         sim._noise_seed = state["noise_seed"]
-        core.seed_noise(sim._noise_seed)
-    for rid, kind, node, chunk in np.asarray(state["log"], dtype=np.int64).reshape(-1, 4).tolist():
-        if not core.next_decision() or core.pending_rid != rid or core.pending_kind != _LOG_KIND_DECISION[kind]:
-            raise RuntimeError(f"NativeSimulator unpickle: the replay diverged at request {rid}")
-        if kind in (0, 2, 4):
-            core.apply_prefill(node)
-        else:
-            core.apply_deflect(node, chunk)
+        c.seed_noise(sim._noise_seed)
+    c.replay(np.ascontiguousarray(state["log"], dtype=np.int64).reshape(-1, 4))
     if state["pending"]:
         sim.next_decision()
-    got = (core.now, core.n_decisions, core.events_pushed, core.wait_area, core.tokens_out)
+    got = (c.now, c.n_decisions, c.events_pushed, c.wait_area, c.tokens_out)
     if repr(got) != repr(tuple(state["check"])):
-        raise RuntimeError(f"NativeSimulator unpickle: the replay ended at {got}, not at {state['check']}")
+        raise RuntimeError(f"Simulator unpickle: the replay ended at {got}, not at {state['check']}")
     sim.rng.bit_generator.state = state["rng_state"]
     sim._policy_label = state["policy_label"]
     return sim

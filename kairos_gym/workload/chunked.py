@@ -27,8 +27,7 @@ from kairos_gym.workload.lengths import (
     ByStateLengths,
     EmpiricalLengths,
     FixedLengths,
-    LognormalLengths,
-    ParetoLengths,
+    TruncatedLengths,
     TruncatedStream,
 )
 from kairos_gym.workload.streams import child_generators
@@ -49,7 +48,7 @@ class _LengthStream:
         self._sides: list[TruncatedStream] = []
         self._pool = None
         self._rng = rng
-        if isinstance(lengths, (LognormalLengths, ParetoLengths)):
+        if isinstance(lengths, TruncatedLengths):
             self._sides = [TruncatedStream(d, c, a) for d, c, a in lengths.side_draws(rng)]
         elif isinstance(lengths, EmpiricalLengths):
             self._pool = load_trace(lengths.path, where=f"{lengths.WHERE}.path")

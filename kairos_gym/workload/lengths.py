@@ -118,21 +118,57 @@ def _check_mass(
     return kept
 
 
-def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
-    """P(X < x) (strict, which matters only for sigma = 0: then X is the median). Portable: the erfc, log of
-    :mod:`~kairos_gym.workload.portable_random` (the acceptance it gives sizes batches and guards configs)."""
-    if sigma == 0:
-        return 1.0 if median < x else 0.0
-    return 0.5 * pm.erfc(-(pm.log(x) - pm.log(median)) / (sigma * math.sqrt(2.0)))
+class TruncatedLengths(SampledLengths):
+    """Base of the two-parameter continuous kinds: independent prompt and output draws, each truncated to
+    [1, max] by rejection. A subclass names its two parameters in ``PARAMS`` (fields ``prompt_<p>`` and
+    ``output_<p>``, plus ``prompt_max``/``output_max``) and gives the law's cdf, its text and its draws."""
 
+    PARAMS: ClassVar[tuple[str, str]]
 
-def _pareto_cdf(x: float, x_min: float, alpha: float) -> float:
-    """P(X < x) (portable pow)."""
-    return 0.0 if x < x_min else 1.0 - pm.pow(x_min / x, alpha)
+    @staticmethod
+    def _cdf(x: float, a: float, b: float) -> float:
+        """P(X < x) for parameters ``(a, b)``, in the portable arithmetic of :mod:`kairos_gym.portable_math` (the
+        acceptance it gives sizes batches and guards configs)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _law(a: float, b: float) -> str:
+        """The untruncated law as text, for config errors."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _sampler(g: np.random.Generator, a: float, b: float) -> Callable[[int], np.ndarray]:
+        """``draw(m)``: the next ``m`` untruncated draws (tokens, float64) of the stream ``g``."""
+        raise NotImplementedError
+
+    @classmethod
+    def acceptance(cls, values: dict[str, Any], side: str, where: str = _WHERE) -> float:
+        """Probability that one draw of ``side`` ("prompt" or "output") rounds into [1, max]."""
+        a, b = (values[f"{side}_{p}"] for p in cls.PARAMS)
+        below = cls._cdf(0.5, a, b)
+        above = 1.0 - cls._cdf(values[f"{side}_max"] + 0.5, a, b)
+        return _check_mass(where, side, values, below, above, cls._law(a, b))
+
+    @classmethod
+    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
+        cls.acceptance(values, "prompt", where)
+        cls.acceptance(values, "output", where)
+
+    def side_draws(self, rng: np.random.Generator) -> list[tuple[Callable[[int], np.ndarray], int, float]]:
+        """(draw, cap, acceptance) of the prompt and the output side, each over its own child stream of ``rng``
+        (what :func:`sample_truncated` and the chunked workload's :class:`TruncatedStream` read)."""
+        values = self.to_dict()
+        return [(self._sampler(side_rng, *(values[f"{side}_{p}"] for p in self.PARAMS)), values[f"{side}_max"],
+                 self.acceptance(values, side))
+                for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True)]
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        (dp, cp, ap), (do, co, ao) = self.side_draws(rng)
+        return sample_truncated(dp, n, cp, ap), sample_truncated(do, n, co, ao)
 
 
 @dataclass(frozen=True)
-class LognormalLengths(SampledLengths):
+class LognormalLengths(TruncatedLengths):
     """Independent lognormal prompt and output lengths, truncated to [1, max] by rejection.
 
     Attributes:
@@ -143,6 +179,7 @@ class LognormalLengths(SampledLengths):
     """
 
     kind: ClassVar[str] = "lognormal"
+    PARAMS: ClassVar[tuple[str, str]] = ("median", "sigma")
     RULES: ClassVar[dict[str, Number | Text]] = {
         "prompt_median": POSITIVE, "prompt_sigma": NON_NEGATIVE, "prompt_max": POSITIVE_INT,
         "output_median": POSITIVE, "output_sigma": NON_NEGATIVE, "output_max": POSITIVE_INT,
@@ -154,42 +191,25 @@ class LognormalLengths(SampledLengths):
     output_sigma: float = 1.0
     output_max: int = 4096
 
-    @classmethod
-    def acceptance(cls, values: dict[str, Any], side: str, where: str = _WHERE) -> float:
-        """Probability that one draw of ``side`` ("prompt" or "output") rounds into [1, max]."""
-        median, sigma, cap = values[f"{side}_median"], values[f"{side}_sigma"], values[f"{side}_max"]
-        below = _lognormal_cdf(0.5, median, sigma)
-        above = 1.0 - _lognormal_cdf(cap + 0.5, median, sigma)
-        what = f"lognormal(median={median:g}, sigma={sigma:g})"
-        return _check_mass(where, side, values, below, above, what)
+    @staticmethod
+    def _cdf(x: float, a: float, b: float) -> float:
+        """P(X < x), median ``a``, sigma ``b`` (strict, which matters only for sigma = 0: then X is the median)."""
+        if b == 0:
+            return 1.0 if a < x else 0.0
+        return 0.5 * pm.erfc(-(pm.log(x) - pm.log(a)) / (b * math.sqrt(2.0)))
 
-    @classmethod
-    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
-        cls.acceptance(values, "prompt", where)
-        cls.acceptance(values, "output", where)
+    @staticmethod
+    def _law(a: float, b: float) -> str:
+        return f"lognormal(median={a:g}, sigma={b:g})"
 
-    def side_draws(self, rng: np.random.Generator) -> list[tuple[Callable[[int], np.ndarray], int, float]]:
-        """(draw, cap, acceptance) of the prompt and the output side, each over its own child stream of ``rng``
-        (what :func:`sample_truncated` and the chunked :class:`~kairos_gym.workload.chunked.TruncatedStream`
-        read)."""
-        values = self.to_dict()
-        out = []
-        for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
-            mu, sigma = pm.log(values[f"{side}_median"]), values[f"{side}_sigma"]
-
-            def draw(m: int, mu: float = mu, sigma: float = sigma, g: np.random.Generator = side_rng) -> np.ndarray:
-                return pr.lognormal(g, mu, sigma, m)
-
-            out.append((draw, values[f"{side}_max"], self.acceptance(values, side)))
-        return out
-
-    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        (dp, cp, ap), (do, co, ao) = self.side_draws(rng)
-        return sample_truncated(dp, n, cp, ap), sample_truncated(do, n, co, ao)
+    @staticmethod
+    def _sampler(g: np.random.Generator, a: float, b: float) -> Callable[[int], np.ndarray]:
+        mu = pm.log(a)
+        return lambda m: pr.lognormal(g, mu, b, m)
 
 
 @dataclass(frozen=True)
-class ParetoLengths(SampledLengths):
+class ParetoLengths(TruncatedLengths):
     """Independent Pareto (type I) prompt and output lengths, truncated to [1, max] by rejection.
 
     P(X > x) = (min/x)^alpha for x >= min; heavy-tailed (infinite variance for alpha <= 2).
@@ -202,6 +222,7 @@ class ParetoLengths(SampledLengths):
     """
 
     kind: ClassVar[str] = "pareto"
+    PARAMS: ClassVar[tuple[str, str]] = ("min", "alpha")
     RULES: ClassVar[dict[str, Number | Text]] = {
         "prompt_min": POSITIVE, "prompt_alpha": POSITIVE, "prompt_max": POSITIVE_INT,
         "output_min": POSITIVE, "output_alpha": POSITIVE, "output_max": POSITIVE_INT,
@@ -213,36 +234,18 @@ class ParetoLengths(SampledLengths):
     output_alpha: float = 1.5
     output_max: int = 4096
 
-    @classmethod
-    def acceptance(cls, values: dict[str, Any], side: str, where: str = _WHERE) -> float:
-        """Probability that one draw of ``side`` ("prompt" or "output") rounds into [1, max]."""
-        x_min, alpha, cap = values[f"{side}_min"], values[f"{side}_alpha"], values[f"{side}_max"]
-        below = _pareto_cdf(0.5, x_min, alpha)
-        above = 1.0 - _pareto_cdf(cap + 0.5, x_min, alpha)
-        return _check_mass(where, side, values, below, above, f"pareto(min={x_min:g}, alpha={alpha:g})")
+    @staticmethod
+    def _cdf(x: float, a: float, b: float) -> float:
+        """P(X < x), scale ``a``, tail index ``b``."""
+        return 0.0 if x < a else 1.0 - pm.pow(a / x, b)
 
-    @classmethod
-    def cross_check(cls, where: str, values: dict[str, Any]) -> None:
-        cls.acceptance(values, "prompt", where)
-        cls.acceptance(values, "output", where)
+    @staticmethod
+    def _law(a: float, b: float) -> str:
+        return f"pareto(min={a:g}, alpha={b:g})"
 
-    def side_draws(self, rng: np.random.Generator) -> list[tuple[Callable[[int], np.ndarray], int, float]]:
-        """(draw, cap, acceptance) of the prompt and the output side (see :meth:`LognormalLengths.side_draws`)."""
-        values = self.to_dict()
-        out = []
-        for side, side_rng in zip(("prompt", "output"), child_generators(rng, 2), strict=True):
-            x_min, alpha = values[f"{side}_min"], values[f"{side}_alpha"]
-
-            def draw(m: int, x_min: float = x_min, alpha: float = alpha,
-                     g: np.random.Generator = side_rng) -> np.ndarray:
-                return x_min * (pr.pareto(g, alpha, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
-
-            out.append((draw, values[f"{side}_max"], self.acceptance(values, side)))
-        return out
-
-    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        (dp, cp, ap), (do, co, ao) = self.side_draws(rng)
-        return sample_truncated(dp, n, cp, ap), sample_truncated(do, n, co, ao)
+    @staticmethod
+    def _sampler(g: np.random.Generator, a: float, b: float) -> Callable[[int], np.ndarray]:
+        return lambda m: a * (pr.pareto(g, b, m) + 1.0)  # numpy's pareto is Lomax: shift by 1
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Portable draws from a numpy ``Generator``: the same numbers on every CPU (issue 24).
+"""Portable draws from a numpy ``Generator``: the same numbers on every CPU.
 
 numpy's C samplers call libm (exp, log, log1p, expm1, pow), whose glibc variants are chosen by CPU feature, so
 ``rng.gamma``/``rng.lognormal``/... can differ in the last bits between machines. The functions here take the numpy

@@ -100,7 +100,7 @@ void bind_event_queue(nb::module_& m) {
           },
           "queue"_a, "ops"_a.noconvert(), "t"_a.noconvert(), "kind"_a.noconvert(), "a"_a.noconvert(),
           "b"_a.noconvert(),
-          "Apply ops (int8: 0 push (t, kind, a, b) of that row, 1 pop) to the queue in one native loop; returns the "
+          "Apply ops (int8: 0 push (t, kind, a, b) of that row, 1 pop) to the queue in one C++ loop; returns the "
           "popped events as arrays (t float64, seq int64, kind int8, a int32, b int64).");
 }
 
@@ -168,7 +168,7 @@ void bind_link(nb::module_& m) {
           },
           "link"_a, "ops"_a.noconvert(), "tid"_a.noconvert(), "nbytes"_a.noconvert(), "now"_a.noconvert(),
           "Apply ops (int8: 0 advance(now), 1 add(tid, nbytes, now), 2 remove(tid, now), 3 next_completion) to the "
-          "link in one native loop; returns (t float64, tid int64) per op: the completion of each op 3 (NaN, -1 "
+          "link in one C++ loop; returns (t float64, tid int64) per op: the completion of each op 3 (NaN, -1 "
           "when the link is empty), NaN, -1 for the others.");
 }
 

@@ -1,4 +1,4 @@
-// Bindings of the native base policies and the rollout Oracle (src/core/base_policies.hpp, rollout.hpp):
+// Bindings of the C++ base policies and the rollout Oracle (src/core/base_policies.hpp, rollout.hpp):
 // _core.BasePolicy, _core.RolloutOracle, _core.candidate_actions, _core.objective. Driven by agents/oracle.py,
 // which builds the base-policy specs (dicts) from the Python policies' own constants. Actions are
 // (kind 0 prefill / 1 deflect, node or -1, chunk or 0 = LargestSafe) tuples; objectives (n_ok, n_partial).

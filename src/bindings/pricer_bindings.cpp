@@ -1,8 +1,8 @@
-// kairos_gym._core.Pricer: the native twin of kairos_gym.latency.pricing.ChunkPricer (bit-identical results).
+// kairos_gym._core.Pricer: the C++ pricer, giving kairos_gym.latency.pricing.ChunkPricer's prices bit for bit.
 //
 // Python -> C++ boundary: the Pricer is built from a pricing.CostTables (what ChunkPricer.compile() exports:
 // float64 numpy tables g[T], gc[T, 3], l[S], lc[S, 3], the decode-pair constants, the attention constants and
-// the menu). The core copies the tables once into its own immutable CostTables (a shared_ptr, so future native
+// the menu). The core copies the tables once into its own immutable CostTables (a shared_ptr, so the
 // simulators and snapshots share them without the GIL); tables() hands them back as read-only numpy views
 // (zero-copy). When a price needs an index past the tables, the core calls grow(n_tokens, n_seqs) (Python,
 // normally ChunkPricer.compile) for tables covering those indices, and counts it in grow_count.
@@ -36,7 +36,7 @@ template <typename A>
 A array_attr(nb::handle obj, const char* name, const char* shape) {
     A a;
     if (!nb::try_cast(obj.attr(name), a, false)) {
-        throw nb::type_error(("native pricer: CostTables." + std::string(name) + " must be a C-contiguous float64 " +
+        throw nb::type_error(("pricer: CostTables." + std::string(name) + " must be a C-contiguous float64 " +
                               "array of shape " + shape)
                                  .c_str());
     }
@@ -51,7 +51,7 @@ std::shared_ptr<const CostTables> read_tables(nb::handle obj) {
     Vec l = array_attr<Vec>(obj, "l", "[S]");
     Mat3 lc = array_attr<Mat3>(obj, "lc", "[S, 3]");
     if (gc.shape(0) != g.shape(0) || lc.shape(0) != l.shape(0)) {
-        throw nb::value_error("native pricer: CostTables.gc / lc must have as many rows as g / l");
+        throw nb::value_error("pricer: CostTables.gc / lc must have as many rows as g / l");
     }
     t->g.assign(g.data(), g.data() + g.shape(0));
     t->gc.assign(gc.data(), gc.data() + 3 * gc.shape(0));
@@ -92,7 +92,7 @@ std::shared_ptr<const CostTables> read_tables(nb::handle obj) {
 
 Pricer::GrowFn grow_fn(nb::handle grow) {
     if (grow.is_none()) return nullptr;
-    if (!PyCallable_Check(grow.ptr())) throw nb::type_error("native pricer: grow must be callable or None");
+    if (!PyCallable_Check(grow.ptr())) throw nb::type_error("pricer: grow must be callable or None");
     nb::object fn = nb::borrow(grow);
     return [fn](int64_t n_tokens, int64_t n_seqs) {
         nb::gil_scoped_acquire gil;
@@ -139,13 +139,13 @@ void bind_pricer(nb::module_& m) {
             nb::object cls = nb::module_::import_("kairos_gym.errors").attr("ConfigError");
             nb::object value = e.integral ? nb::object(nb::int_(static_cast<int64_t>(e.value)))
                                           : nb::object(nb::float_(e.value));
-            nb::object err = cls("native pricer: " + e.where, e.field, value, e.allowed);
+            nb::object err = cls("pricer: " + e.where, e.field, value, e.allowed);
             PyErr_SetObject(cls.ptr(), err.ptr());
         }
     });
 
     nb::class_<Pricer>(m, "Pricer",
-                       "Native ChunkPricer: prices decode steps carrying a deflected chunk, menus and LargestSafe "
+                       "The C++ ChunkPricer: prices decode steps carrying a deflected chunk, menus and LargestSafe "
                        "schedules from compiled cost tables, bit for bit as kairos_gym.latency.pricing.ChunkPricer. "
                        "Seconds, tokens, FLOPs. Build with pricing.native_pricer().")
         .def(

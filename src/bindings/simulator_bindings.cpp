@@ -1,6 +1,7 @@
-// Bindings of the native simulator (src/core/simulator.hpp): kairos_gym._core.Simulator. Per-request columns
-// are zero-copy, read-only numpy views that keep their arrays alive (a reset allocates new arrays, so views of
-// an earlier run stay valid). Driven by kairos_gym/sim/simulator.py; times in seconds, sizes in tokens.
+// Bindings of the simulator (src/core/simulator.hpp): kairos_gym._core.Simulator and its typed config
+// (CoreConfig). Per-request columns (request_columns.hpp) are zero-copy, read-only numpy views that keep their
+// arrays alive (a reset allocates new arrays, so views of an earlier run stay valid). Driven by
+// kairos_gym/sim/simulator.py; times in seconds, sizes in tokens.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -10,7 +11,10 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <variant>
 
+#include "request_columns.hpp"
 #include "simulator.hpp"
 
 namespace nb = nanobind;
@@ -54,86 +58,80 @@ nb::ndarray<nb::numpy, const T> menu_view(const std::vector<S>& v, std::initiali
     return nb::ndarray<nb::numpy, const T>(reinterpret_cast<const T*>(v.data()), shape, owner);
 }
 
-template <class T>
-T get(const nb::dict& d, const char* key) {
-    if (!d.contains(key)) throw nb::key_error(key);
-    return nb::cast<T>(d[key]);
-}
+// Owner<&C::m>: the struct C a column member pointer belongs to (Workload or Requests).
+template <class M>
+struct Owner;
+template <class C, class T>
+struct Owner<T C::*> {
+    using type = C;
+};
 
-CoreConfig config_from(const nb::dict& c) {
-    CoreConfig cfg;
-    cfg.n_prefill = get<int64_t>(c, "n_prefill");
-    cfg.n_decode = get<int64_t>(c, "n_decode");
-    cfg.decode_max_batch = get<int64_t>(c, "decode_max_batch");
-    cfg.prefill_token_budget = get<int64_t>(c, "prefill_token_budget");
-    cfg.ttft_includes_transfer = get<bool>(c, "ttft_includes_transfer");
-    cfg.tbt_s = get<double>(c, "tbt_s");
-    cfg.ls_budget_s = get<double>(c, "ls_budget_s");
-    cfg.menu = get<std::vector<int64_t>>(c, "menu");
-    cfg.menu_desc = get<std::vector<int64_t>>(c, "menu_desc");
-    cfg.max_deflections_per_node = get<int64_t>(c, "max_deflections_per_node");
-    cfg.kv.swap = get<bool>(c, "swap");
-    cfg.kv.block = get<int64_t>(c, "kv_block_tokens");
-    cfg.kv.fifo = get<std::string>(c, "swap_order") == "fifo";
-    cfg.swap_bandwidth = get<double>(c, "swap_bandwidth");
-    cfg.transfer_bandwidth = get<double>(c, "transfer_bandwidth");
-    cfg.transfer_setup_s = get<double>(c, "transfer_setup_s");
-    cfg.transfer_enabled = get<bool>(c, "transfer_enabled");
-    cfg.kv_capacity = get<int64_t>(c, "kv_capacity");
-    cfg.max_context = get<int64_t>(c, "max_context");
-    cfg.kv_bytes_per_token = get<int64_t>(c, "kv_bytes_per_token");
-    cfg.kv_bytes_per_token_per_gpu = get<double>(c, "kv_bytes_per_token_per_gpu");
-    cfg.info.realistic = get<bool>(c, "info_realistic");  // the information track (information.hpp)
-    cfg.info.staleness_s = get<double>(c, "info_staleness_s");
-    cfg.info.model_error = get<double>(c, "info_model_error");
-    cfg.pull = c.contains("pull") && nb::cast<bool>(c["pull"]);  // decision_points arrival+pull (absent: arrival)
-    cfg.admit_max_waiting = get<int64_t>(c, "admit_max_waiting");
-    cfg.admit_max_ttft_s = get<double>(c, "admit_max_ttft_s");
-    cfg.timeout_s = get<double>(c, "timeout_s");
-    // faults.reentry (reentry.cpp): true = policy (re-entry decisions), false or absent = prefill (by rule)
-    cfg.reentry_policy = c.contains("reentry_policy") && nb::cast<bool>(c["reentry_policy"]);
-    cfg.ttft_slo_s = get<double>(c, "ttft_slo_s");
-    cfg.stream_slots = get<int64_t>(c, "stream_slots");
-    cfg.sketch_alpha = get<double>(c, "sketch_alpha");
-    if (cfg.stream_slots != -1 && (cfg.stream_slots < 1 || (cfg.stream_slots & (cfg.stream_slots - 1))))
-        throw nb::value_error("simulator: stream_slots must be -1 or a power of two");
-    return cfg;
-}
-
+// A per-request column (request_columns.hpp REQUEST_COLUMNS) as a read-only numpy view keeping its arrays alive.
 nb::object request_column(const Simulator& s, const std::string& name) {
     const RequestsPtr& R = s.requests();
     if (!R) throw nb::value_error("simulator: not reset");
-    std::shared_ptr<const void> keep = R;
-    const Requests& r = *R;
-    if (name == "path") return nb::cast(view_of(r.path.v, keep));
-    if (name == "first_token") return nb::cast(view_of(r.first_token.v, keep));
-    if (name == "finish") return nb::cast(view_of(r.finish.v, keep));
-    if (name == "prefill_start") return nb::cast(view_of(r.prefill_start.v, keep));
-    if (name == "prefill_end") return nb::cast(view_of(r.prefill_end.v, keep));
-    if (name == "exec_s") return nb::cast(view_of(r.exec_s.v, keep));
-    if (name == "xfer_start") return nb::cast(view_of(r.xfer_start.v, keep));
-    if (name == "xfer_end") return nb::cast(view_of(r.xfer_end.v, keep));
-    if (name == "p_node") return nb::cast(view_of(r.p_node.v, keep));
-    if (name == "d_node") return nb::cast(view_of(r.d_node.v, keep));
-    if (name == "max_gap") return nb::cast(view_of(r.max_gap.v, keep));
-    if (name == "kv_moved") return nb::cast(view_of(r.kv_moved.v, keep));
-    if (name == "last_tok") return nb::cast(view_of(r.last_tok.v, keep));
-    if (name == "ctx_base") return nb::cast(view_of(r.ctx_base.v, keep));
-    if (name == "end_step") return nb::cast(view_of(r.end_step.v, keep));
-    if (name == "gap_own") return nb::cast(view_of(r.gap_own.v, keep));
-    if (name == "from_rec") return nb::cast(view_of(r.from_rec.v, keep));
-    if (name == "pulled_from") return nb::cast(view_of(r.pulled_from.v, keep));
-    if (name == "timed_out") return nb::cast(view_of(r.timed_out.v, keep));
-    if (name == "gen") return nb::cast(view_of(r.gen.v, keep));  // faults (faults.hpp)
-    if (name == "carry_gap") return nb::cast(view_of(r.carry_gap.v, keep));
-    if (name == "attempt") return nb::cast(view_of(r.attempt.v, keep));
-    if (name == "reentries") return nb::cast(view_of(r.reentries.v, keep));
-    const WorkloadPtr& W = s.workload();
-    std::shared_ptr<const void> wkeep = W;
-    if (name == "arrival") return nb::cast(view_of(W->arrival.v, wkeep));
-    if (name == "prompt") return nb::cast(view_of(W->prompt.v, wkeep));
-    if (name == "output") return nb::cast(view_of(W->output.v, wkeep));
+    for (const ColumnDef& c : REQUEST_COLUMNS) {
+        if (name != c.name) continue;
+        return std::visit(
+            [&](auto member) -> nb::object {
+                if constexpr (std::is_same_v<typename Owner<decltype(member)>::type, Workload>) {
+                    const WorkloadPtr& W = s.workload();
+                    return nb::cast(view_of(((*W).*member).v, W));
+                } else {
+                    return nb::cast(view_of(((*R).*member).v, R));
+                }
+            },
+            c.ref);
+    }
     throw nb::key_error(("no request column " + name).c_str());
+}
+
+// ---- the scenario's constants (simulator.hpp CoreConfig, kv_memory.hpp KvPolicy, information.hpp InfoConfig):
+// typed classes with read/write fields of the C++ names, filled by kairos_gym/sim/simulator.py
+void bind_config(nb::module_& m) {
+    nb::class_<KvPolicy>(m, "KvPolicy", "KV memory policy of the decode nodes (kv_memory.hpp); sizes in tokens.")
+        .def(nb::init<>())
+        .def_rw("swap", &KvPolicy::swap, "memory_policy swap (else reserve).")
+        .def_rw("block", &KvPolicy::block, "KV block size (tokens; cluster.kv_block_tokens).")
+        .def_rw("fifo", &KvPolicy::fifo, "swap_order fifo (else lifo).");
+    nb::class_<InfoConfig>(m, "InfoConfig", "The information track (information.hpp): what the menu serves.")
+        .def(nb::init<>())
+        .def_rw("realistic", &InfoConfig::realistic, "The realistic track (else exact).")
+        .def_rw("staleness_s", &InfoConfig::staleness_s, "Refresh period of the dispatcher's copy (s).")
+        .def_rw("model_error", &InfoConfig::model_error, "Mean absolute relative error of a served prediction.");
+    nb::class_<CoreConfig>(m, "CoreConfig",
+                           "The scenario's constants the simulator runs with (simulator.hpp): times in seconds, sizes "
+                           "in tokens, bandwidths in bytes/s. kv and info are read/write references to the nested "
+                           "KvPolicy and InfoConfig.")
+        .def(nb::init<>())
+        .def_rw("n_prefill", &CoreConfig::n_prefill)
+        .def_rw("n_decode", &CoreConfig::n_decode)
+        .def_rw("decode_max_batch", &CoreConfig::decode_max_batch)
+        .def_rw("prefill_token_budget", &CoreConfig::prefill_token_budget)
+        .def_rw("ttft_includes_transfer", &CoreConfig::ttft_includes_transfer)
+        .def_rw("tbt_s", &CoreConfig::tbt_s)
+        .def_rw("ls_budget_s", &CoreConfig::ls_budget_s)
+        .def_rw("menu", &CoreConfig::menu)
+        .def_rw("menu_desc", &CoreConfig::menu_desc)
+        .def_rw("max_deflections_per_node", &CoreConfig::max_deflections_per_node)
+        .def_rw("kv", &CoreConfig::kv)
+        .def_rw("swap_bandwidth", &CoreConfig::swap_bandwidth)
+        .def_rw("transfer_bandwidth", &CoreConfig::transfer_bandwidth)
+        .def_rw("transfer_setup_s", &CoreConfig::transfer_setup_s)
+        .def_rw("transfer_enabled", &CoreConfig::transfer_enabled)
+        .def_rw("kv_capacity", &CoreConfig::kv_capacity)
+        .def_rw("max_context", &CoreConfig::max_context)
+        .def_rw("kv_bytes_per_token", &CoreConfig::kv_bytes_per_token)
+        .def_rw("kv_bytes_per_token_per_gpu", &CoreConfig::kv_bytes_per_token_per_gpu)
+        .def_rw("info", &CoreConfig::info)
+        .def_rw("pull", &CoreConfig::pull)
+        .def_rw("admit_max_waiting", &CoreConfig::admit_max_waiting)
+        .def_rw("admit_max_ttft_s", &CoreConfig::admit_max_ttft_s)
+        .def_rw("timeout_s", &CoreConfig::timeout_s)
+        .def_rw("reentry_policy", &CoreConfig::reentry_policy)
+        .def_rw("ttft_slo_s", &CoreConfig::ttft_slo_s)
+        .def_rw("stream_slots", &CoreConfig::stream_slots)
+        .def_rw("sketch_alpha", &CoreConfig::sketch_alpha);
 }
 
 // ---- faults (src/core/faults.hpp): the run's fault events, what they did, node availability
@@ -192,10 +190,11 @@ void bind_faults(nb::class_<Simulator>& cls) {
              "Read-only views (up_p [P], up_d [D], bool) of the decision menu's availability rows.");
 }
 
-// ---- snapshot/restore (issue 11 step 6): _core.SimSnapshot, an opaque copy of a simulator's mutable state
+// ---- snapshot/restore: _core.SimSnapshot, an opaque copy of a simulator's mutable state; the decision log and
+// its replay (pickling)
 void bind_snapshot(nb::module_& m, nb::class_<Simulator>& cls) {
     nb::class_<SimSnapshot>(m, "SimSnapshot",
-                            "An opaque copy of a native simulator's mutable state (Simulator.snapshot); the workload "
+                            "An opaque copy of a simulator's mutable state (Simulator.snapshot); the workload "
                             "is shared, everything else copied. Restore it with Simulator.restore (reusable).")
         .def_prop_ro("n_decisions", [](const SimSnapshot& s) { return s.c.n_decisions; })
         .def_prop_ro("now", [](const SimSnapshot& s) { return s.now; });
@@ -216,11 +215,23 @@ void bind_snapshot(nb::module_& m, nb::class_<Simulator>& cls) {
                  }
                  return copy_of(flat);
              },
-             "Every decision applied since the reset as a flat int64 copy of (rid, kind 0 prefill / 1 deflect, node "
-             "asked for or -1, chunk or 0) quadruples.");
+             "Every decision applied since the reset as a flat int64 copy of (rid, kind, node asked for or -1, "
+             "chunk or 0) quadruples; kinds: pull.hpp LOG_*.")
+        .def("replay",
+             [](Simulator& s, nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> log) {
+                 if (log.shape(1) != 4) throw nb::value_error("replay: the log must have shape [n, 4]");
+                 std::vector<LoggedDecision> decisions(log.shape(0));
+                 const int64_t* v = log.data();
+                 for (size_t i = 0; i < decisions.size(); ++i)
+                     decisions[i] = LoggedDecision{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+                 s.replay(decisions);
+             },
+             nb::arg("log"),
+             "Apply a decision log (int64 [n, 4], as decision_log() gives it) to this freshly reset run, checking "
+             "each decision is the one pending; RuntimeError naming the request where the replay diverged.");
 }
 
-// ---- debug API (tests; NativeSimulator.debug_*): see simulator.hpp
+// ---- debug API (tests; Simulator.debug_* in Python): see simulator.hpp
 void bind_debug(nb::class_<Simulator>& cls) {
     cls.def("debug_join", &Simulator::debug_join, nb::arg("node"), nb::arg("rid"), nb::arg("ctx"), nb::arg("rem"),
             nb::arg("gap"))
@@ -312,19 +323,22 @@ void bind_streaming(nb::class_<Simulator>& cls) {
 }  // namespace
 
 void bind_simulator(nb::module_& m) {
-    nb::exception<NotImplementedSlice>(m, "NotImplementedSlice", PyExc_NotImplementedError);
+    bind_config(m);
+    nb::list names;
+    for (const ColumnDef& c : REQUEST_COLUMNS) names.append(c.name);
+    m.attr("REQUEST_COLUMNS") = nb::tuple(names);
 
-    nb::class_<Simulator> cls(m, "Simulator", "The native discrete-event simulator (see kairos_gym/sim/simulator.py).");
+    nb::class_<Simulator> cls(m, "Simulator", "The discrete-event simulator (see kairos_gym/sim/simulator.py).");
     bind_snapshot(m, cls);
     bind_debug(cls);
     bind_streaming(cls);
     bind_faults(cls);
     cls.def("__init__",
-             [](Simulator* self, const nb::dict& config, const Pricer& pricer, bool oracle) {
-                 new (self) Simulator(config_from(config), pricer, oracle);
+             [](Simulator* self, const CoreConfig& config, const Pricer& pricer, bool oracle) {
+                 new (self) Simulator(config, pricer, oracle);
              },
              nb::arg("config"), nb::arg("pricer"), nb::arg("oracle"),
-             "config: the scenario's constants (dict, see native_engine.py); pricer: a _core.Pricer over the "
+             "config: the scenario's constants (a CoreConfig); pricer: a _core.Pricer over the "
              "scenario's compiled cost tables (copied, memos included); oracle: show output lengths.")
         .def("reset",
              [](Simulator& s, const F64& arrival, const I64& prompt, const I64& output) {
@@ -380,7 +394,8 @@ void bind_simulator(nb::module_& m) {
                      }, "Time of the dispatcher view's last refresh (s; NaN before the first, and on exact).")
         .def("noise_factors", [](const Simulator& s) { return s.information().factors; },
              "The pending decision's error factors 1 + e: prefill nodes, then decode nodes (empty on exact).")
-        .def("column", &request_column, nb::arg("name"), "A per-request column as a read-only numpy view.")
+        .def("column", &request_column, nb::arg("name"),
+             "A per-request column (one of REQUEST_COLUMNS) as a read-only numpy view.")
         .def_prop_ro("pending_rid", &Simulator::pending_rid)
         .def_prop_ro("pending_kind", &Simulator::pending_kind, "0: an arrival decision, 1: a pull decision, 2: a re-entry decision (pull.hpp).")
         .def_prop_ro("pull_node", &Simulator::pull_node, "At a pull: the decode node whose slot freed, else -1.")
@@ -476,7 +491,7 @@ void bind_simulator(nb::module_& m) {
                  for (nb::object& o : fields) out.append(o);
                  return nb::tuple(out);
              },
-             nb::arg("node"), "Prefill node `node`'s state, in native_engine.PrefillNodeState's field order.")
+             nb::arg("node"), "Prefill node `node`'s state, in the field order of kairos_gym.sim.simulator.PrefillNodeState.")
         .def("decode_state",
              [](const Simulator& s, int64_t i) {
                  if (i < 0 || i >= static_cast<int64_t>(s.dnodes().size())) throw nb::index_error("decode node");
@@ -505,7 +520,7 @@ void bind_simulator(nb::module_& m) {
                  for (nb::object& o : fields) out.append(o);
                  return nb::tuple(out);
              },
-             nb::arg("node"), "Decode node `node`'s state, in native_engine.DecodeNodeState's field order.")
+             nb::arg("node"), "Decode node `node`'s state, in the field order of kairos_gym.sim.simulator.DecodeNodeState.")
         .def("timeline",
              [](const Simulator& s, size_t start) {
                  nb::list out;

@@ -1,4 +1,4 @@
-// _core.VecStepper: N native env steps in one call (src/core/vec_step.hpp) for kairos_gym/env/vector.py.
+// _core.VecStepper: N env steps in one call (src/core/vec_step.hpp) for kairos_gym/env/vector.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/vector.h>
@@ -9,7 +9,7 @@ namespace nb = nanobind;
 using namespace kairos;
 
 void bind_vec(nb::module_& m) {
-    nb::class_<VecStepper>(m, "VecStepper", "N EnvStepper steps in one native call (see kairos_gym/env/vector.py).")
+    nb::class_<VecStepper>(m, "VecStepper", "N EnvStepper steps in one call (see kairos_gym/env/vector.py).")
         .def(nb::init<std::vector<EnvStepper*>>(), nb::arg("steppers"), nb::keep_alive<1, 2>(),
              "steppers: a list of _core.EnvStepper with equal observation and mask sizes.")
         .def("step",

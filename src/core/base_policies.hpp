@@ -1,6 +1,6 @@
-// Base policies inside the native core (issue 12 item 4): the rules the rollout Oracle continues with, decided
-// from the simulator's priced decision menu (decision_menu.hpp) without a round trip to Python. Each is a literal
-// port of its Python policy, bit for bit (tests/core/test_base_policies.py):
+// Base policies inside the core: the rules the rollout Oracle continues with, decided
+// from the simulator's priced decision menu (decision_menu.hpp) without a round trip to Python. Each decides as its
+// Python policy does, bit for bit (tests/core/test_base_policies.py):
 //   no-deflect          agents/baselines.py NoDeflect: always the prefill path (the shortest queue)
 //   kairos-exact        agents/kairos.py Kairos with staleness_s = 0 and model_error = 0 (a fresh view, no draws)
 //   always-deflect      AlwaysDeflect (chunk 0 = LargestSafe: always-deflect-ls)

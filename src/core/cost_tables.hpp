@@ -1,4 +1,4 @@
-// CostTables: the step-latency tables and constants the native pricer reads (no Python headers).
+// CostTables: the step-latency tables and constants the pricer reads (no Python headers).
 //
 // Python owns the physics: kairos_gym.latency.pricing.ChunkPricer.compile() builds every number here from the
 // StepLatencyModel (the G table with numpy, whose pow differs from libm's in a few % of entries), and the core

@@ -1,5 +1,5 @@
-// Simulator::build_menu, prefill_wait and node_refuses: the decision context of engine.py (_build_context
-// 1018-1082, prefill_wait 994-1015, _node_refuses 467-477), expression by expression.
+// Simulator::build_menu, prefill_wait and node_refuses: the priced decision context (decision_menu.hpp); every
+// expression keeps the order of operations the golden data pins.
 #include <cmath>
 #include <limits>
 
@@ -25,7 +25,7 @@ int Simulator::node_refuses(int64_t di, int64_t need) const {
 
 double Simulator::prefill_wait_at(const PrefillNode& node, double now) {
     double wait = node.busy_until >= 0 ? std::max(0.0, node.busy_until - now) : 0.0;
-    double steps_s = 0.0, attn_s = 0.0;  // the queue terms (the Python engine caches them per queue change)
+    double steps_s = 0.0, attn_s = 0.0;  // the queue terms, computed afresh at each call
     int64_t in_step = node.has_step ? node.step_tokens : 0;
     int64_t rest = node.queued_tokens - in_step;
     if (rest > 0) {

@@ -1,4 +1,4 @@
-// The priced menu of one routing decision (engine.py _build_context, prefill_wait, _node_refuses) in flat
+// The priced menu of one routing decision (Simulator::build_menu, prefill_wait, node_refuses) in flat
 // buffers the core rewrites in place at every decision; Python builds the DecisionContext NamedTuples from them
 // (kairos_gym/sim/simulator.py). Times in seconds, sizes in tokens. Row-major 2-D buffers.
 #pragma once
@@ -7,7 +7,7 @@
 
 namespace kairos {
 
-// why a decode node refuses a deflection (engine.py _node_refuses)
+// why a decode node refuses a deflection (Simulator::node_refuses)
 constexpr int REFUSE_NONE = 0;
 constexpr int REFUSE_IN_FLIGHT = 1;
 constexpr int REFUSE_BATCH_FULL = 2;

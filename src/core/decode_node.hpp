@@ -1,4 +1,4 @@
-// A decode node (engine.py _DecodeNode). Its batch is kept without per-request arrays: every member gains
+// A decode node. Its batch is kept without per-request arrays: every member gains
 // one token per step, so a request's context and remaining tokens follow from the node's step counter
 // `steps` (ctx = ctx_base[rid] + steps, remaining = end_step[rid] - steps), the next finish is the top of a
 // min-heap of (end_step, rid), and a member's worst token gap is a suffix maximum over the node's recorded

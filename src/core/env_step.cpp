@@ -1,4 +1,4 @@
-// EnvStepper: KairosEnv.step's simulator part (env/core.py 145-197) in one call.
+// EnvStepper: KairosEnv.step's simulator part (kairos_gym/env/core.py KairosEnv.step) in one call.
 #include "env_step.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// One env step of KairosEnv (kairos_gym/env/core.py step) in one native call: apply the action's decision, run
+// One env step of KairosEnv (kairos_gym/env/core.py step) in one call: apply the action's decision, run
 // to the next decision, write the observation and the mask, and return the reward terms. Python keeps the action
 // check, the reward formula, the SLO tracker and the info dict. Times in seconds.
 #pragma once

@@ -1,8 +1,8 @@
-// The engine's event heap: a literal port of `Simulator._push` and of the pops in `Simulator.next_decision`
-// (kairos_gym/sim/engine.py), which keep a heapq list of tuples (t, seq, kind, a, b).
+// The simulator's event heap: a binary heap of (t, seq, kind, a, b) laid out as Python's heapq lays out a list
+// of those tuples (Simulator.events() hands it over element for element).
 //
 // Units and fields: t is the event's simulated time in seconds (float64); seq is the push counter (int64, 1 for
-// the first push of a run, +1 per push, stale events included); kind is the event type (engine.py _ARRIVAL...);
+// the first push of a run, +1 per push, stale events included); kind is the event type (simulator.hpp EV_*);
 // a is a node index or request id; b a version counter or node index.
 //
 // Order. Python compares the tuples element by element: the first pair of elements that are not equal decides

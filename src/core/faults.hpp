@@ -1,4 +1,4 @@
-// Fault injection (issue 14 item 1; docs/reliability.md, "Faults"): the events a scenario's `faults:` section
+// Fault injection (docs/reliability.md, "Faults"): the events a scenario's `faults:` section
 // compiles to (kairos_gym/faults.py: timed events and the random-failure draws, merged and sorted by time) and the
 // counters the simulator keeps about them. Times in seconds from the run's start; factors are plain numbers.
 //

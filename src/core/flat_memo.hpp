@@ -3,7 +3,7 @@
 //
 // Open addressing with linear probing in a power-of-two array (a Fibonacci hash of the key), grown by doubling
 // at 3/4 load. It replaces std::unordered_map, whose per-entry heap node, modulo-prime bucket index and pointer
-// chase were the largest single cost of pricing a decision menu (callgrind, docs/benchmarks.md). A memo never
+// chase were the largest single cost of pricing a decision menu (callgrind, docs/performance.md). A memo never
 // changes a value: what it returns is what the caller would compute, so the container cannot change results.
 // No erase: the Pricer clears a memo when it reaches its limit, as the Python ChunkPricer does. Size bound: under
 // the Pricer's limit (Pricer::kMemoLimit = 200,000 entries) the array never exceeds 2^19 slots of 16 bytes (8 MiB);

@@ -1,4 +1,4 @@
-// The information track (issue 12, item 1): what the simulator SERVES to every policy at a decision (the
+// The information track: what the simulator SERVES to every policy at a decision (the
 // DecisionMenu, hence the DecisionContext, the env observation and the env action mask). Physics never reads it.
 //
 // Track "exact" (InfoConfig::realistic = false): the true, fresh state and exact predictions (build_menu,

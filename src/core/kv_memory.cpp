@@ -1,4 +1,4 @@
-// The simulator's KV-memory rules (engine.py 569-610, 760-822, 962-969): routing a prefilled request to the
+// The simulator's KV-memory rules: routing a prefilled request to the
 // decode node with the least reserved KV that fits it, the queue of requests waiting for memory, and the swap
 // policy's preemption and swap-in, in the order KvPolicy::fifo names (swap_order: fifo, the default, by arrival:
 // the latest-arrived member is preempted, the earliest-arrived swapped request comes back first; lifo: the

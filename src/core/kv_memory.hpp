@@ -1,4 +1,4 @@
-// KV-cache memory accounting of the decode nodes (engine.py: _kv_total, _kv_need, the swap policy's block
+// KV-cache memory accounting of the decode nodes (KV totals, a request's need, the swap policy's block
 // arithmetic). Sizes in tokens. Under "reserve" a request reserves prompt + output tokens up front; under
 // "swap" caches occupy whole blocks of `block` tokens and grow block by block.
 #pragma once
@@ -18,8 +18,8 @@ struct KvPolicy {
     bool swap = false;   // memory_policy == "swap"
     int64_t block = 16;  // kv_block_tokens
     // swap_order (swap policy): true "fifo" (default; vLLM FCFS: the latest-arrived batch member is preempted
-    // first, the earliest-arrived swapped request comes back first), false "lifo" (the order before issue 14:
-    // the most recently admitted member is preempted, the most recently swapped comes back first)
+    // first, the earliest-arrived swapped request comes back first), false "lifo" (the most recently admitted
+    // member is preempted, the most recently swapped comes back first)
     bool fifo = true;
 
     // does a decode node with `n_swapped` requests in host memory take new KV reservations (routing,

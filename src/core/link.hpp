@@ -1,4 +1,4 @@
-// The fair-share P->D link: a literal port of `FairShareLink` (kairos_gym/latency/transfer.py).
+// The fair-share P->D link: the rules of `FairShareLink` (kairos_gym/latency/transfer.py), bit for bit.
 //
 // Processor sharing: the n transfers on a link each move bandwidth / n bytes per second. Pure bookkeeping with no
 // clock of its own: the engine advances the link to the current time before every change and asks for the next

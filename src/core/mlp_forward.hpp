@@ -1,4 +1,4 @@
-// The portable forward pass of a trained policy's MLP actor (issue 24): the same logits, hence the same greedy
+// The portable forward pass of a trained policy's MLP actor: the same logits, hence the same greedy
 // action, on every CPU.
 //
 // Why: torch (oneDNN/MKL) and numpy/BLAS pick their float32 GEMM kernels by CPU feature (AVX-512, AVX2, FMA), and

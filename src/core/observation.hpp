@@ -1,4 +1,4 @@
-// The env's float32 observation and int8 action mask of one decision, from its priced menu (the native twin of
+// The env's float32 observation and int8 action mask of one decision, from its priced menu (the values of
 // kairos_gym/env/observation.py ObservationLayout.values and env/actions.py ActionLayout.mask). Each feature is
 // computed in double exactly as Python writes it (int operands converted to double first, same association),
 // then rounded to float32 (round to nearest even, as np.array(list, float32)).
@@ -10,7 +10,8 @@
 
 namespace kairos {
 
-// Scales and constants of the observation table, all handed over from Python (observation.py owns them).
+// Scales and constants of the observation table, all handed over from Python (observation.py owns them) as a
+// typed class, _core.ObsParams (env_bindings.cpp; filled by kairos_gym/env/stepper.py).
 struct ObsParams {
     double ttft = 1.0;           // TTFT scale (s): the scenario's TTFT SLO
     double tbt = 0.1;            // TBT scale (s): the scenario's TBT SLO

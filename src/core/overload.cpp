@@ -1,4 +1,4 @@
-// Overload control (issue 14 item 2; scenario section `overload`, all off by default): admission control at
+// Overload control (scenario section `overload`, all off by default): admission control at
 // arrival and per-request timeouts. Times in seconds, sizes in tokens.
 //
 // Admission: an arrival is rejected (path REJECTED, counted in n_rejected_admission and n_rejected, never asked

@@ -7,7 +7,7 @@ namespace kairos {
 void PrefillNode::enqueue(int64_t rid, int64_t p) {
     queue.push_back(PrefillItem{rid, p, 0});
     queued_tokens += p;
-    q_pairs += static_cast<double>(p * (p + 1)) / 2.0;  // an exact int product, then / 2.0 (engine.py)
+    q_pairs += static_cast<double>(p * (p + 1)) / 2.0;  // an exact int product, then / 2.0
     q_kv += static_cast<double>(p);
 }
 
@@ -38,7 +38,7 @@ bool PrefillNode::compose_step(int64_t budget) {
         kv += static_cast<double>(it.done + c);
     }
     has_step = !step.empty();
-    if (has_step) {  // an empty queue leaves the last step's figures, as the Python engine does
+    if (has_step) {  // an empty queue leaves the last step's figures
         step_tokens = n_tok;
         step_pairs = pairs;
         step_kv = kv;

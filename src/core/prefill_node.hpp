@@ -1,7 +1,7 @@
-// A prefill node (engine.py _PrefillNode): a FIFO queue of prompts, built in steps of at most the token
+// A prefill node: a FIFO queue of prompts, built in steps of at most the token
 // budget (chunked prefill across the queue head). Sizes in tokens, times in seconds. The queue terms q_pairs /
 // q_kv are path-dependent running sums (they reach policies through prefill_wait), so they are updated in the
-// Python engine's exact order.
+// exact order the golden data pins.
 #pragma once
 #include <cstdint>
 #include <deque>

@@ -59,9 +59,9 @@ PricerInputError::PricerInputError(std::string where_, std::string field_, doubl
       allowed(std::move(allowed_)) {}
 
 Pricer::Pricer(std::shared_ptr<const CostTables> tables, GrowFn grow) : grow_(std::move(grow)) {
-    if (!tables) throw TableError("native pricer: no cost tables");
+    if (!tables) throw TableError("pricer: no cost tables");
     for (int64_t c : tables->menu) {
-        check_count("native pricer", "menu size", c, 1);
+        check_count("pricer", "menu size", c, 1);
         auto it = std::lower_bound(slots_.begin(), slots_.end(), std::make_pair(c, size_t(0)));
         if (it == slots_.end() || it->first != c) {
             slots_.insert(it, {c, cum_.size()});
@@ -73,7 +73,7 @@ Pricer::Pricer(std::shared_ptr<const CostTables> tables, GrowFn grow) : grow_(st
 
 void Pricer::load(std::shared_ptr<const CostTables> t) {
     if (t->n_tokens() < 1 || t->n_seqs() < 2 || t->gc.size() != 3 * t->g.size() || t->lc.size() != 3 * t->l.size()) {
-        throw TableError("native pricer: malformed cost tables (need g[T], gc[3T], l[S], lc[3S], T >= 1, S >= 2)");
+        throw TableError("pricer: malformed cost tables (need g[T], gc[3T], l[S], lc[3S], T >= 1, S >= 2)");
     }
     t_ = std::move(t);
     g_ = t_->g.data();

@@ -1,7 +1,6 @@
 // Per-request state of a run as structure-of-arrays, indexed by request id (rid = arrival order). Times in
-// seconds from the run's start (NaN: not yet), lengths in tokens, bytes in bytes. The columns Python reads
-// (tools/fingerprint.py, kairos_gym.sim.metrics) have the dtypes the Python engine's lists give under
-// np.asarray: float64 and int64.
+// seconds from the run's start (NaN: not yet), lengths in tokens, bytes in bytes. The columns Python reads are
+// listed in request_columns.hpp (float64 and int64).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -54,10 +53,10 @@ struct Requests {
     Column<int64_t> kv_moved;  // KV bytes transferred P -> D
     // the decode batch a request is in, as an intrusive doubly linked list in admission order (-1: none)
     Column<int64_t> batch_prev, batch_next;
-    // the chunk sizes (tokens) of a deflected request's prefill, in order (Python: None unless deflected)
+    // the chunk sizes (tokens) of a deflected request's prefill, in order (has_chunks: deflected)
     Column<uint8_t> has_chunks;
     Column<std::vector<int64_t>> chunks;
-    // swap policy: a preempted request's state while its KV is in host memory (Python: swap_state[rid])
+    // swap policy: a preempted request's state while its KV is in host memory
     Column<uint8_t> swapped;
     Column<int64_t> swap_ctx, swap_rem;  // cached tokens, tokens left to decode
     Column<double> swap_gap;             // worst gap so far (s)

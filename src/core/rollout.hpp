@@ -1,4 +1,4 @@
-// Rollouts and the clairvoyant rollout Oracle (issue 12 item 4). A rollout copies the simulator's state (a
+// Rollouts and the clairvoyant rollout Oracle. A rollout copies the simulator's state (a
 // SimSnapshot restored into a scratch simulator: the live one is never touched), applies one action, runs to the
 // end of the workload under a base policy (base_policies.hpp) and scores the finished run. The Oracle tries every
 // candidate action under every base policy from the same state (common random numbers: the workload is fixed and

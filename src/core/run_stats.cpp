@@ -1,5 +1,4 @@
-// The metrics recorder (see run_stats.hpp; Python: kairos_gym/sim/metrics.py RunStats and the percentiles,
-// kairos_gym/sim/engine.py Simulator._emit_tokens and the run counters).
+// The metrics recorder (see run_stats.hpp; Python: kairos_gym/sim/metrics.py RunStats and the percentiles).
 #include "run_stats.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
-// The metrics recorder the engine fills on its hot path: a literal port of `RunStats`
-// (kairos_gym/sim/metrics.py), of the run counters of `Simulator` (kairos_gym/sim/engine.py: waiting,
-// wait_area, tbt_violations, tokens_out, n_*) with the token-gap accounting of `Simulator._emit_tokens`, and of
-// the index-rule percentiles `weighted_percentiles` and `sorted_percentile`.
+// The metrics recorder the simulator fills on its hot path: the token-gap records of `RunStats`
+// (kairos_gym/sim/metrics.py reads them), the run counters (waiting, wait_area, tbt_violations, tokens_out,
+// n_*) with the token-gap accounting of Simulator::emit_tokens, and the index-rule percentiles
+// `weighted_percentiles` and `sorted_percentile` (the same as metrics.py's).
 //
 // Units: times and gaps in seconds (float64); weights, counts and token numbers are int64; `wait_area` is
 // request-seconds. The summary's means (numpy pairwise sums) are not here: Python computes them from these
@@ -58,7 +58,7 @@ private:
     LogSketch sketch_;
 };
 
-// The run counters of Simulator (engine.py) and the clock-driven waiting area.
+// The run counters of Simulator and the clock-driven waiting area.
 struct RunCounters {
     int64_t waiting = 0;      // requests arrived without a first token
     double wait_area = 0.0;   // integral of `waiting` over time (request-seconds)

@@ -1,6 +1,6 @@
 // Portable workload samplers: numpy's Generator algorithms (PCG64 bit stream, 256-layer ziggurats, Marsaglia-Tsang
 // and Johnk-type gamma, PTRS / multiplication Poisson) re-implemented with kairos::pmath in place of libm, so each
-// draw is the same double on every CPU (issue 24). On this machine they equal numpy's draws bit for bit, except
+// draw is the same double on every CPU. On this machine they equal numpy's draws bit for bit, except
 // where libm itself rounds differently from pmath and (normal / lognormal only) where numpy's double-precision
 // ziggurat table differs from the exact one (src/core/ziggurat_tables.hpp; docs in kairos_gym/workload/portable_random.py).
 //

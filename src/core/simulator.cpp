@@ -44,6 +44,8 @@ Simulator::Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle)
         throw std::invalid_argument("simulator: chunk menu empty or menu_desc of another length");
     if (cfg_.kv.block < 1) throw std::invalid_argument("simulator: kv block < 1 token");
     if (cfg_.kv_capacity < 1) throw std::invalid_argument("simulator: kv capacity < 1 token");
+    if (cfg_.stream_slots != -1 && (cfg_.stream_slots < 1 || (cfg_.stream_slots & (cfg_.stream_slots - 1))))
+        throw std::invalid_argument("simulator: stream_slots must be -1 or a power of two");
     menu_.resize(cfg_.n_prefill, cfg_.n_decode, static_cast<int64_t>(cfg_.menu.size()));
 }
 
@@ -210,6 +212,24 @@ void Simulator::restore(const SimSnapshot& s) {
     held_ = s.held;
     reentry_q_ = s.reentry_q;
     fc_ = s.fc;
+}
+
+static_assert(LOG_PREFILL / 2 == DECISION_ARRIVAL && LOG_DEFLECT / 2 == DECISION_ARRIVAL &&
+                  LOG_PULL_STAY / 2 == DECISION_PULL && LOG_PULL_DEFLECT / 2 == DECISION_PULL &&
+                  LOG_REENTRY_PREFILL / 2 == DECISION_REENTRY && LOG_REENTRY_DEFLECT / 2 == DECISION_REENTRY,
+              "replay: a logged kind / 2 is the decision kind it answered");
+
+void Simulator::replay(const std::vector<LoggedDecision>& log) {
+    for (const LoggedDecision& d : log) {
+        // LOG_* kinds come in (prefill path, deflection) pairs, one pair per DECISION_* kind (pull.hpp)
+        const bool known = d.kind >= LOG_PREFILL && d.kind <= LOG_REENTRY_DEFLECT;
+        if (!known || !next_decision() || pending_rid_ != d.rid || pending_kind_ != d.kind / 2)
+            throw std::runtime_error("replay diverged at request " + std::to_string(d.rid));
+        if (d.kind % 2 == 0)
+            apply_prefill(d.node);
+        else
+            apply_deflect(d.node, d.chunk);
+    }
 }
 
 // ---------------------------------------------------------------- debug API (tests)
@@ -558,7 +578,7 @@ void Simulator::start_deflection(int64_t rid, DecodeNode& d, int64_t chunk) {
     wake_decode(d);
 }
 
-// the next chunk step of the deflection in flight (engine.py _plan_decode, `if defl is not None`)
+// the next chunk step of the deflection in flight (plan_decode with a deflection in flight)
 void Simulator::start_chunk_step(DecodeNode& d, int64_t B, int64_t pairs) {
     const double now = now_;
     const int64_t rid = d.defl.rid, prompt = d.defl.prompt, done = d.defl.done, chunk = d.defl.chunk;

@@ -1,6 +1,6 @@
-// The discrete-event simulator of a disaggregated (P/D) cluster (the native twin of kairos_gym/sim/engine.py,
-// which stays the reference: every expression is translated literally, in the same order, so results are
-// bit for bit the same). Times in seconds, sizes in tokens, bytes in bytes.
+// The discrete-event simulator of a disaggregated (P/D) cluster. Its results are pinned bit for bit by the
+// golden data (tests/golden): every floating-point expression keeps its order of operations. Times in seconds,
+// sizes in tokens, bytes in bytes.
 //
 // Events are ordered by (t, seq); seq increments on every push, stale events (an old version) are pushed and
 // popped like the others, and the waiting area is accumulated on every pop. A decision is the only place the
@@ -32,14 +32,7 @@
 
 namespace kairos {
 
-// A code path of a port slice not written yet (raised as Python's NotImplementedError): never a silent fallback.
-struct NotImplementedSlice : std::logic_error {
-    explicit NotImplementedSlice(const std::string& slice)
-        : std::logic_error("the native engine does not implement slice " + slice +
-                           " yet") {}
-};
-
-// event kinds (engine.py)
+// event kinds
 constexpr int8_t EV_ARRIVAL = 0;
 constexpr int8_t EV_PREFILL_DONE = 1;
 constexpr int8_t EV_SETUP_DONE = 2;
@@ -58,7 +51,8 @@ constexpr int64_t MAX_RUN_REQUESTS = 2147483647;
 
 constexpr double UTIL_WINDOW_S = 5.0;  // window of the utilization EWMA shown to policies (s)
 
-// The scenario's constants, frozen (built in Python from ScenarioConfig and the latency model).
+// The scenario's constants, frozen (a typed class in Python, _core.CoreConfig, filled from ScenarioConfig and the
+// latency model by kairos_gym/sim/simulator.py; the Simulator constructor checks them: std::invalid_argument).
 struct CoreConfig {
     int64_t n_prefill = 2, n_decode = 2;
     int64_t decode_max_batch = 256;
@@ -93,7 +87,7 @@ struct CoreConfig {
     double sketch_alpha = 0.01;
 };
 
-// One node activity (engine.py timeline): a prefill step, a decode stretch or a chunk step.
+// One node activity (Simulator.timeline in Python): a prefill step, a decode stretch or a chunk step.
 struct TimelineRecord {
     bool decode;    // decode node (else prefill node)
     int64_t node;
@@ -111,8 +105,8 @@ struct TraceRecord {
 struct SimSnapshot;
 
 // One applied decision (the decision log pickling replays): the request, its kind (LOG_* in pull.hpp: 0 prefill /
-// 1 deflect at an arrival, 2 stay / 3 deflect at a pull), the node asked for (-1: the shortest prefill queue, or
-// stay) and the chunk (0: LargestSafe; 0 for the prefill path).
+// 1 deflect at an arrival, 2 stay / 3 deflect at a pull, 4 prefill / 5 deflect at a re-entry), the node asked for
+// (-1: the shortest prefill queue, or stay) and the chunk (0: LargestSafe; 0 for the prefill path).
 struct LoggedDecision {
     int64_t rid, kind, node, chunk;
 };
@@ -183,7 +177,7 @@ public:
     int64_t events_pushed() const { return events_.seq(); }
     const EventQueue& event_queue() const { return events_; }
 
-    // ---- snapshot/restore (issue 11 step 6): a copy of every piece of mutable state except the pricer (its
+    // ---- snapshot/restore: a copy of every piece of mutable state except the pricer (its
     // tables are immutable and its memos change no result) and the menu buffers' storage (Python holds views
     // of it: restore copies their contents in place). The workload is shared, the per-request arrays copied.
     SimSnapshot snapshot() const;
@@ -192,6 +186,10 @@ public:
     void restore(const SimSnapshot& s);
     // every decision applied since the reset, in order
     const std::vector<LoggedDecision>& decision_log() const { return log_; }
+    // Replay `log` (another run's decision_log() of the same scenario and workload) from a fresh reset: for each
+    // entry, run to the next decision, check it is the logged request and kind, and apply the logged answer (what
+    // unpickling does). std::runtime_error naming the request where the replay diverges.
+    void replay(const std::vector<LoggedDecision>& log);
 
     // ---- faults (faults.hpp, faults.cpp; docs/reliability.md "Faults"): set the run's fault events (right after
     // reset, before the first next_decision; once per reset: std::logic_error otherwise; node indices and factors
@@ -205,7 +203,7 @@ public:
     bool prefill_up(int64_t p) const { return pnodes_[static_cast<size_t>(p)].down == 0; }
     bool decode_up(int64_t d) const { return dnodes_[static_cast<size_t>(d)].down == 0; }
 
-    // ---- debug API (tests; NativeSimulator.debug_* in Python): the decode-node batch bookkeeping
+    // ---- debug API (tests; Simulator.debug_* in Python): the decode-node batch bookkeeping
     // (join/leave/record/worst gap of decode node d), the worst-step stack's prune threshold (kept across
     // resets), a raw event push and a prefill node's predicted wait. Indices are checked (std::out_of_range).
     void debug_join(int64_t d, int64_t rid, int64_t ctx, int64_t rem, double gap);
@@ -308,7 +306,7 @@ private:
     std::vector<DecodeNode> dnodes_;
     std::vector<FairShareLink> links_;
     std::deque<int64_t> awaiting_memory_;
-    int64_t n_swap_state_ = 0;  // requests with a swap state (Python: len(swap_state))
+    int64_t n_swap_state_ = 0;  // requests with a swap state (Requests::swapped set)
     RunStats stats_;
     RunCounters c_;
     StreamSummary stream_;

@@ -1,4 +1,4 @@
-// Streaming metrics (issue 14 item 4; scenario `metrics: {mode: streaming}`): a run whose memory does not grow
+// Streaming metrics (scenario `metrics: {mode: streaming}`): a run whose memory does not grow
 // with its length. Finished requests are folded into the accumulators below and their per-request slots reused
 // (Requests ring, requests.hpp); token gaps go into a sketch instead of RunStats' records.
 //

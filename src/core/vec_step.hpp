@@ -1,4 +1,4 @@
-// N env steps (src/core/env_step.hpp) in one native call, for kairos_gym/env/vector.py: the envs flagged active
+// N env steps (src/core/env_step.hpp) in one call, for kairos_gym/env/vector.py: the envs flagged active
 // step with their action; their observation and mask rows and reward terms land in batched buffers. Python keeps
 // the action check, the reward formula and the per-env counters. Times in seconds.
 #pragma once

@@ -9,6 +9,7 @@ from kairos_gym.agents import SL, SQ, AlwaysDeflect, Kairos, NoDeflect, Random
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL, Decision
 from tests.agents.ctx_helpers import MENU, SCENARIO, decode_view, make_ctx
+from tests.fixtures import tiny_scenario
 
 
 def test_no_deflect_is_jsq_prefill():
@@ -145,7 +146,7 @@ def test_largest_safe_variants_deflect_with_largest_safe_only(ls_name, base, par
 
     assert "chunk" not in policy_params(ls_name)  # no way to turn it back into a fixed-chunk rule
     rec = Recorder(make_policy(ls_name, "bursty", seed=0, **params))
-    tiny = {"name": "ls", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 200}}
+    tiny = tiny_scenario(200, name="ls")
     summary = run_policy(rec, tiny, seed=0)
     deflections = [d for d in rec.decisions if d.path == DEFLECT]
     assert deflections and summary["deflection_rate"] > 0

@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 from kairos_gym.agents import POLICIES, run_policy
 
-BURSTY_300 = {
-    "name": "t",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 20, "cv": 3},
-        "num_requests": 300,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
+from tests.fixtures import LENGTHS, tiny_scenario
+
+BURSTY_300 = tiny_scenario(300, name="t", rate=20, lengths=LENGTHS)
 KWARGS: dict[str, dict[str, object]] = {}
 
 

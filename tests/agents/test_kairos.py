@@ -1,4 +1,4 @@
-"""Kairos's decision rule on hand-built states (DOMAIN.md section 2)."""
+"""Kairos's decision rule on hand-built states (docs/DOMAIN.md section 2)."""
 
 from __future__ import annotations
 
@@ -173,9 +173,9 @@ def test_exact_track_is_deterministic_and_draws_nothing():
 
 @pytest.mark.parametrize("field", ["staleness_s", "model_error"])
 @pytest.mark.parametrize("value", [0.0, 0.1])
-def test_former_realism_knobs_point_to_the_scenario_option(field, value):
-    """Staleness and model error belong to the environment now: passing one (even 0) is refused, naming the
-    scenario's information option (issue 12)."""
+def test_realism_knobs_point_to_the_scenario_option(field, value):
+    """Staleness and model error belong to the environment: passing one to Kairos (even 0) is refused, naming the
+    scenario's information option."""
     with pytest.raises(ConfigError) as e:
         Kairos(SCENARIO, **{field: value})
     assert e.value.field == field and f"information.{field}" in str(e.value)

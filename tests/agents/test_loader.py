@@ -17,8 +17,9 @@ from kairos_gym.agents.runner import run_policy
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
+from tests.fixtures import tiny_scenario
 
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 80}}
+TINY = tiny_scenario(80)
 
 GOOD = '''
 from kairos_gym.agents.baselines import least_loaded_deflectable

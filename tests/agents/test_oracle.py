@@ -17,8 +17,9 @@ from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, Decision
 from tests.agents.ctx_helpers import make_ctx
+from tests.fixtures import tiny_scenario
 
-SMALL = {"name": "o", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 60}}
+SMALL = tiny_scenario(60, name="o", rate=25)
 INSTANCES: list[tuple[Any, dict[str, Any]]] = [
     (SMALL, {}),
     ("bursty", {"workload": {"num_requests": 70}}),
@@ -200,7 +201,7 @@ def test_needs_attach_and_its_own_pending_decision() -> None:
 
 def test_a_non_simulator_another_scenario_and_unsupported_scenarios_are_refused() -> None:
     o = Oracle(SMALL)
-    with pytest.raises(ConfigError, match="native engine"):
+    with pytest.raises(ConfigError, match="rolls out inside its core"):
         o.attach(object())
     with pytest.raises(ConfigError, match="scenario"):
         o.attach(Simulator("small", seed=0))

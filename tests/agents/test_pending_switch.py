@@ -5,7 +5,6 @@ kind), and on fault-shift it is kairos_gym/benchmark/checks/fault_switch.py's Pe
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from typing import Any
 
@@ -18,8 +17,8 @@ from kairos_gym.agents.runner import simulate
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim.hook import DEFLECT, LARGEST_SAFE, PREFILL, PULL, REENTRY, DecodeNodeView
-from kairos_gym.sim.simulator import COLUMNS
 from tests.agents.ctx_helpers import SCENARIO, decode_view, make_ctx
+from tests.fixtures import run_digest
 
 
 def _node(pending: int, batch: int = 8, can: bool | None = None, in_flight: bool = False) -> DecodeNodeView:
@@ -81,14 +80,6 @@ def test_decides_the_same_way_at_pull_and_reentry_decisions() -> None:
     assert p.decide(reentry).path == DEFLECT
 
 
-def _digest(sim: Any) -> str:
-    h = hashlib.sha256()
-    for k in COLUMNS:
-        h.update(np.ascontiguousarray(getattr(sim, k)).tobytes())
-    h.update(np.ascontiguousarray(sim.decision_log()).tobytes())
-    return h.hexdigest()
-
-
 @pytest.mark.parametrize("k", [1, 2, 8])
 def test_it_is_the_fault_switch_tools_pending_switch_on_fault_shift(k: int) -> None:
     """fault-shift has faults.reentry: prefill, so only arrivals are decided: the registered policy (which decides
@@ -98,6 +89,6 @@ def test_it_is_the_fault_switch_tools_pending_switch_on_fault_shift(k: int) -> N
     for seed in (3, 5):  # seeds whose network outages start early (2.5 s, 6.4 s): several within 300 requests
         ours, sim = simulate("pending-switch", sc, seed, k=k)
         theirs, tsim = simulate(tool.PendingSwitch(k), sc, seed)
-        assert _digest(sim) == _digest(tsim), (k, seed)
+        assert run_digest(sim) == run_digest(tsim), (k, seed)
         assert ours["slo_attainment"] == theirs["slo_attainment"]
         assert 0.0 < ours["deflection_rate"] < 1.0  # it switched both ways

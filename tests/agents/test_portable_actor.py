@@ -1,4 +1,4 @@
-"""The portable actor forward pass (src/core/mlp_forward.hpp, agents/checkpoint.py GreedyActor; issue 24).
+"""The portable actor forward pass (src/core/mlp_forward.hpp, agents/checkpoint.py GreedyActor).
 
 - exact: the native logits equal, bit for bit, a pure-Python run of the documented arithmetic (double accumulation,
   bias first then inputs by increasing index, one rounding to float32 per unit; activations in double from the

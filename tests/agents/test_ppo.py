@@ -18,11 +18,12 @@ from kairos_gym.agents.checkpoint import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NP
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision
 from tests.agents.ctx_helpers import make_ctx
+from tests.fixtures import tiny_scenario
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
 
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "poisson", "rate": 20}, "num_requests": 40}}
+TINY = tiny_scenario(40, rate=20, cv=None)
 
 
 class _Payload:

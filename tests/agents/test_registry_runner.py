@@ -7,8 +7,9 @@ from kairos_gym.agents import POLICIES, Kairos, NoDeflect, make_policy, policy_p
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision
+from tests.fixtures import tiny_scenario
 
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "poisson", "rate": 20}, "num_requests": 60}}
+TINY = tiny_scenario(60, rate=20, cv=None)
 
 
 def test_names():

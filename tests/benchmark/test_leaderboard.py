@@ -17,20 +17,11 @@ import kairos_gym.benchmark.suite as suite_mod
 from kairos_gym.benchmark.entries import REQUIRED, STATIC_GRID
 from kairos_gym.benchmark.leaderboard_report import leaderboard_md
 from kairos_gym.benchmark.scoring import ranking, score
-from kairos_gym.benchmark.suite import N_TEST, SUITE, TIER_NAMES, Instance, Task, seeds, windows
-from kairos_gym.cli import main
+from kairos_gym.benchmark.suite import N_TEST, SUITE, TIER_NAMES, Instance
+from kairos_gym.cli.main import main
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
-
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 60, "output_sigma": 0.5, "output_max": 400}}}
-TRACE = {"name": "tiny-trace", "workload": {"arrival": {"kind": "trace", "path": "azure2023_code", "rate_scale": 6}}}
-TINY_SUITE = (
-    Task("tiny", TINY, seeds(0, 1, 2), seeds(100)),
-    Task("tiny-trace", TRACE, windows([240, 300, 360, 420]), windows([0, 60]), windows=True),
-)
-"""Two tasks: a synthetic one (3 seeds) and a trace (3 windows of 60 s; train window [0, 60))."""
+from tests.fixtures import TINY_BENCH, TINY_SUITE, TINY_TRACE
 
 POLICY_FILE = '''
 from kairos_gym.sim.hook import Decision
@@ -90,7 +81,7 @@ def test_trace_windows_lie_inside_their_trace():
 
 def test_a_trace_workload_does_not_depend_on_the_seed_but_on_the_window():
     """Why trace instances are windows, not seeds: the seed does not change a trace workload."""
-    base = load_scenario(TRACE)
+    base = load_scenario(TINY_TRACE)
     win = Instance(0, (240.0, 300.0)).scenario(base)
     a, b = run_policy("no-deflect", win, 0), run_policy("no-deflect", win, 1)
     for key in ("n_requests", "ttft_p95", "slo_attainment"):
@@ -179,7 +170,7 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     # the file's policy went through the same runner: never deflecting, it scores exactly as no-deflect
     assert figs["my_policy.py:Prefill"] == figs["no-deflect"]
     # the checkpoint is the shipped agent: the same figures as a direct run of ppo on the first instance
-    first = run_policy("ppo", TINY, 0)
+    first = run_policy("ppo", TINY_BENCH, 0)
     assert figs[ckpt]["tiny"]["slo_attainment"][0] == first["slo_attainment"]
     # best-static: the best rule of the grid on the train instances
     grid = res["best_static"]["tiny"]["grid"]

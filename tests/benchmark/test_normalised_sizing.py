@@ -30,15 +30,17 @@ def test_the_factor_is_the_squared_ratio_of_the_widest_interval_to_the_target():
 
 
 def test_the_command_prints_the_table_and_refuses_bad_input(tmp_path, capsys):
-    tool = importlib.import_module("kairos_gym.benchmark.checks.normalised_sizing")
+    from kairos_gym.cli.main import main
+
     p = tmp_path / "op.json"
     p.write_text(json.dumps(_result()))
-    assert tool.main([str(p)]) == 0
+    assert main(["check", "normalised-sizing", str(p)]) == 0
     out = capsys.readouterr().out
     assert "| wide | 0.050 | 100 | 10 | a ± 0.200 | 16.0 | 1,600 | 160 |" in out
     assert "1 of 2 tasks meet the target as run; the others need 150 more Oracle instances." in out
     p.write_text("[]")
-    assert tool.main([str(p)]) == 2
-    assert tool.main([str(tmp_path / "absent.json")]) == 2
-    with pytest.raises(SystemExit):
-        tool.main([str(p), "--half-width", "0"])
+    assert main(["check", "normalised-sizing", str(p)]) == 2
+    assert main(["check", "normalised-sizing", str(tmp_path / "absent.json")]) == 2
+    assert main(["check", "normalised-sizing", str(p), "--half-width", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("kairos-gym check normalised-sizing: error:") == 3 and "--half-width" in err

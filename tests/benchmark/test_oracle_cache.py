@@ -13,15 +13,16 @@ from kairos_gym.benchmark.leaderboard import run_suite
 from kairos_gym.benchmark.suite import SUITE, Task, seeds
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
+from tests.fixtures import tiny_scenario
 
-TINY = {"name": "tiny-o", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 80}}
+TINY = tiny_scenario(80, name="tiny-o")
 BASES = ["no-deflect", "always-deflect-ls"]
 
 
 def test_the_committed_cache_matches_a_fresh_oracle_run_on_one_instance() -> None:
     entries = osc.load()
     assert entries, ("kairos_gym/benchmark/oracle_cache.json holds no entry (regenerate it: "
-                     "python -m kairos_gym.benchmark.oracle_cache)")
+                     "kairos-gym oracle-cache)")
     key = min(entries, key=lambda k: entries[k]["summary"]["n_requests"])  # the cheapest instance
     e = entries[key]
     task = next(t for t in SUITE if t.name == e["task"])
@@ -71,8 +72,10 @@ def test_a_bad_cache_file_is_refused(tmp_path) -> None:
     with pytest.raises(ConfigError, match="version"):
         osc.load(bad)
     assert osc.load(tmp_path / "absent.json") == {}
-    assert osc.main(["--max-requests", "0"]) == 2
-    assert osc.main(["--tasks", "nope"]) == 2
+    from kairos_gym.cli.main import main
+
+    assert main(["oracle-cache", "--max-requests", "0"]) == 2
+    assert main(["oracle-cache", "--tasks", "nope"]) == 2
 
 
 def test_the_leaderboard_takes_the_oracle_from_the_cache(tmp_path, monkeypatch) -> None:

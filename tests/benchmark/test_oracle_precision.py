@@ -24,7 +24,7 @@ from kairos_gym.benchmark.oracle_precision import (
 from kairos_gym.benchmark.precision import precision_instances
 from kairos_gym.benchmark.suite import on_track, seeds, select_tasks
 from kairos_gym.benchmark.two_phase import allocation, ratio_estimate, sum_estimate
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.evaluate import run_one
 from kairos_gym.progress import or_silent
@@ -401,6 +401,6 @@ def test_cli_realistic_track_writes_its_own_report(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["oracle-precision", "--track", "realistic", "--tasks", "bursty/strict", "--pilot", "3",
                  "--max-oracle", "4", "--max-instances", "4", "--half-width", "0.5", "--no-progress"]) == 0
-    text = (tmp_path / "ORACLE_PRECISION_REALISTIC.md").read_text()
+    text = (tmp_path / "results" / "oracle-precision-realistic.md").read_text()
     assert "(realistic track)" in text and "--track realistic" in text and "| bursty/strict |" in text
-    assert not (tmp_path / "ORACLE_PRECISION.md").exists()
+    assert not (tmp_path / "results" / "oracle-precision.md").exists()

@@ -1,4 +1,4 @@
-"""``kairos-gym results`` (kairos_gym/benchmark/paper_claims.py) on the issue-12 protocol: Kairos on the realistic
+"""``kairos-gym results`` (kairos_gym/benchmark/paper_claims.py) on its protocol: Kairos on the realistic
 information track,
 trace instances as disjoint windows (never seeds that only reseed noise), the rollout Oracle as the bound."""
 

@@ -381,6 +381,6 @@ def test_a_resume_file_that_does_not_reproduce_or_is_malformed_is_one_config_err
         assert e.value.field == "--resume"
     with pytest.raises(ConfigError):
         load_precision_resume(tmp_path / "absent.json", "precision", MAX_INSTANCES)
-    from kairos_gym.cli import main
+    from kairos_gym.cli.main import main
 
     assert main(["precision", "--resume", str(tmp_path / "absent.json"), "--tasks", "bursty/strict"]) == 2

@@ -13,7 +13,7 @@ import kairos_gym.evaluation.evaluate as evaluate_mod
 import kairos_gym.evaluation.sweep as sweep_mod
 import kairos_gym.latency.report as latency_report
 import kairos_gym.perf.throughput as bench_mod
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def _paths(tmp_path):
     ("leaderboard", "--out", "under-file"), ("leaderboard", "--json", "dir"),
     ("simulate", "--json", "dir"), ("simulate", "--requests-csv", "dir"), ("simulate", "--requests-csv", "under-file"),
     ("latency", "--json", "dir"), ("latency", "--calibration-report", "dir"),
-    ("bench", "--json", "under-file"),
+    ("perf", "--json", "under-file"),
     ("demo", "--out", "file"),
 ])
 def test_bad_output_path_exits_2_before_the_run(cmd, flag, kind, tmp_path, capsys, no_work):
@@ -85,11 +85,11 @@ def test_two_outputs_on_one_path(tmp_path, capsys, no_work):
     (["sweep", "--policies", "nope"], "--policies"),
     (["sweep", "--references", "nope"], "--references"),
     (["sweep", "--seeds", "0,0"], "listed twice"),
-    (["bench", "--env-seconds", "inf"], "finite"),
-    (["bench", "--env-seconds", "nan"], "finite"),
-    (["bench", "--env-seconds", "1e9"], "<= 600"),
-    (["bench", "--env-repeats", "1.5"], "--env-repeats"),
-    (["bench", "--env-repeats", "1000"], "--env-repeats"),
+    (["perf", "--env-seconds", "inf"], "finite"),
+    (["perf", "--env-seconds", "nan"], "finite"),
+    (["perf", "--env-seconds", "1e9"], "<= 600"),
+    (["perf", "--env-repeats", "1.5"], "--env-repeats"),
+    (["perf", "--env-repeats", "1000"], "--env-repeats"),
     (["simulate", "--seed", "-1"], "--seed"),
     (["simulate", "--seed", "4294967296"], "--seed"),
     (["simulate", "--policy", "nope"], "nope"),
@@ -142,13 +142,15 @@ def test_measure_and_compare_check_up_front(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(measure, "run_policy", lambda *a, **k: pytest.fail("a run started"))
     monkeypatch.setattr(compare, "compare", lambda *a, **k: pytest.fail("a run started"))
-    assert measure.main(["--json", str(tmp_path)]) == 2
-    assert measure.main(["--seed", "1.5"]) == 2
-    assert measure.main(["--policies", "sq", "--requests", "1e9"]) == 2
-    assert compare.main(["--seeds", "0,0"]) == 2
-    assert compare.main(["--markdown", str(tmp_path)]) == 2
+    assert main(["measure", "--json", str(tmp_path)]) == 2
+    assert main(["measure", "--seed", "1.5"]) == 2
+    assert main(["measure", "--policies", "sq", "--requests", "1e9"]) == 2
+    assert main(["measure", "--policies", "sq,nope"]) == 2
+    assert main(["compare", "--seeds", "0,0"]) == 2
+    assert main(["compare", "--markdown", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    for needle in ("--json", "--seed", "--requests", "listed twice", "--markdown"):
+    assert len(err.strip().splitlines()) == 6 and err.count("error:") == 6
+    for needle in ("--json", "--seed", "--requests", "'nope'", "listed twice", "--markdown"):
         assert needle in err
 
 

@@ -108,17 +108,17 @@ def test_integers_are_not_truncated():
         with pytest.raises(ConfigError, match="--chunks"):
             parse_int_list("sweep", "--chunks", bad, 0, 65536)
     assert parse_int_list("sweep", "--chunks", "", 0, 65536, empty_ok=True) == ()
-    assert parse_int("bench", "--env-repeats", "3", 1, 100) == 3
+    assert parse_int("perf", "--env-repeats", "3", 1, 100) == 3
     for bad in ("1.5", "0", "101", "", "3x", True):
         with pytest.raises(ConfigError, match="--env-repeats"):
-            parse_int("bench", "--env-repeats", bad, 1, 100)
+            parse_int("perf", "--env-repeats", bad, 1, 100)
 
 
 def test_durations_are_finite_and_bounded():
-    assert parse_float("bench", "--env-seconds", "2.5", 0.0, 600.0) == 2.5
+    assert parse_float("perf", "--env-seconds", "2.5", 0.0, 600.0) == 2.5
     for bad in ("inf", "nan", "-1", "0", "601", "1e9", "x"):
         with pytest.raises(ConfigError, match="--env-seconds"):
-            parse_float("bench", "--env-seconds", bad, 0.0, 600.0)
+            parse_float("perf", "--env-seconds", bad, 0.0, 600.0)
     assert parse_float_list("sweep", "--loads", "0.5,1", 0.0, 100.0) == (0.5, 1.0)
     assert parse_float_list("sweep", "--loads", "", 0.0, 100.0) == ()
     for bad in ("0", "nan", "inf", "0.5,0.50", "1e3", "0.5,,1", "a"):

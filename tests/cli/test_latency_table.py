@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 
 
 def test_latency_table_fits_120_columns(capsys):

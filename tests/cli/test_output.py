@@ -9,15 +9,13 @@ import math
 
 import pytest
 
-from kairos_gym.cli import build_parser, main
+from kairos_gym.cli.main import build_parser, main
 from kairos_gym.evaluation.evaluate import TABLE_KEYS, evaluate, format_table
 from kairos_gym.evaluation.sweep import write_sweep_plots
 from kairos_gym.progress import RunProgress, progress_enabled
 from kairos_gym.table import TABLE_WIDTH, render_table
+from tests.fixtures import TINY_BENCH
 
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 60, "output_sigma": 0.5, "output_max": 400}}}
 DEFAULT_POLICIES = ["no-deflect", "always-deflect", "sq", "sl", "kairos", "ppo"]  # evaluate's default
 
 
@@ -29,7 +27,7 @@ def _width(text: str) -> int:
 
 
 def test_evaluate_table_fits_120_columns_with_every_default_metric():
-    res = evaluate(TINY, [*DEFAULT_POLICIES, "random"], [0, 1, 2])
+    res = evaluate(TINY_BENCH, [*DEFAULT_POLICIES, "random"], [0, 1, 2])
     text = format_table(res)
     assert _width(text) <= TABLE_WIDTH, text
     assert "left out" not in text  # every column of TABLE_KEYS is there
@@ -71,7 +69,7 @@ def test_widest_cells_still_fit_or_say_what_is_left_out():
 
 def test_sweep_table_and_json(tmp_path, capsys):
     scen = tmp_path / "tiny.yaml"
-    scen.write_text(json.dumps(TINY))
+    scen.write_text(json.dumps(TINY_BENCH))
     js = tmp_path / "s.json"
     assert main(["sweep", "--scenario", str(scen), "--loads", "1", "--policies", "no-deflect", "--seeds", "4",
                  "--sq-thresholds", "8192", "--sl-thresholds", "", "--chunks", "512", "--references", "kairos",
@@ -101,7 +99,7 @@ def test_evaluate_counts_every_run_on_the_bar_and_the_oracle_decisions():
     stream = _Tty()
     bar = RunProgress("evaluate", enabled=True, stream=stream)
     with bar:
-        evaluate(TINY, ["no-deflect", "sq"], [0, 1], progress=bar)
+        evaluate(TINY_BENCH, ["no-deflect", "sq"], [0, 1], progress=bar)
     assert bar.done == bar.total == 4
     assert "4/4" in stream.getvalue() and "evaluate" in stream.getvalue()
     inner = RunProgress("x", enabled=True, stream=_Tty())
@@ -130,13 +128,23 @@ def test_commands_that_run_long_have_no_progress():
 
 
 def test_every_option_of_every_command_has_help():
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for cmd, p in sub.choices.items():
+    def commands(parser, prefix=""):
+        """(name, parser) of every command, nested ones (check NAME) included."""
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        for name, p in sub.choices.items():
+            yield prefix + name, p
+            if any(isinstance(a, argparse._SubParsersAction) for a in p._actions):
+                yield from commands(p, f"{prefix}{name} ")
+
+    seen = 0
+    for cmd, p in commands(build_parser()):
+        seen += 1
+        assert p.description, cmd
         for a in p._actions:
-            if isinstance(a, argparse._HelpAction):
+            if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
                 continue
             assert a.help and a.help.strip(), f"{cmd} {a.option_strings}"
+    assert seen >= 29  # 25 commands, 4 checks
 
 
 # ---------------------------------------------------------------------------- plots
@@ -166,7 +174,7 @@ def _texts(fig) -> list[str]:
 
 
 def test_every_evaluate_figure_names_its_seed_and_utilization_shows_the_table_quantity(tmp_path, figures):
-    res = evaluate(TINY, ["no-deflect", "kairos"], [3, 4], tmp_path)
+    res = evaluate(TINY_BENCH, ["no-deflect", "kairos"], [3, 4], tmp_path)
     assert sorted(figures) == sorted(p.rsplit("/", 1)[-1] for p in res["plots"])
     for name, fig in figures.items():
         assert any("seed 3" in t for t in _texts(fig)), name

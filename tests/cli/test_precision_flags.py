@@ -9,7 +9,7 @@ import pytest
 
 import kairos_gym.benchmark.entries as entries_mod
 import kairos_gym.benchmark.precision as precision_mod
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 
 POLICY_FILE = '''
 from kairos_gym.sim.hook import Decision

@@ -1,6 +1,6 @@
 """Helpers of the native component tests: bitwise float comparison, and runs of the trace scenario (the run
-whose event trace, link results and token-gap records tests/golden/engine_traces.json holds, recorded on the
-Python reference engine)."""
+whose event trace, link results and token-gap records tests/golden/engine_traces.json holds, recorded
+before the C++ core was the simulator: the reference every change is held to)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@ driven inside the core and through the policy hook gives identical per-request r
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
 from kairos_gym.sim import Simulator
 from kairos_gym.sim.hook import PREFILL
-from kairos_gym.sim.simulator import COLUMNS
+from tests.fixtures import run_digest
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "bursty": {"workload": {"num_requests": 300}},
@@ -36,14 +35,6 @@ def scenario(key: str) -> Any:
     return load_scenario(key.split("-tight")[0]).with_overrides(SCENARIOS[key])
 
 
-def digest(sim: Any) -> str:
-    h = hashlib.sha256()
-    for k in COLUMNS:
-        h.update(np.ascontiguousarray(getattr(sim, k)).tobytes())
-    h.update(np.ascontiguousarray(sim.decision_log()).tobytes())
-    return h.hexdigest()
-
-
 def _python_equals_native(pol: Any, sc: Any, seed: int, what: Any) -> Simulator:
     """Run ``pol`` in Python and its native twin on ``sc`` at ``seed``: the same decisions and byte-identical
     per-request results (else an assertion naming ``what``); the Python run's simulator."""
@@ -54,7 +45,7 @@ def _python_equals_native(pol: Any, sc: Any, seed: int, what: Any) -> Simulator:
     n = core().BasePolicy(nat._core, native_spec(pol)).run(nat._core)
     nat._read_columns()
     assert n == nat.n_decisions == py.n_decisions, what
-    assert digest(nat) == digest(py), what
+    assert run_digest(nat) == run_digest(py), what
     assert nat.summary()["slo_attainment"] == py.summary()["slo_attainment"], what
     return py
 

@@ -1,7 +1,7 @@
-"""The native engine (kairos_gym.sim.simulator) beyond the golden datasets: trace diffing, resets, read-only
-columns, apply's return value, refusals and introspection, each also checked against what the Python reference
-engine gave (tests/golden/engine_traces.json, recorded before that engine was removed). The whole-run
-differential cases (random scenarios, contexts, traces) are tests/golden/test_engine_traces.py."""
+"""The simulator (kairos_gym.sim.simulator) beyond the golden datasets: trace diffing, resets, read-only
+columns, apply's return value, refusals and introspection, each also checked against the recorded golden data
+(tests/golden/engine_traces.json). The whole-run cases (random scenarios, contexts, traces) are
+tests/golden/test_engine_traces.py."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import pytest
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision
-from kairos_gym.sim.simulator import NativeSimulator, first_divergence
+from kairos_gym.sim.simulator import Simulator, first_divergence
 from tests.golden.engine_cases import BAD_DECISIONS, RUNNERS, RandomDecisions, recorded, run_digests
 from tests.sim.conftest import NoDeflect
 
 
 def _make(scenario, **kw):
-    return NativeSimulator(scenario, **kw)
+    return Simulator(scenario, **kw)
 
 
 def test_first_divergence_of_two_traces():
-    a_sim = NativeSimulator("small", seed=2, trace=True)
-    b_sim = NativeSimulator("small", seed=2, trace=True)
+    a_sim = Simulator("small", seed=2, trace=True)
+    b_sim = Simulator("small", seed=2, trace=True)
     a_sim.run(RandomDecisions(2))
     b_sim.run(RandomDecisions(2))
     a, b = a_sim.trace, b_sim.trace
@@ -38,7 +38,7 @@ def test_first_divergence_of_two_traces():
 
 
 def test_reset_replays_and_keeps_old_views():
-    nat = NativeSimulator("small", seed=0)
+    nat = Simulator("small", seed=0)
     nat.run(NoDeflect())
     first = nat.first_token
     kept = first.copy()
@@ -49,7 +49,7 @@ def test_reset_replays_and_keeps_old_views():
 
 
 def test_columns_are_read_only():
-    nat = NativeSimulator("small", seed=0)
+    nat = Simulator("small", seed=0)
     nat.run(NoDeflect())
     with pytest.raises(ValueError, match="read-only"):
         nat.finish[0] = 0.0
@@ -57,8 +57,8 @@ def test_columns_are_read_only():
 
 def test_apply_returns_whether_the_deflection_was_accepted():
     """True for a prefill decision or an accepted deflection, False for a refused one (which falls back); the
-    same returns, refusals and chunks as the Python engine (recorded)."""
-    sim = NativeSimulator("small", seed=0)
+    same returns, refusals and chunks as recorded."""
+    sim = Simulator("small", seed=0)
     out = []
     ctx = sim.next_decision()
     for _ in range(60):
@@ -69,23 +69,23 @@ def test_apply_returns_whether_the_deflection_was_accepted():
 
 
 def test_swap_overlong_error_counts_whole_blocks():
-    """overlong: error rounds up to whole blocks under swap, with the Python engine's message (recorded)."""
+    """overlong: error rounds up to whole blocks under swap, with the recorded message."""
     wl = {"arrival": {"kind": "poisson", "rate": 5}, "num_requests": 4,
           "lengths": {"kind": "fixed", "prompt_tokens": 100, "output_tokens": 10}}  # 110 tokens: 2 blocks of 64
     sc = ScenarioConfig.from_dict({"name": "t", "workload": wl,
                                    "cluster": {"memory_policy": "reserve", "kv_block_tokens": 64}})
-    NativeSimulator(sc, seed=0, kv_capacity=120)  # fits without block rounding
+    Simulator(sc, seed=0, kv_capacity=120)  # fits without block rounding
     sc = ScenarioConfig.from_dict({"name": "t", "workload": wl,
                                    "cluster": {"memory_policy": "swap", "kv_block_tokens": 64}})
     with pytest.raises(ConfigError, match="prompt_tokens \\+ output_tokens = 128") as e:
-        NativeSimulator(sc, seed=0, kv_capacity=120)
+        Simulator(sc, seed=0, kv_capacity=120)
     assert str(e.value) == recorded("swap/overlong-error")["message"]
 
 
 def test_restore_of_something_not_a_native_snapshot_is_a_config_error():
-    nat = NativeSimulator("small", seed=0)
-    for bad in ({}, {"native_snapshot_of": (nat.scenario, False)}, None):
-        with pytest.raises(ConfigError, match="native engine"):
+    nat = Simulator("small", seed=0)
+    for bad in ({}, {"snapshot_of": (nat.scenario, False)}, None):
+        with pytest.raises(ConfigError, match=r"a dict from Simulator\.snapshot\(\)"):
             nat.restore(bad)
 
 
@@ -93,18 +93,18 @@ def test_timeline_node_states_and_pending_events_are_the_recorded_ones():
     """The introspection the env's renderer and the invariant tests read (the timeline, copies of every node's
     state, the pending events in heapq's layout) at every 7th decision of a run with deflections: the Python
     engine's (recorded)."""
-    got = RUNNERS["small/introspection"](None, lambda sc, **kw: NativeSimulator(sc, **kw), None)
+    got = RUNNERS["small/introspection"](None, lambda sc, **kw: Simulator(sc, **kw), None)
     assert got == recorded("small/introspection")
-    nat = NativeSimulator("small", seed=3, record_timeline=True)
+    nat = Simulator("small", seed=3, record_timeline=True)
     nat.run(RandomDecisions(3))
     assert len(nat.timeline) == got["timeline_len"] > 100
     assert {x[4][:5] for x in nat.timeline} == {"prefi", "decod", "chunk"}
-    assert NativeSimulator("small", seed=3).timeline == []
+    assert Simulator("small", seed=3).timeline == []
 
 
 @pytest.mark.parametrize("i", range(len(BAD_DECISIONS)))
 def test_bad_decisions_raise_the_recorded_errors(i):
-    sim = NativeSimulator("small", seed=0)
+    sim = Simulator("small", seed=0)
     sim.next_decision()
     with pytest.raises(ConfigError) as e:
         sim.apply(BAD_DECISIONS[i]())
@@ -113,7 +113,7 @@ def test_bad_decisions_raise_the_recorded_errors(i):
 
 
 def test_apply_without_a_pending_decision():
-    nat = NativeSimulator("small", seed=0)
+    nat = Simulator("small", seed=0)
     nat.run(NoDeflect())
     with pytest.raises(RuntimeError, match="no pending decision"):
         nat.apply(Decision.prefill_path())

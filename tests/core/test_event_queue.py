@@ -1,6 +1,6 @@
-"""The native event heap (src/core/event_queue.hpp) against a heapq of (t, seq, kind, a, b) tuples (the Python
-reference engine's queue): the same pops, the same heap layout, on random sequences; and the native engine's own
-sequence of events against the one the Python engine popped (tests/golden/engine_traces.json)."""
+"""The event heap (src/core/event_queue.hpp) against a heapq of (t, seq, kind, a, b) tuples (:class:`PyQueue`):
+the same pops, the same heap layout, on random sequences; and the engine's own sequence of events against the
+recorded one (tests/golden/engine_traces.json)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ OPS = st.lists(st.one_of(PUSH, st.just(("pop",))), max_size=300)
 
 
 class PyQueue:
-    """The Python reference engine's queue (its ``Simulator._push`` and the ``heapq.heappop`` of
-    ``next_decision``, kept here as the model)."""
+    """The model of the queue: ``heapq`` pushes of (t, seq, kind, a, b) and pops in (time, sequence) order."""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -141,8 +140,8 @@ def test_replay_refuses_an_unknown_op_and_a_pop_of_an_empty_queue():
 
 @pytest.mark.parametrize("policy", sorted(TRACE_POLICIES))
 def test_the_engines_event_sequence_is_the_recorded_one(policy):
-    """The native engine's own events on the trace scenario pop once each, in time order, and are the sequence
-    the Python engine's heapq popped (its trace digest, recorded in tests/golden/engine_traces.json)."""
+    """The engine's own events on the trace scenario pop once each, in time order, and are the recorded sequence
+    (its trace digest in tests/golden/engine_traces.json)."""
     sim = run_scenario(policy)
     tr = sim.trace
     assert len(tr) == sim._seq > 1000 and not sim._events  # every pushed event popped once

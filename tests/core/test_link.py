@@ -1,6 +1,6 @@
 """The native fair-share link (src/core/link.cpp) against FairShareLink (kairos_gym/latency/transfer.py):
 bit-identical remaining bytes, completion times and ids, the same insertion order, versions and errors, on
-random operation sequences; and the native engine's transfers against the Python engine's recorded ones."""
+random operation sequences; and the engine's transfers against the recorded ones."""
 
 from __future__ import annotations
 
@@ -158,8 +158,8 @@ def test_set_state_restores_python_states():
 
 @pytest.mark.parametrize("policy", sorted(TRACE_POLICIES))
 def test_the_engines_transfers_share_the_link_as_recorded(policy):
-    """The native engine's transfers on the trace scenario (a slow link): many overlap on a prefill node's link
-    (the fair share is exercised), and their times and the event sequence are the Python engine's (its
+    """The engine's transfers on the trace scenario (a slow link): many overlap on a prefill node's link
+    (the fair share is exercised), and their times and the event sequence are the recorded ones (the
     per-request columns and trace digests, recorded in tests/golden/engine_traces.json)."""
     sim = run_scenario(policy)
     moved = np.flatnonzero(np.asarray(sim.kv_moved) > 0)

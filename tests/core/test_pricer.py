@@ -26,7 +26,7 @@ from kairos_gym.latency.pricing import (
     MEMO_LIMIT,
     ChunkPricer,
     CostTables,
-    native_pricer,
+    core_pricer,
     table_sizes,
 )
 from kairos_gym.scenario import ScenarioConfig, load_scenario, scenario_names
@@ -52,7 +52,7 @@ class Case:
         self.label, self.model, self.menu, self.cap, self.budget = label, model, menu, cap, budget
         self.desc = tuple(sorted(menu, reverse=True))
         self.sizes = table_sizes(cap, budget, menu)
-        self.native = native_pricer(ChunkPricer(model, menu), *self.sizes)
+        self.native = core_pricer(ChunkPricer(model, menu), *self.sizes)
 
     def ref(self) -> ChunkPricer:
         return ChunkPricer(self.model, self.menu)
@@ -244,7 +244,7 @@ def test_property_every_schedule_bitwise(cases, b, ctx, prompt, done, budget, ch
 
 
 def test_attention_memo_is_bounded_and_changes_no_value():
-    nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
+    nat = core_pricer(ChunkPricer(StepLatencyModel.from_preset()))
     ref = ChunkPricer(StepLatencyModel.from_preset())
     first = nat.attn(513, 7)
     for k in range(MEMO_LIMIT + 10):
@@ -263,7 +263,7 @@ def test_model_time_is_step_time_fast_bitwise(cases, case):
              float(rng.choice([0.0, rng.uniform(0, 1e9)])), float(rng.uniform(0, 1e6))) for _ in range(3000)]
     for a in edges + rand:
         assert same(c.native.model_time(*a), c.model.step_time_fast(*a)), a
-    with pytest.raises(ConfigError, match=r"native pricer: model_time: n_seqs = 70000\.0"):
+    with pytest.raises(ConfigError, match=r"pricer: model_time: n_seqs = 70000\.0"):
         c.native.model_time(1.0, 70_000.0, 0.0, 0.0, 0.0)
 
 
@@ -274,7 +274,7 @@ def test_tables_grow_through_the_callback_with_the_same_numbers():
     and every price equals a fresh Python pricer's (whose own tables grew differently)."""
     m = StepLatencyModel.from_preset()
     menu = (128, 256, 512, 1024, 2048)
-    nat = native_pricer(ChunkPricer(m, menu))
+    nat = core_pricer(ChunkPricer(m, menu))
     assert nat.table_sizes == (4097, 513)
     b, pairs = 8_500, 8_500 * 900
     ref = ChunkPricer(m, menu)
@@ -303,7 +303,7 @@ def test_grow_callback_arguments_and_validation():
     nat = core().Pricer(py.compile(4096, 512), grow)
     nat.base(10_000, 3)
     assert calls == [(10_000, 512)]  # the index asked for, the other table kept at its size
-    with pytest.raises(ConfigError, match=r"native pricer: largest_safe: tokens of a step = 16777344"):
+    with pytest.raises(ConfigError, match=r"pricer: largest_safe: tokens of a step = 16777344"):
         nat.largest_safe(MAX_TABLE_INDEX, 0.0, 10, 1.0, (128,))
     assert len(calls) == 1  # refused before any callback or allocation
 
@@ -378,15 +378,15 @@ def test_table_sizes_rule():
     (lambda p: p.menu_rows(1, 2.0, ((0, 1, 0, 1, 0.0, 0.0, 0.0),)), "term chunk"),
 ])
 def test_bad_arguments_are_config_errors(call, field):
-    nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
-    with pytest.raises(ConfigError, match=f"native pricer: .*{field} = "):
+    nat = core_pricer(ChunkPricer(StepLatencyModel.from_preset()))
+    with pytest.raises(ConfigError, match=f"pricer: .*{field} = "):
         call(nat)
     assert nat.grow_count == 0
 
 
 def test_menu_terms_of_a_foreign_size_below_one_chunk_are_fine():
     """Sizes not in the pricer's menu only need prefix sums when the prompt holds a full chunk of them."""
-    nat = native_pricer(ChunkPricer(StepLatencyModel.from_preset()))
+    nat = core_pricer(ChunkPricer(StepLatencyModel.from_preset()))
     ref = ChunkPricer(StepLatencyModel.from_preset())
     assert same(nat.menu_terms(500, (128, 777)), ref.menu_terms(500, (128, 777)))
 
@@ -412,13 +412,13 @@ def python_kairos(name: str, **kw) -> Kairos:
 
 @pytest.mark.parametrize("name", ["small", "bursty", "mooncake"])
 @pytest.mark.parametrize("exact", [False, True])
-def test_kairos_prices_with_the_native_pricer_as_python_did(name, exact):
+def test_kairos_prices_with_the_core_pricer_as_python_does(name, exact):
     """Kairos on its native pricer decides exactly as on the Python one over a whole run (with model error and
     staleness, and exact), and the compiled tables never grow."""
     from kairos_gym.agents.runner import simulate
 
     sc = load_scenario(name)
-    if not exact:  # the realistic information track: served staleness and model error (native engine only)
+    if not exact:  # the realistic information track: served staleness and model error
         sc = sc.with_overrides({"information": {"track": "realistic"}})
     k_nat = Kairos(sc, seed=3)
     k_py = python_kairos(sc, seed=3)

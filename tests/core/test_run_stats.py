@@ -1,7 +1,6 @@
-"""The native metrics recorder (src/core/run_stats.cpp) against its Python counterparts: RunStats and the
-percentiles of kairos_gym/sim/metrics.py, and the token-gap accounting of the Python reference engine
-(``Simulator._emit_tokens``, copied verbatim into :class:`PyTokens` before that engine was removed), on random
-records; and the native engine's own records and counters against the Python engine's recorded ones."""
+"""The metrics recorder (src/core/run_stats.cpp) against its Python counterparts: RunStats and the percentiles of
+kairos_gym/sim/metrics.py, and a Python model of the token-gap accounting (:class:`PyTokens`), on random records;
+and the engine's own records and counters against the recorded ones (tests/golden/engine_traces.json)."""
 
 from __future__ import annotations
 
@@ -96,9 +95,8 @@ def test_sorted_percentile_matches_python(x, q):
 
 
 class PyTokens:
-    """The token-gap accounting of the Python reference engine's ``Simulator._emit_tokens``, its lines copied
-    verbatim (names as in that engine) at commit 4a150ff, the last with that engine (a test then checked the copy
-    against the engine's source)."""
+    """A Python model of the token-gap accounting (``_emit_tokens`` of the simulator at commit 4a150ff, line for
+    line, its names kept)."""
 
     def __init__(self) -> None:
         self.stats = RunStats()
@@ -167,8 +165,8 @@ def test_an_infinite_jmin_estimate_counts_every_step():
 
 @pytest.mark.parametrize("policy", sorted(TRACE_POLICIES))
 def test_the_engines_records_and_counters_are_the_recorded_ones(policy):
-    """The native engine's token-gap records, counters and TBT percentiles on the trace scenario: the records
-    and counters are the Python engine's (recorded in tests/golden/engine_traces.json), the summary's TBT
+    """The engine's token-gap records, counters and TBT percentiles on the trace scenario: the records
+    and counters are the recorded ones (tests/golden/engine_traces.json), the summary's TBT
     percentiles are the recorder's percentiles of those records, and the waiting area is the sum of the TTFTs."""
     sim = make_sim()
     summary = sim.run(TRACE_POLICIES[policy]())

@@ -1,4 +1,4 @@
-"""Issue 11 step 7: KairosVectorEnv's env i matches a single KairosEnv seeded alike, bit for bit."""
+"""KairosVectorEnv's env i matches a single KairosEnv seeded alike, bit for bit."""
 
 from __future__ import annotations
 

@@ -9,16 +9,8 @@ import pytest
 import kairos_gym.env  # noqa: F401  (registers the ids)
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
+from tests.fixtures import TINY  # noqa: F401 - the env tests import it from here
 
-TINY = {
-    "name": "tiny",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 20, "cv": 3},
-        "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
 SMALL_OVERRIDES = {"workload": {"max_requests": 60}}
 
 

@@ -26,7 +26,7 @@ def test_ids_registered():
     assert gym.spec("kairos_gym/KairosSmall-v0").kwargs == {"scenario": "small"}
     from kairos_gym.env.registration import env_compatible
 
-    for name in scenario_names():  # every shipped scenario but the streaming-metrics soak (issue 14)
+    for name in scenario_names():  # every shipped scenario but the streaming-metrics soak
         assert (kenv.scenario_env_id(name) in IDS) == env_compatible(name) == (name not in ("soak-24h", "soak-10x-24h"))
     assert kenv.register_envs() == IDS  # idempotent, no re-registration
 

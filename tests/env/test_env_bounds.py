@@ -67,8 +67,8 @@ def test_bounds_over_configs(rate, cv, menu, reward, tbt_s, largest_safe, obs_mo
 def test_bench_env_reports_rate():
     res = bench_env("kairos_gym/Kairos-v0", seconds=0.3, scenario={"name": "b", "workload": {"num_requests": 50}})
     assert res["decisions"] > 0 and res["decisions_per_s"] > 0
-    # the native env step runs the simulator inside one call: no share to report
-    assert res["engine"] == "NativeSimulator" and res["sim_share"] is None
+    # the env step runs the simulator inside one C++ call: no share to report
+    assert res["engine"] == "Simulator" and res["sim_share"] is None
     assert res["episodes"] >= 1
 
 

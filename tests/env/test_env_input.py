@@ -1,4 +1,4 @@
-"""Bad input to the env that used to be silently reinterpreted: a snapshot of another cluster shape, an
+"""Bad input to the env that could otherwise be silently reinterpreted: a snapshot of another cluster shape, an
 episode window above the workload size, an empty workload. Each is one ConfigError, before anything changes."""
 
 from __future__ import annotations

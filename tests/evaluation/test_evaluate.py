@@ -7,15 +7,12 @@ import math
 
 import pytest
 
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.evaluate import evaluate, format_table, mean_ci, parse_seeds
 from kairos_gym.evaluation.sweep import classify, pareto_front, scale_load
 from kairos_gym.scenario import load_scenario
-
-TINY = {"name": "tiny", "workload": {"arrival": {"kind": "gamma", "rate": 22, "cv": 3}, "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 60, "output_sigma": 0.5, "output_max": 400}}}
+from tests.fixtures import TINY_BENCH
 
 
 def test_parse_seeds():
@@ -27,7 +24,7 @@ def test_parse_seeds():
 
 
 def test_mean_ci_is_a_student_t_interval():
-    # one seed: no interval (was "± 0"); three seeds: t_{0.975,2} = 4.3027 (a z interval would use 1.96)
+    # one seed: no interval (not "± 0"); three seeds: t_{0.975,2} = 4.3027 (a z interval would use 1.96)
     m1, h1 = mean_ci([1.0])
     assert m1 == 1.0 and math.isnan(h1)
     m, h = mean_ci([1.0, 2.0, 3.0])
@@ -58,7 +55,7 @@ def test_classify_and_pareto():
 
 
 def test_evaluate_same_workloads_and_table():
-    res = evaluate(TINY, ["no-deflect", "kairos"], [0, 1])
+    res = evaluate(TINY_BENCH, ["no-deflect", "kairos"], [0, 1])
     runs = res["runs"]
     assert len(runs) == 4 and {r["policy"] for r in runs} == {"no-deflect", "kairos"}
     # same seeds => same workload for both policies
@@ -67,11 +64,11 @@ def test_evaluate_same_workloads_and_table():
     assert all(r["decision_us_p50"] is not None and r["decision_us_p50"] > 0 for r in k)
     assert "kairos" in format_table(res)
     with pytest.raises(ConfigError, match="policies"):
-        evaluate(TINY, ["nope"], [0])
+        evaluate(TINY_BENCH, ["nope"], [0])
 
 
 def test_evaluate_writes_plots(tmp_path):
-    res = evaluate(TINY, ["no-deflect", "always-deflect"], [0], tmp_path)
+    res = evaluate(TINY_BENCH, ["no-deflect", "always-deflect"], [0], tmp_path)
     assert len(res["plots"]) == 4
     for p in res["plots"]:
         assert (tmp_path / p.split("/")[-1]).stat().st_size > 1000
@@ -79,7 +76,7 @@ def test_evaluate_writes_plots(tmp_path):
 
 def test_cli_simulate_json(tmp_path, capsys):
     path = tmp_path / "s.yaml"
-    path.write_text(json.dumps(TINY))
+    path.write_text(json.dumps(TINY_BENCH))
     out = tmp_path / "o.json"
     csv = tmp_path / "r.csv"
     assert main(["simulate", "--scenario", str(path), "--policy", "kairos", "--json", str(out),
@@ -95,8 +92,8 @@ def test_cli_simulate_json(tmp_path, capsys):
     (["evaluate", "--seeds", "x"], "--seeds"),
     (["sweep", "--loads", "a"], "--loads"),
     (["latency", "--model", "gpt-9"], "gpt-9"),
-    (["bench", "--env-repeats", "0"], "--env-repeats"),
-    (["bench", "--env-seconds", "-1"], "--env-seconds"),
+    (["perf", "--env-repeats", "0"], "--env-repeats"),
+    (["perf", "--env-seconds", "-1"], "--env-seconds"),
 ])
 def test_cli_bad_input_one_clear_error(argv, needle, capsys):
     assert main(argv) == 2

@@ -1,4 +1,4 @@
-"""The interval statistics use basic operations and square roots only (issue 24): their own atan, no libm."""
+"""The interval statistics use basic operations and square roots only: their own atan, no libm."""
 
 from __future__ import annotations
 

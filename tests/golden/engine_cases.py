@@ -1,14 +1,13 @@
 """The cases of the engine reference dataset ``tests/golden/engine_traces.json`` (BLIS-style, beside
 ``fingerprints.json``).
 
-Before the Python reference engine was removed (issue 11), the differential tests ran it side by side with the
-native engine and compared everything bit for bit: every decision context, every per-request column, the event
-trace (every popped event with the waiting area after it), the token-gap records, the counters, the node states
-and pending events, the error messages, the env trajectories on both env step paths, snapshots and the Oracle's
-decisions. Each case here computes those outputs of one run as short digests (sha256 of their repr or bytes,
-16 hex digits) or, for messages, as the strings themselves. ``tools/record_engine_traces.py`` recorded them
-on the Python engine at commit 4a150ff; ``tests/golden/test_engine_traces.py`` recomputes them on the native
-engine and fails on any difference.
+The dataset guards the simulator's internals bit for bit: every decision context, every per-request column, the
+event trace (every popped event with the waiting area after it), the token-gap records, the counters, the node
+states and pending events, the error messages, the env trajectories on both env step paths, snapshots and the
+Oracle's decisions. Each case here computes those outputs of one run as short digests (sha256 of their repr or
+bytes, 16 hex digits) or, for messages, as the strings themselves. ``tools/record_engine_traces.py`` records
+them (with the commit, ``recorded_with``); ``tests/golden/test_engine_traces.py`` recomputes them and fails on any
+difference.
 
 A case is ``(key, params, run)``: ``run(params, make_sim, make_env) -> dict`` where ``make_sim(scenario, **kw)``
 builds a simulator and ``make_env(**kw)`` a :class:`~kairos_gym.env.core.KairosEnv` of the engine under record
@@ -30,6 +29,8 @@ import numpy as np
 from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision
 from kairos_gym.sim.hook import DecodeNodeView, PrefillNodeView
+from kairos_gym.verify import DeflectFirst, PrefillPath
+from tests.fixtures import SMALL, TINY
 
 MakeSim = Callable[..., Any]
 MakeEnv = Callable[..., Any]
@@ -46,31 +47,9 @@ STATS = (("s_t0", np.float64), ("s_dt", np.float64), ("s_n", np.int64), ("s_w", 
          ("gap_w", np.int64))
 """Token-gap records of :class:`~kairos_gym.sim.metrics.RunStats` (stretches and single gaps)."""
 
-SMALL = {
-    "name": "t",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 22, "cv": 3},
-        "num_requests": 400,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
-"""tests/sim/conftest.py's SMALL (copied: the dataset must not move when that file does)."""
 TRACE_SCENARIO = {**SMALL, "transfer": {"bandwidth_bytes_per_s": 2e9}, "slo": {"tbt_s": 0.03}}
-"""SMALL with a slow link (up to 4 transfers share a link) and a tight TBT SLO (violations happen): the run the
-component tests (event queue, link, metrics recorder) replayed the Python engine's operations of."""
-TINY = {
-    "name": "tiny",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 20, "cv": 3},
-        "num_requests": 120,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
-"""tests/env/common.py's TINY."""
-SNAP = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
-"""tests/sim/test_native_snapshot.py's SC (the Oracle cases)."""
+"""SMALL with a slow link (up to 4 transfers share a link) and a tight TBT SLO (violations happen): the run whose
+event queue, link and metrics-recorder operations the component tests check."""
 
 DATASET = Path(__file__).resolve().parent / "engine_traces.json"
 
@@ -145,34 +124,16 @@ class RandomDecisions:
         return Decision.prefill_path(None if k == len(ctx.prefill) else k)
 
 
-class NoDeflect:
-    def decide(self, ctx: Any) -> Decision:
-        return Decision.prefill_path()
-
-
-class DeflectAll:
-    """Deflect to the first node that accepts, with a fixed chunk (or LargestSafe when chunk=0)."""
-
-    def __init__(self, chunk: int = 512) -> None:
-        self.chunk = chunk
-
-    def decide(self, ctx: Any) -> Decision:
-        for i, d in enumerate(ctx.decode):
-            if d.can_deflect:
-                return Decision.deflect(i, self.chunk)
-        return Decision.prefill_path()
-
-
 TRACE_POLICIES: dict[str, Callable[[], Any]] = {
-    "nodeflect": NoDeflect, "deflect512": lambda: DeflectAll(512), "largest_safe": lambda: DeflectAll(0)}
+    "nodeflect": PrefillPath, "deflect512": lambda: DeflectFirst(512), "largest_safe": lambda: DeflectFirst(0)}
 
 
 RECORDED_CONTEXT_FIELDS = ("now_s", "request", "prefill", "decode", "chunk_menu", "step_s", "ttft_deflect_s",
                            "ttft_prefill_s", "largest_safe_feasible", "largest_safe_ttft_s",
                            "largest_safe_first_chunk", "ttft_slo_s", "tbt_slo_s", "beta")
-"""The DecisionContext fields the Python engine had when these cases were recorded. Fields added since (``kind``,
-``pull_node``: pull decisions; ``emitted_tokens``: re-entry decisions) are checked to hold their arrival-only
-defaults and left out of the digests, so the records stay the Python engine's."""
+"""The DecisionContext fields the digests cover. The others (``kind``, ``pull_node``: pull decisions;
+``emitted_tokens``: re-entry decisions) are checked to hold their arrival-only defaults (every case decides at
+arrivals only) and left out of the digests."""
 
 
 _RECORDED_VIEWS = {name: NamedTuple(name, [(f, Any) for f in cls._fields if f != "up"])  # type: ignore[misc]
@@ -265,9 +226,8 @@ def draw_random_scenario(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def as_recorded(scenario: dict[str, Any]) -> dict[str, Any]:
-    """A recorded scenario as the Python engine ran it: its swap policy brought swapped requests back last-in
-    first-out, the ``cluster.swap_order: lifo`` of today (the default became ``fifo`` after the recording, issue
-    14); the stored parameters stay as recorded."""
+    """A recorded scenario as the dataset runs it: a swap scenario with ``cluster.swap_order: lifo`` (swapped requests
+    come back last-in first-out); the stored parameters, which name no swap order, stay as recorded."""
     cluster = scenario.get("cluster", {})
     if cluster.get("memory_policy") != "swap":
         return scenario
@@ -305,7 +265,7 @@ def _apply_returns(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, An
 
 
 def node_states(sim: Any) -> str:
-    """The introspection the env's renderer and the invariant tests read, in the native engine's shapes: the
+    """The introspection the env's renderer and the invariant tests read: the
     timeline, every node's state copy and the pending events (heapq's layout)."""
     from kairos_gym.sim.simulator import DecodeNodeState, PrefillNodeState
 
@@ -486,6 +446,19 @@ def _env_refusals(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any
     return {"messages": msgs, "steps": n, "now": repr(env.sim.now)}
 
 
+def env_steps(env: Any, mask: np.ndarray, act: Callable[[np.ndarray], int], n: int) -> tuple[list, np.ndarray]:
+    """Up to ``n`` steps of ``env`` with ``act(mask)`` actions (stopping at the episode's end): the steps'
+    (obs, reward, terminated, truncated, info) and the last action mask."""
+    out = []
+    for _ in range(n):
+        obs, r, term, trunc, info = env.step(act(mask))
+        out.append((obs, r, term, trunc, info))
+        mask = info["action_mask"]
+        if term or trunc:
+            break
+    return out, mask
+
+
 def _env_snapshot(p: dict[str, Any], make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
     """25 random masked steps of TINY, then a snapshot (another future, restored) or a pickle, then 60 more."""
     import pickle
@@ -494,27 +467,17 @@ def _env_snapshot(p: dict[str, Any], make_sim: MakeSim, make_env: MakeEnv) -> di
         rng = np.random.default_rng(seed)
         return lambda mask: int(np.flatnonzero(mask)[rng.integers(np.flatnonzero(mask).size)])
 
-    def steps(env: Any, mask: np.ndarray, act: Callable[[np.ndarray], int], n: int) -> tuple[list, np.ndarray]:
-        out = []
-        for _ in range(n):
-            obs, r, term, trunc, info = env.step(act(mask))
-            out.append((obs, r, term, trunc, info))
-            mask = info["action_mask"]
-            if term or trunc:
-                break
-        return out, mask
-
     env = make_env(scenario=TINY)
     _, info = env.reset(seed=3)
-    head, mask = steps(env, info["action_mask"], random_actions(1), 25)
+    head, mask = env_steps(env, info["action_mask"], random_actions(1), 25)
     if p["how"] == "restore":
         snap = env.snapshot()
-        steps(env, mask, random_actions(2), 30)
+        env_steps(env, mask, random_actions(2), 30)
         _, info = env.restore(snap)
         twin = env
     else:
         twin = pickle.loads(pickle.dumps(env))
-    tail, _ = steps(twin, mask, random_actions(5), 60)
+    tail, _ = env_steps(twin, mask, random_actions(5), 60)
     return {"steps": len(head) + len(tail), "run": canon_digest(head + tail)}
 
 
@@ -530,11 +493,10 @@ def _result(sim: Any) -> str:
 
 def _kv_capacity(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
     """SMALL (reserve memory, overlong rejected) with 12,000 KV tokens per decode node (the ``kv_capacity=`` seam)
-    under DeflectAll(256). On the Python engine that seam gave the run that setting every node's capacity after
-    construction gave (a test of that engine checked it)."""
+    under DeflectFirst(256)."""
     sc = ScenarioConfig.from_dict({**SMALL, "cluster": {"memory_policy": "reserve", "overlong": "reject"}})
     sim = make_sim(sc, seed=0, kv_capacity=12_000)
-    return run_digests(sim, DeflectAll(256))
+    return run_digests(sim, DeflectFirst(256))
 
 
 def cases(rng_seed: int = 20261201) -> list[Case]:

@@ -1,8 +1,7 @@
-"""The engine reference dataset (``engine_traces.json``, cases in ``engine_cases.py``): what the differential tests
-compared between the Python reference engine and the native one, recorded on the Python engine before it was
-removed (``tools/record_engine_traces.py``), recomputed here on the native engine, bit for bit: decision
-contexts, per-request columns, event traces, token-gap records, counters, node states and pending events, error
-messages, env trajectories (both obs modes, every reward), snapshots and pickles, the Oracle's decisions."""
+"""The engine reference dataset (``engine_traces.json``, cases in ``engine_cases.py``, recorded by
+``tools/record_engine_traces.py``), recomputed here bit for bit: decision contexts, per-request columns, event
+traces, token-gap records, counters, node states and pending events, error messages, env trajectories (both obs
+modes, every reward), snapshots and pickles, the Oracle's decisions."""
 
 from __future__ import annotations
 
@@ -12,31 +11,31 @@ from typing import Any
 import pytest
 
 from kairos_gym.env.core import KairosEnv
-from kairos_gym.sim.simulator import NativeSimulator
+from kairos_gym.sim.simulator import Simulator
 from tests.golden.engine_cases import RUNNERS, cases, dataset
 
 DATA = dataset()
 CASES: dict[str, Any] = DATA["cases"]
 
 
-def make_sim(scenario: Any, **kw: Any) -> NativeSimulator:
-    return NativeSimulator(scenario, **kw)
+def make_sim(scenario: Any, **kw: Any) -> Simulator:
+    return Simulator(scenario, **kw)
 
 
 def make_env(**kw: Any) -> KairosEnv:
     env = KairosEnv(**kw)
-    assert isinstance(env.sim, NativeSimulator) and env._native is not None  # the native env step runs
+    assert isinstance(env.sim, Simulator) and env._native is not None  # the native env step runs
     return env
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_native_engine_reproduces_the_recorded_reference(key):
+def test_the_simulator_reproduces_the_recorded_reference(key):
     case = CASES[key]
     got = RUNNERS[key](case["params"], make_sim, make_env)
     want = case["out"]
     assert sorted(got) == sorted(want)
     changed = {k: (want[k], got[k]) for k in want if got[k] != want[k]}
-    assert not changed, f"{key}: recorded (Python engine) != native: {changed}"
+    assert not changed, f"{key}: recorded != computed: {changed}"
 
 
 def test_dataset_holds_every_case_and_the_drawn_params():

@@ -1,6 +1,5 @@
-"""Golden dataset: today's results, bit for bit (BLIS-style). Recorded on the Python reference engine, reproduced
-by the native core that replaced it; a refactor or a speed-up must reproduce every entry of ``fingerprints.json``
-(the rest of what the Python engine guarded is ``engine_traces.json``, test_engine_traces.py). A change meant to
+"""Golden dataset: today's results, bit for bit (BLIS-style). A refactor or a speed-up must reproduce every entry
+of ``fingerprints.json`` (the simulator's internals: ``engine_traces.json``, test_engine_traces.py). A change meant to
 alter results re-records it (``python tools/fingerprint.py tests/golden/fingerprints.json``) and says why in its
 commit."""
 

@@ -54,31 +54,26 @@ def test_parameter_count_matches_published(key):
     assert abs(total / 1e9 - PARAMS_B[key]) <= 0.01 * PARAMS_B[key]
 
 
-@pytest.mark.parametrize("key", OPT)
+DENSE_STEP = {
+    # rotary on q and k, elementwise kernels per layer, activation traffic in units of I, MLP matrices, width of the
+    # first MLP GEMM in units of I
+    "opt": (False, 4, 2, 2, 1),  # learned positions; two norms, activation, residual add; ReLU reads I, writes I
+    "llama": (True, 5, 3, 3, 2),  # RoPE reads + writes q and k; SwiGLU reads gate and up, writes I; gate+up fused
+}
+
+
+@pytest.mark.parametrize(("key", "family"), [(k, "opt") for k in OPT] + [(k, "llama") for k in ROPE_MHA_GQA])
 @pytest.mark.parametrize("tp", [1, 8])
-def test_opt_step_has_no_rotary_and_two_mlp_matrices(key, tp):
+def test_dense_step_charges_the_rotary_kernels_and_mlp_matrices_of_its_family(key, family, tp):
+    rotary, kernels, activation, matrices, first_width = DENSE_STEP[family]
     m = StepLatencyModel(get_model(key), A100, tp)
     spec, d = m.model, m.model.dtype_bytes
     ew = m.elementwise_terms()
-    assert ew.rotary == 0.0
-    assert ew.kernels == 4  # two norms, activation, residual add
-    assert ew.activation == 2 * spec.intermediate * d / tp  # ReLU reads I, writes I
-    assert spec.mlp_matrices == 2
-    assert spec.mlp_gemm_shapes(spec.intermediate) == [(spec.hidden, spec.intermediate),
-                                                       (spec.intermediate, spec.hidden)]
-
-
-@pytest.mark.parametrize("key", ROPE_MHA_GQA)
-@pytest.mark.parametrize("tp", [1, 8])
-def test_llama_family_step_has_rotary_and_three_mlp_matrices(key, tp):
-    m = StepLatencyModel(get_model(key), A100, tp)
-    spec, d = m.model, m.model.dtype_bytes
-    ew = m.elementwise_terms()
-    assert ew.rotary == 2 * (spec.heads + spec.kv_heads) * spec.head_dim * d / tp  # read + write q and k
-    assert ew.kernels == 5
-    assert ew.activation == 3 * spec.intermediate * d / tp  # SwiGLU reads gate and up, writes I
-    assert spec.mlp_matrices == 3
-    assert spec.mlp_gemm_shapes(spec.intermediate) == [(spec.hidden, 2 * spec.intermediate),
+    assert ew.rotary == (2 * (spec.heads + spec.kv_heads) * spec.head_dim * d / tp if rotary else 0.0)
+    assert ew.kernels == kernels
+    assert ew.activation == activation * spec.intermediate * d / tp
+    assert spec.mlp_matrices == matrices
+    assert spec.mlp_gemm_shapes(spec.intermediate) == [(spec.hidden, first_width * spec.intermediate),
                                                        (spec.intermediate, spec.hidden)]
 
 
@@ -91,8 +86,8 @@ def test_deepseek_mla_moe_step_charges_decoupled_rope_and_gated_experts():
     assert ew.activation == 3 * (e.experts_per_token + e.shared_experts) * e.expert_intermediate * 2
     # experts are gated MLPs: a plain-MLP variant has 2/3 of the expert FLOPs per token
     plain = StepLatencyModel(replace(spec, mlp="plain", activation="relu"), A100)
-    f_gated = m.step_flops((), [(1024, 0)]) - m.step_flops((), [(1, 0)])
-    f_plain = plain.step_flops((), [(1024, 0)]) - plain.step_flops((), [(1, 0)])
+    f_gated = m.step_cost((), [(1024, 0)]).flops - m.step_cost((), [(1, 0)]).flops
+    f_plain = plain.step_cost((), [(1024, 0)]).flops - plain.step_cost((), [(1, 0)]).flops
     expert_f = 2.0 * (e.experts_per_token + e.shared_experts) * spec.hidden * e.expert_intermediate * 1023
     dense_f = 2.0 * spec.hidden * spec.intermediate * 1023 * e.first_dense_layers
     assert math.isclose(f_gated - f_plain, (spec.layers - e.first_dense_layers) * expert_f + dense_f, rel_tol=1e-12)

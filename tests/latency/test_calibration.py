@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kairos_gym import cli
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency import StepLatencyModel, default_calibration
 from kairos_gym.latency import calibration as calmod
@@ -67,7 +67,7 @@ def test_dense_compute_eff_zero_in_a_scenario_is_a_config_error():
 def test_calibration_error_in_a_scenario_file_exits_2(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\ncluster:\n  calibration:\n    moe_memory_eff: 1.2\n", encoding="utf-8")
-    assert cli.main(["simulate", "--scenario", str(path)]) == 2
+    assert main(["simulate", "--scenario", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kairos-gym simulate: error:") and "moe_memory_eff" in err and "(0, 1]" in err
 

@@ -73,7 +73,7 @@ def test_version_flag(capsys):
     import pytest
 
     import kairos_gym
-    from kairos_gym.cli import main
+    from kairos_gym.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(["--version"])

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 import kairos_gym.benchmark.suite as suite_mod
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import BackendError, ProcessBackend, SerialBackend, Task, make_backend
-from tests.benchmark.test_leaderboard import TINY_SUITE
+from tests.fixtures import TINY_SUITE
 from tests.ray.common import dies, flaky, json_without_wall, md_without_wall, needs_ray, square, strip_wall
 
 SWEEP = ["sweep", "--scenario", "bursty", "--loads", "0.5,1.5", "--policies", "no-deflect,kairos", "--seeds", "0-1",
@@ -21,16 +21,6 @@ SWEEP = ["sweep", "--scenario", "bursty", "--loads", "0.5,1.5", "--policies", "n
 LEADERBOARD = ["leaderboard", "--policies", "no-deflect,sq,best-static,kairos,kairos-exact,oracle", "--track", "exact",
                "--no-progress"]
 BACKENDS = [[], ["--workers", "2"], pytest.param(["--backend", "ray", "--workers", "2"], marks=needs_ray)]
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    """One local 2-CPU Ray instance for the module's Ray tests (a backend finds it and leaves it running)."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kairos-gym[ray]')")
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def _sweep_outputs(extra, tmp_path, capsys):
@@ -122,12 +112,16 @@ def test_a_pool_counts_every_finished_task_on_the_progress_bar():
 
 # ---------------------------------------------------------------------------------------------- order, retries
 
-@pytest.mark.parametrize("kind", ["serial", "pool", pytest.param("ray", marks=needs_ray)])
-def test_results_come_back_in_task_order_and_failed_tasks_are_retried(kind, tmp_path, request):
-    if kind == "ray":
+@pytest.fixture(params=["serial", "pool", pytest.param("ray", marks=needs_ray)])
+def be(request):
+    """A constructor (keyword arguments: ``retries``, ``log``) of each kind of backend; Ray in the module's session."""
+    if request.param == "ray":
         request.getfixturevalue("ray_session")
-    be = {"serial": SerialBackend, "pool": lambda **k: ProcessBackend(2, **k),
-          "ray": lambda **k: make_backend("test", "ray", **k)}[kind]
+    return {"serial": SerialBackend, "pool": lambda **k: ProcessBackend(2, **k),
+            "ray": lambda **k: make_backend("test", "ray", **k)}[request.param]
+
+
+def test_results_come_back_in_task_order_and_failed_tasks_are_retried(be, tmp_path):
     log = tmp_path / "log.txt"
     with log.open("w") as fh, be(retries=2, log=fh) as b:
         tasks = [Task(square, i, f"sq {i}") for i in range(7)]
@@ -138,12 +132,7 @@ def test_results_come_back_in_task_order_and_failed_tasks_are_retried(kind, tmp_
     assert log.read_text().count("injected failure") == 2 and "retrying" in log.read_text()
 
 
-@pytest.mark.parametrize("kind", ["serial", "pool", pytest.param("ray", marks=needs_ray)])
-def test_a_task_failing_past_its_retries_raises_a_backend_error_naming_it(kind, tmp_path, request):
-    if kind == "ray":
-        request.getfixturevalue("ray_session")
-    be = {"serial": SerialBackend, "pool": lambda **k: ProcessBackend(2, **k),
-          "ray": lambda **k: make_backend("test", "ray", **k)}[kind]
+def test_a_task_failing_past_its_retries_raises_a_backend_error_naming_it(be, tmp_path):
     with open(tmp_path / "log.txt", "w") as fh, be(retries=1, log=fh) as b, \
             pytest.raises(BackendError, match=r"'flaky' failed 2 time\(s\) \(--retries 1\).*injected failure 2"):
         b.map([Task(square, 2, "sq"), Task(flaky, (str(tmp_path / "count"), 5, "ok"), "flaky")])
@@ -208,8 +197,8 @@ def test_workers_with_address_is_refused(capsys):
 def test_importing_kairos_gym_and_its_cli_does_not_import_ray():
     import subprocess
 
-    code = ("import sys, kairos_gym, kairos_gym.cli, kairos_gym.evaluation.backends, kairos_gym.benchmark.leaderboard; "
-            "print('ray' in sys.modules)")
+    code = ("import sys, kairos_gym, kairos_gym.cli.main, kairos_gym.evaluation.backends, "
+            "kairos_gym.benchmark.leaderboard; print('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 

@@ -10,7 +10,7 @@ import pytest
 from kairos_gym.train.rllib.env import MaskedObservation, make_masked_env
 
 import kairos_gym  # noqa: F401 - registers the env ids
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from tests.ray.common import needs_ray
 
@@ -30,15 +30,6 @@ SPACE = """metric: slo_attainment
 space:
   learning_rate: {grid: [1.0e-4, 3.0e-4]}
 """
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kairos-gym[ray]')")
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def test_masked_observation_carries_the_envs_own_mask():

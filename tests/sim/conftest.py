@@ -6,16 +6,7 @@ import pytest
 
 from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
-
-SMALL = {
-    "name": "t",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 22, "cv": 3},
-        "num_requests": 400,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
+from tests.fixtures import SMALL
 
 
 def tight_memory_sim(policy: str, capacity: int = 12_000, seed: int = 0, **cluster) -> Simulator:

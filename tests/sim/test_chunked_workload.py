@@ -1,4 +1,4 @@
-"""Chunked workloads (issue 14): in ``metrics.mode: streaming`` a synthetic workload is generated and handed to the
+"""Chunked workloads: in ``metrics.mode: streaming`` a synthetic workload is generated and handed to the
 core a chunk at a time (kairos_gym/workload/chunked.py, src/core/workload.hpp), so a long run holds O(chunk)
 requests, never the whole workload. The chunks are bit for bit the whole workload, the event loop never runs
 past the last loaded arrival, appends are checked, and the whole-workload bound stays for exact mode."""
@@ -111,7 +111,7 @@ def _run(sc: ScenarioConfig, seed: int, policy, monkeypatch, chunk: int | None) 
     """Run ``sc``: chunked with ``chunk`` requests a chunk, or (chunk None) whole, the chunking switched off."""
     with monkeypatch.context() as m:
         if chunk is None:
-            m.setattr(ne, "uses_chunks", lambda sim, workload: False)
+            m.setattr(ne, "is_chunked", lambda sc, fixed: False)
         m.setattr(ne, "CHUNK_OVERRIDE", chunk)
         sim = Simulator(sc, seed=seed)
         assert sim.chunked == (chunk is not None)
@@ -294,7 +294,7 @@ def test_an_overlong_request_is_named_when_its_chunk_is_generated(monkeypatch):
     cap = int(total[:5].max())  # the first chunk fits, a later request does not
     bad = int(np.flatnonzero(total > cap)[0])
     assert bad >= 5
-    monkeypatch.setattr(ne, "uses_chunks", lambda sim, workload: False)
+    monkeypatch.setattr(ne, "is_chunked", lambda sc, fixed: False)
     with pytest.raises(ConfigError, match=f"request {bad} prompt_tokens"):
         Simulator(sc, seed=0, kv_capacity=cap)
     monkeypatch.undo()

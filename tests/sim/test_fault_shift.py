@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import ARRIVAL, DEFLECT, PREFILL, Decision, DecisionContext
@@ -106,13 +107,10 @@ def test_a_scenario_without_faults_is_one_config_error(capsys: pytest.CaptureFix
     tool = _tool()
     with pytest.raises(ConfigError, match=r"faults"):
         tool.fault_windows(load_scenario("kv-shift"), 0)
-    with pytest.raises(SystemExit) as e:
-        tool.main(["--scenario", "kv-shift", "--seeds", "1"])
-    assert e.value.code == 2 and "faults" in capsys.readouterr().err
+    assert main(["check", "fault-switch", "--scenario", "kv-shift", "--seeds", "1"]) == 2
+    assert "faults" in capsys.readouterr().err
     for bad in (["--tiers", "default,default"], ["--tiers", "loose"], ["--seeds", "11"], ["--requests", "0"]):
-        with pytest.raises(SystemExit) as e:
-            tool.main(bad)
-        assert e.value.code == 2
+        assert main(["check", "fault-switch", *bad]) == 2
 
 
 def test_fault_switch_deflects_exactly_the_arrivals_in_a_fault_window() -> None:
@@ -210,7 +208,7 @@ def test_grid_rows_pair_both_switches_with_each_rule(capsys: pytest.CaptureFixtu
     assert row.startswith(f"| fault-shift/default | {tool.rule_label(name, params)} |")
     assert f"| {tool.paired(switch, rule)} | {tool.paired(pend, rule)} |" in row
     assert len(out["grid"]) == len(tool.STATIC_GRID)
-    assert tool.main(["--requests", "200", "--seeds", "2", "--tiers", "default"]) == 0
+    assert main(["check", "fault-switch", "--requests", "200", "--seeds", "2", "--tiers", "default"]) == 0
     text = capsys.readouterr().out
     first = ", ".join(f"[{a:.4g}, {b:.4g})" for a, b in _windows(base, 0))
     assert f"seed 0: {first};" in text and "pending-switch - best-static" in text
@@ -234,6 +232,5 @@ def test_oracle_rows_are_fresh_oracle_runs_beside_the_switches(capsys: pytest.Ca
     assert o >= max(bs, pend)  # a bound on both: pending-switch is one of its bases
     assert out["oracle"][0].startswith(f"| fault-shift/default | 0 | {o:.3f} | {switch:.3f} |")
     assert out["oracle"][0].endswith(f"| {o - switch:+.3f} | {o - bs:+.3f} |")
-    with pytest.raises(SystemExit):
-        tool.main(["--requests", "120", "--seeds", "2", "--oracle", "3"])
-    assert "--oracle: 3 is not valid" in capsys.readouterr().err
+    assert main(["check", "fault-switch", "--requests", "120", "--seeds", "2", "--oracle", "3"]) == 2
+    assert "--oracle = '3' is not valid" in capsys.readouterr().err

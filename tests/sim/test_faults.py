@@ -1,5 +1,5 @@
-"""Fault injection (issue 14 item 1; docs/reliability.md, "Faults"): the ``faults:`` section, the core's semantics
-and the invariants under every fault kind (issue 14 item 5): conservation, KV conservation on every node, no
+"""Fault injection (docs/reliability.md, "Faults"): the ``faults:`` section, the core's semantics
+and the invariants under every fault kind: conservation, KV conservation on every node, no
 transfer for a deflected request, causality, a monotone clock, determinism, availability seen by policies,
 snapshot/restore and pickling; the shipped fault scenarios under every shipped policy (item 6)."""
 

@@ -1,7 +1,7 @@
-"""The information track (issue 12, item 1): ``information: {track: exact | realistic, staleness_s, model_error}``.
+"""The information track: ``information: {track: exact | realistic, staleness_s, model_error}``.
 
 The realistic track serves every policy (DecisionContext) and the env (observation, mask) the dispatcher's stale
-copy of the nodes and noisy predictions; the physics is the exact track's. Native engine only."""
+copy of the nodes and noisy predictions; the physics is the exact track's."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import LARGEST_SAFE
-from kairos_gym.sim.simulator import COLUMNS
+from kairos_gym.sim.simulator import request_columns
 
 SMALL = load_scenario("small")
 
@@ -27,7 +27,7 @@ def track(sc: ScenarioConfig = SMALL, **info) -> ScenarioConfig:
 
 def results(sim) -> bytes:
     """Every per-request record, the chunks and the counters of a run, as bytes."""
-    parts = [np.asarray(getattr(sim, k)).tobytes() for k in COLUMNS]
+    parts = [np.asarray(getattr(sim, k)).tobytes() for k in request_columns()]
     parts.append(repr((sim.chunks, sim.wait_area, sim.tbt_violations, sim.tokens_out, sim.now, sim.n_invalid)).encode())
     return b"".join(parts)
 

@@ -202,13 +202,13 @@ def test_simulator_module_has_no_gymnasium_import():
     import kairos_gym.sim.decision_check as check
     import kairos_gym.sim.hook as hook
     import kairos_gym.sim.metrics as met
-    import kairos_gym.sim.reset_workload as reset
+    import kairos_gym.sim.run_workload as run_workload
     import kairos_gym.sim.simulator as eng
 
-    for mod in (eng, hook, met, check, reset):
+    for mod in (eng, hook, met, check, run_workload):
         src = inspect.getsource(mod)
         assert "import gymnasium" not in src and "from gymnasium" not in src
-    assert eng.NativeSimulator is Simulator
+    assert eng.Simulator is Simulator
 
 
 @pytest.mark.parametrize("includes", [True, False])

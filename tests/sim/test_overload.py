@@ -1,4 +1,4 @@
-"""Overload handled explicitly (issue 14 item 2): admission control and per-request timeouts (scenario section
+"""Overload handled explicitly: admission control and per-request timeouts (scenario section
 ``overload``). Invariants: every arrival completes, is rejected or times out
 (conservation), KV memory is returned on every node, the clock never goes back, rejected requests never reach a
 decision, runs are deterministic."""

@@ -1,5 +1,5 @@
-"""Pull decisions (``deflection.decision_points: arrival+pull``, issue 12 item 2): the simulator also asks when a
-decode node's deflection slot frees, about one queued, not-started request. Native engine only.
+"""Pull decisions (``deflection.decision_points: arrival+pull``): the simulator also asks when a
+decode node's deflection slot frees, about one queued, not-started request.
 
 Guards: the arrival-only default and a policy that stays at every pull are bit for bit the arrival-only run;
 a pull keeps requests conserved, never transfers the pulled request's KV, never pulls a request twice or
@@ -25,17 +25,10 @@ from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim import Decision, Simulator
 from kairos_gym.sim.hook import ARRIVAL, PULL
 from kairos_gym.sim.metrics import PATH_DEFLECT, PATH_PREFILL
-from kairos_gym.sim.simulator import COLUMNS
+from kairos_gym.sim.simulator import request_columns
+from tests.fixtures import LENGTHS, tiny_scenario
 
-BASE = {
-    "name": "pull-t",
-    "workload": {
-        "arrival": {"kind": "gamma", "rate": 22, "cv": 3},
-        "num_requests": 300,
-        "lengths": {"kind": "lognormal", "prompt_median": 1500, "prompt_sigma": 0.8, "prompt_max": 8000,
-                    "output_median": 150, "output_sigma": 0.8, "output_max": 1000},
-    },
-}
+BASE = tiny_scenario(300, name="pull-t", lengths=LENGTHS)
 
 
 def scenario(points: str = "arrival+pull") -> ScenarioConfig:
@@ -75,7 +68,7 @@ def result(sim) -> tuple:
     s = dict(sim.summary())
     for k in ("wall_time_s", "n_pull_decisions", "n_pulled"):
         s.pop(k, None)
-    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in COLUMNS)
+    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in request_columns())
     return cols, repr(sorted(s.items())), repr(sim.chunks)
 
 

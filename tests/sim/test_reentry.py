@@ -1,4 +1,4 @@
-"""Re-entry decisions after faults and timeouts with faults (issue 14; docs/reliability.md, "Faults"): every request
+"""Re-entry decisions after faults and timeouts with faults (docs/reliability.md, "Faults"): every request
 a node failure sends back is offered to the policy (``faults.reentry: policy``, the default) one at a time at the
 failure's time, answered like an arrival (a deflected re-entry prefills prompt + gen tokens on its decode node,
 never transfers KV, KV conserved); ``reentry: prefill`` is the previous rule bit for bit; per-request timeouts
@@ -177,7 +177,7 @@ PREFILL_RULE_COLUMNS = ("path", "first_token", "finish", "prefill_start", "prefi
                         "xfer_end", "p_node", "d_node", "max_gap", "kv_moved")
 # sha256 (first 16 hex digits) of the columns above, seed 1: the results of the code before re-entry decisions existed
 # (commit ade3499, where every victim took the shortest up prefill queue by rule), re-recorded with the portable
-# arithmetic of issue 24 (results changed in the last bits; reentry "prefill" still reproduced ade3499 before that)
+# arithmetic (results changed in the last bits; reentry "prefill" still reproduced ade3499 before that)
 PREFILL_RULE_HASHES = {
     "prefill-failure/no-deflect": "3da9699cc2d38807", "prefill-failure/always-deflect-ls": "2d6eb544d8b99007",
     "prefill-failure/kairos": "76c054db11f3b56e", "prefill-failure/random": "149765269a106726",

@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 import kairos_gym.env  # noqa: F401  (registers the ids)
-from kairos_gym.cli import main
+from kairos_gym.cli.main import main
 from kairos_gym.errors import MAX_VALUE_REPR, ConfigError
 from kairos_gym.scenario import ClusterConfig, ScenarioConfig, TransferSection, load_scenario
 

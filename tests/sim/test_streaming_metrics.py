@@ -1,4 +1,4 @@
-"""Bounded memory for long runs (issue 14 item 4): ``metrics: {mode: streaming}`` folds every
+"""Bounded memory for long runs: ``metrics: {mode: streaming}`` folds every
 settled request into running sums and sketches and reuses its per-request slot. Counts equal the exact mode's,
 means equal up to float rounding, percentiles within ``relative_accuracy``; per-request storage is bounded by
 ``metrics.window``, not by the run's length."""
@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kairos_gym.cli import main as cli_main
+from kairos_gym.cli.main import main as cli_main
 from kairos_gym.errors import ConfigError
 from kairos_gym.perf.soak import parse_checkpoints, soak
 from kairos_gym.scenario import ScenarioConfig

@@ -1,6 +1,6 @@
-"""Swap fairness (issue 14 item 3): the ``swap`` memory policy's ``swap_order``. ``fifo`` (the default) preempts
+"""Swap fairness: the ``swap`` memory policy's ``swap_order``. ``fifo`` (the default) preempts
 the latest-arrived batch member, swaps the earliest-arrived request back first and admits no new KV reservation
-on a node while a request of it waits in host memory; ``lifo`` is the order before issue 14 (starves the oldest).
+on a node while a request of it waits in host memory; ``lifo`` the opposite order (starves the oldest).
 Native engine only."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OLD_TIGHT_SWAP = {"tight-swap-lifo/nodef": "6ef94ee3da19112e", "tight-swap-lifo/d256": "bfb53cef61c54446",
                   "tight-swap-lifo/rand": "e6e7371389bcb38c", "tight-swap-lifo-slow": "0d8c9ec36329b795"}
 """The ``tight-swap`` golden fingerprints of swap-in's former LIFO order (recorded before swap-in became FIFO, at
-commit 4a150ff, as tight-swap/nodef, /d256, /rand, tight-swap-slow; re-recorded with the portable arithmetic of
-issue 24, which changed results in the last bits)."""
+commit 4a150ff, as tight-swap/nodef, /d256, /rand, tight-swap-slow; re-recorded with the portable arithmetic,
+which changed results in the last bits)."""
 
 
 def _fingerprint_module():
@@ -54,7 +54,7 @@ def test_fifo_bounds_the_worst_token_gap_under_tight_memory(policy):
 
 
 def test_lifo_reproduces_the_results_before_fifo():
-    """swap_order: lifo gives the tight-swap golden results recorded before issue 14, bit for bit."""
+    """swap_order: lifo gives the recorded tight-swap golden results, bit for bit."""
     got = _fingerprint_module().compute(select=lambda k: k in OLD_TIGHT_SWAP)
     assert got == OLD_TIGHT_SWAP
 

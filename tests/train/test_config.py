@@ -3,7 +3,6 @@ and the CLI's error path (fast)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -185,33 +184,29 @@ def test_held_out_seeds_are_reproducible_and_never_evaluation_seeds():
 
 
 def test_cli_parser_and_error_exit(tmp_path, capsys):
-    from kairos_gym.train.cli import add_train_parser, main
+    from kairos_gym.cli.main import build_parser, main
 
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["train", "--config", "x.yaml", "--algo", "ppo", "--timesteps", "10"])
+    args = build_parser().parse_args(["train", "--config", "x.yaml", "--algo", "ppo", "--timesteps", "10"])
     assert args.algo == "ppo" and args.timesteps == 10 and callable(args.func)
-    assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
+    assert main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2
     assert "--config" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
     bad.write_text("kairos_gym/KairosSmall-v0: {n_stepz: 3}\n")
-    assert main(["--config", str(bad)]) == 2
+    assert main(["train", "--config", str(bad)]) == 2
     assert "n_stepz" in capsys.readouterr().err
 
 
 def test_cli_checkpoint_flags_refuse_pickles_without_trust(tmp_path, capsys):
     """--resume and compare --checkpoint refuse an SB3 zip without --trust-checkpoint, with exit status 2."""
-    from kairos_gym.train.cli import main
-
-    from kairos_gym.evaluation.compare import main as compare_main
+    from kairos_gym.cli.main import main
 
     (tmp_path / "model.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # never opened
     smoke = ROOT / "configs" / "ppo" / "smoke.yaml"
-    assert main(["--config", str(smoke), "--resume", str(tmp_path), "--out", str(tmp_path / "run")]) == 2
+    assert main(["train", "--config", str(smoke), "--resume", str(tmp_path), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kairos-gym train: error:") and "--trust-checkpoint" in err and "execute" in err
     assert not (tmp_path / "run").exists()
-    assert compare_main(["--checkpoint", str(tmp_path / "model.zip"), "--scenarios", "small", "--seeds", "0"]) == 2
+    assert main(["compare", "--checkpoint", str(tmp_path / "model.zip"), "--scenarios", "small", "--seeds", "0"]) == 2
     err = capsys.readouterr().err
     assert "--trust-checkpoint" in err and "execute" in err
 

@@ -1,4 +1,4 @@
-"""Oracle distillation (kairos_gym.train.distill, issue 13): action mapping, labels, lockstep twins, loss, pipeline."""
+"""Oracle distillation (kairos_gym.train.distill): action mapping, labels, lockstep twins, loss, pipeline."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from kairos_gym.train.domain import task_base
 from kairos_gym.train.envs import TRAIN_SEED_MIN
 
 from kairos_gym.benchmark.suite import SUITE, on_track
+from kairos_gym.cli.main import main
 from kairos_gym.env.actions import ActionLayout
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision
@@ -166,7 +167,7 @@ def test_config_refusals(tmp_path: Path) -> None:
     p.write_text("other: {}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="distill"):
         D.load_config(p)
-    assert D.main(["--config", str(p), "--out", str(tmp_path / "o")]) == 2
+    assert main(["distill", "--config", str(p), "--out", str(tmp_path / "o")]) == 2
 
 
 def test_dataset_round_trip_and_refusals(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Kairos's recommendation as a student input (issue 13): ``inputs: observation+kairos``, ``hard_label:
+"""Kairos's recommendation as a student input: ``inputs: observation+kairos``, ``hard_label:
 kairos-if-best``, the checkpoint's ``inputs`` layout, and PPOAgent computing the feature at decision time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Domain randomisation over the suite's train split (kairos_gym.train.domain, issue 13)."""
+"""Domain randomisation over the suite's train split (kairos_gym.train.domain)."""
 
 from __future__ import annotations
 
@@ -210,20 +210,20 @@ def test_training_logs_the_normalized_score_of_the_held_out_cases(tmp_path: Path
 
 def test_train_command_reports_the_validation_score_and_refuses_bad_domain_config(tmp_path: Path, capsys) -> None:
     pytest.importorskip("sb3_contrib")
-    from kairos_gym.train.cli import main
+    from kairos_gym.cli.main import main
 
     cfg = tmp_path / "g.yaml"
     body = ("  n_envs: 1\n  n_timesteps: 128\n  n_steps: 64\n  batch_size: 64\n  n_epochs: 1\n"
             "  policy_kwargs: \"dict(net_arch=dict(pi=[8], vf=[8]))\"\n  checkpoint_freq: 0\n  eval: {freq: 128}\n"
             "  env_kwargs: {families: [azure-code], tiers: [default], tracks: [exact]}\n")
     cfg.write_text(f"{D.DOMAIN_ENV_ID}:\n" + body, encoding="utf-8")
-    assert main(["--config", str(cfg), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    assert main(["train", "--config", str(cfg), "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     best = json.loads((tmp_path / "run" / "best" / "eval.json").read_text())
     assert f"normalized_score {best['normalized_score']:.4g} (kairos " in out
     bad = body.replace("tracks: [exact]", "tracks: [exact, fuzzy]")
     cfg.write_text(f"{D.DOMAIN_ENV_ID}:\n" + bad, encoding="utf-8")
-    assert main(["--config", str(cfg), "--out", str(tmp_path / "run2"), "--no-progress"]) == 2
+    assert main(["train", "--config", str(cfg), "--out", str(tmp_path / "run2"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kairos-gym train: error:") and "tracks = 'fuzzy'" in err
     assert not (tmp_path / "run2").exists()  # refused before any work

@@ -10,13 +10,13 @@ from kairos_gym.train.selection import (
     TOLERANCE,
     decide,
     label_seeds,
-    main,
     p_beats,
     selection_cases,
     selection_seeds,
 )
 
 from kairos_gym.benchmark.suite import SUITE
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 
 CFG = distill.load_config("configs/ppo/distill.yaml")
@@ -100,9 +100,9 @@ def test_decide_refuses_each_failed_criterion() -> None:
 
 
 def test_bad_flags_are_refused_before_any_run(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--candidate", str(tmp_path / "nope")]) == 2
+    assert main(["select", "--candidate", str(tmp_path / "nope")]) == 2
     assert "--candidate" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="--instances"):
         selection_cases(CFG, 0)
-    assert main(["--candidate", "agents/checkpoints/ppo-general", "--instances", "5e2"]) == 2
+    assert main(["select", "--candidate", "agents/checkpoints/ppo-general", "--instances", "5e2"]) == 2
     assert "--instances" in capsys.readouterr().err

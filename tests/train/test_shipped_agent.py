@@ -75,10 +75,10 @@ def test_shipped_agent_acts_validly_in_the_env():
 
 @pytest.mark.slow
 def test_shipped_agent_acceptance_on_kairos_v0():
-    """Issue 6: SLO attainment within 2 pp of Kairos and P95 TTFT within 10% of Kairos, or better
-    (means over seeds 0-4, which no training or model selection ever saw). Issue 6's Kairos had the paper's
-    staleness and model error, now the realistic information track (issue 12); the agent runs on the exact
-    track it was trained on, as then: the comparison issue 6 accepted, not a same-track one."""
+    """SLO attainment within 2 pp of Kairos and P95 TTFT within 10% of Kairos, or better (means over seeds 0-4,
+    which no training or model selection ever saw). Kairos runs with the paper's staleness and model error (the
+    realistic information track); the agent runs on the exact track it was trained on: the agent's acceptance
+    comparison, not a same-track one."""
     from kairos_gym.agents.runner import run_policy
     from kairos_gym.agents.sb3_checkpoint import make_ppo_agent
 

@@ -1,4 +1,4 @@
-"""The shipped general agent agents/checkpoints/ppo-general (issue 13, train/distill.py): files, loading, actions."""
+"""The shipped general agent agents/checkpoints/ppo-general (train/distill.py): files, loading, actions."""
 
 from __future__ import annotations
 

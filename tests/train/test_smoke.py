@@ -127,7 +127,7 @@ def test_plain_ppo_ablation(tmp_path):
 
 def test_partial_last_rollout_lr_clamped_and_progress_bar_full():
     """100 timesteps asked, rollouts of 64: SB3 runs 128, and its last update sees progress 1 - 128/100 < 0.
-    The lin_ schedule stays at 0 there and the bar's total is the 128 the run reaches (it used to show
+    The lin_ schedule stays at 0 there and the bar's total is the 128 the run reaches (not
     128/100)."""
     cfg = parse_config({"kairos_gym/KairosSmall-v0": {
         "n_envs": 1, "n_timesteps": 100, "n_steps": 64, "batch_size": 64, "n_epochs": 1,

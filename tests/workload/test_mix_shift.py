@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kairos_gym.cli.main import main
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.workload import ByStateLengths, MMPPArrival, PoissonArrival, arrival_states, generate
@@ -31,20 +32,30 @@ def _tool(name: str) -> Any:
     return load_tool(name)
 
 
-def test_the_scenario_grounds_its_states_in_the_sections_it_names() -> None:
-    fit = _tool("fit_lengths")
-    sc = load_scenario("mix-shift")
+def _mmpp_by_state(name: str, rates: tuple[float, float, float, float], n_requests: int) -> ByStateLengths:
+    """The by_state lengths of shipped scenario ``name``, checked to have MMPP arrivals of ``rates`` (rate_on and
+    rate_off in requests/s, mean_on_s, mean_off_s) and ``n_requests`` requests."""
+    sc = load_scenario(name)
     arrival, lengths = sc.workload.arrival, sc.workload.lengths
     assert isinstance(arrival, MMPPArrival) and isinstance(lengths, ByStateLengths)
-    assert (arrival.rate_on, arrival.rate_off, arrival.mean_on_s, arrival.mean_off_s) == (24.0, 18.0, 15.0, 45.0)
-    assert sc.workload.effective_num_requests == 3000
+    assert (arrival.rate_on, arrival.rate_off, arrival.mean_on_s, arrival.mean_off_s) == rates
+    assert sc.workload.effective_num_requests == n_requests
+    return lengths
+
+
+def _side(lengths: Any, side: str) -> tuple[float, float, int]:
+    """(median, sigma, max) of the ``side`` ("prompt" or "output") of lognormal lengths."""
+    return (getattr(lengths, f"{side}_median"), getattr(lengths, f"{side}_sigma"), getattr(lengths, f"{side}_max"))
+
+
+def test_the_scenario_grounds_its_states_in_the_sections_it_names() -> None:
+    fit = _tool("fit_lengths")
+    lengths = _mmpp_by_state("mix-shift", (24.0, 18.0, 15.0, 45.0), 3000)
     assert fit.fit_trace("azure2023_code")[1] == lengths.on  # Azure code, both sides
     conv = fit.fit_trace("azure2023_conv")[1]
-    assert (lengths.off.prompt_median, lengths.off.prompt_sigma, lengths.off.prompt_max) == (
-        conv.prompt_median, conv.prompt_sigma, conv.prompt_max)  # Azure conversation prompts
+    assert _side(lengths.off, "prompt") == _side(conv, "prompt")  # Azure conversation prompts
     bound = load_scenario("decode-bound").workload.lengths
-    assert (lengths.off.output_median, lengths.off.output_sigma, lengths.off.output_max) == (
-        bound.output_median, bound.output_sigma, bound.output_max)  # the decode-bound family's outputs
+    assert _side(lengths.off, "output") == _side(bound, "output")  # the decode-bound family's outputs
 
 
 @pytest.mark.parametrize("seed", [0, 3, 9])
@@ -113,9 +124,7 @@ def test_a_scenario_the_tool_cannot_split_is_one_error() -> None:
     with pytest.raises(ConfigError, match=r"workload\.lengths\.kind"):
         check.check_scenario(ScenarioConfig.from_dict(d))
     for argv in (["--scenario", "bursty"], ["--requests", "0"], ["--seeds", "11"]):
-        with pytest.raises(SystemExit) as e:
-            check.main(argv)
-        assert e.value.code == 2
+        assert main(["check", "mix-shift", *argv]) == 2
 
 
 def test_kv_shift_grounds_its_states_in_the_fits_it_names() -> None:
@@ -123,19 +132,13 @@ def test_kv_shift_grounds_its_states_in_the_fits_it_names() -> None:
     threshold cannot tell them apart), the on state Azure code's outputs, the off state ShareGPT's; kv-pressure's
     cluster (the KV cut under swap); instances within the Oracle's budget (at most 1,000 requests)."""
     fit = _tool("fit_lengths")
-    sc = load_scenario("kv-shift")
-    arrival, lengths = sc.workload.arrival, sc.workload.lengths
-    assert isinstance(arrival, MMPPArrival) and isinstance(lengths, ByStateLengths)
-    assert (arrival.rate_on, arrival.rate_off, arrival.mean_on_s, arrival.mean_off_s) == (16.0, 11.5, 8.0, 24.0)
-    assert sc.workload.effective_num_requests == 1000
-    assert sc.cluster == load_scenario("kv-pressure").cluster
+    lengths = _mmpp_by_state("kv-shift", (16.0, 11.5, 8.0, 24.0), 1000)
+    assert load_scenario("kv-shift").cluster == load_scenario("kv-pressure").cluster
     arxiv = fit.fit_trace("arxiv_summarization_lengths_only")[1]
     code, chat = fit.fit_trace("azure2023_code")[1], fit.fit_trace("sharegpt8k_lengths_only")[1]
     for state, outputs in ((lengths.on, code), (lengths.off, chat)):
-        assert (state.prompt_median, state.prompt_sigma, state.prompt_max) == (
-            arxiv.prompt_median, arxiv.prompt_sigma, arxiv.prompt_max)
-        assert (state.output_median, state.output_sigma, state.output_max) == (
-            outputs.output_median, outputs.output_sigma, outputs.output_max)
+        assert _side(state, "prompt") == _side(arxiv, "prompt")
+        assert _side(state, "output") == _side(outputs, "output")
 
 
 def test_split_kv_adds_the_runs_preemptions() -> None:
@@ -169,7 +172,8 @@ def test_grid_rows_pair_state_switch_with_each_rule_and_kv_adds_preemptions(caps
     assert check.paired(switch, [r[0] for r in rule]) in row
     assert row.endswith(f" {np.mean([r[5] for r in rule]):.1f} |")
     assert len(out["alone"][1].split(" / ")) == 3  # preemptions of the three policies in the off state alone
-    assert check.main(["--scenario", "kv-shift", "--requests", "120", "--seeds", "1", "--grid", "--kv"]) == 0
+    argv = ["--scenario", "kv-shift", "--requests", "120", "--seeds", "1", "--grid", "--kv"]
+    assert main(["check", "mix-shift", *argv]) == 0
     text = capsys.readouterr().out
     assert "| preemptions (no-deflect / always-deflect-ls / kairos) |" in text
     assert "| state-switch - rule (W/T/L) | preemptions |" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -131,12 +132,17 @@ def _lognormal_cdf(x: float, median: float, sigma: float) -> float:
     return 0.5 * math.erfc(-(math.log(x) - math.log(median)) / (sigma * math.sqrt(2)))
 
 
-def test_lognormal_truncation_is_rejection_not_clipping() -> None:
-    lengths = {"kind": "lognormal", "prompt_median": 1000, "prompt_sigma": 2.0, "prompt_max": 2000,
-               "output_median": 2, "output_sigma": 2.0, "output_max": 100}
-    w = _gen({"arrival": {"kind": "poisson"}, "num_requests": 20000, "lengths": lengths}, 21)
+def _truncated(lengths: dict[str, Any], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The prompt and output tokens of 20,000 requests of ``lengths``, each side checked to lie in [1, its max]."""
+    w = _gen({"arrival": {"kind": "poisson"}, "num_requests": 20000, "lengths": lengths}, seed)
     p, o = w.prompt_tokens, w.output_tokens
-    assert p.min() >= 1 and p.max() <= 2000 and o.min() >= 1 and o.max() <= 100
+    assert p.min() >= 1 and p.max() <= lengths["prompt_max"] and o.min() >= 1 and o.max() <= lengths["output_max"]
+    return p, o
+
+
+def test_lognormal_truncation_is_rejection_not_clipping() -> None:
+    p, o = _truncated({"kind": "lognormal", "prompt_median": 1000, "prompt_sigma": 2.0, "prompt_max": 2000,
+                       "output_median": 2, "output_sigma": 2.0, "output_max": 100}, 21)
     # clipping would put ~36% of prompts at the cap and ~36% of outputs at 1
     assert np.mean(p == 2000) < 0.01
     cdf = _lognormal_cdf
@@ -147,11 +153,9 @@ def test_lognormal_truncation_is_rejection_not_clipping() -> None:
 
 
 def test_pareto_truncation_respects_max_and_follows_conditional_law() -> None:
-    lengths = {"kind": "pareto", "prompt_min": 10, "prompt_alpha": 0.8, "prompt_max": 500,
-               "output_min": 0.2, "output_alpha": 1.2, "output_max": 50}
-    w = _gen({"arrival": {"kind": "poisson"}, "num_requests": 20000, "lengths": lengths}, 8)
-    p, o = w.prompt_tokens, w.output_tokens
-    assert p.min() >= 10 and p.max() <= 500 and o.min() >= 1 and o.max() <= 50
+    p, o = _truncated({"kind": "pareto", "prompt_min": 10, "prompt_alpha": 0.8, "prompt_max": 500,
+                       "output_min": 0.2, "output_alpha": 1.2, "output_max": 50}, 8)
+    assert p.min() >= 10
 
     def cdf(x: float, m: float, a: float) -> float:
         return 0.0 if x < m else 1 - (m / x) ** a

@@ -1,11 +1,9 @@
 """Does a scenario's fault schedule make a policy switch? The fault-free cluster, then each policy inside and
 outside the fault windows, per SLO tier.
 
-    python kairos_gym/benchmark/checks/fault_switch.py                   # configs/scenarios/fault-shift.yaml, 1,000
-    requests
-    python kairos_gym/benchmark/checks/fault_switch.py --grid            # and every static rule, fault-switch minus
-    each
-    python kairos_gym/benchmark/checks/fault_switch.py --scenario bursty-link-degraded --requests 1000 --tiers default
+    kairos-gym check fault-switch           # configs/scenarios/fault-shift.yaml, 1,000 requests
+    kairos-gym check fault-switch --grid    # and every static rule, fault-switch minus each
+    kairos-gym check fault-switch --scenario bursty-link-degraded --requests 1000 --tiers default
 
 The scenario (a shipped name or a YAML path) must have a ``faults:`` section: timed events, a random generator or
 both (:func:`fault_windows` reads each seed's windows off the run's fault events, ``Simulator.fault_events``: with
@@ -49,7 +47,6 @@ Every table shows the mean KV preemptions per run (``n_preemptions``). Determini
 
 from __future__ import annotations
 
-import argparse
 import math
 from typing import Any
 
@@ -59,9 +56,9 @@ from kairos_gym.agents import baselines
 from kairos_gym.agents.base import least_loaded_deflectable
 from kairos_gym.agents.runner import simulate
 from kairos_gym.benchmark.checks import mix_shift as _msc
-from kairos_gym.benchmark.checks.mix_shift import MAX_REQUESTS, MAX_SEEDS, paired, print_table
+from kairos_gym.benchmark.checks.mix_shift import paired, print_table
 from kairos_gym.benchmark.entries import STATIC_GRID, rule_label, tune_static
-from kairos_gym.benchmark.suite import TIER_NAMES, Task
+from kairos_gym.benchmark.suite import Task
 from kairos_gym.errors import ConfigError
 from kairos_gym.progress import or_silent
 from kairos_gym.scenario import ScenarioConfig
@@ -246,40 +243,18 @@ def check_tier(task: Task, grid: bool = False, oracle: int = 0) -> dict[str, Any
             "in_share": float(first[:, 3].mean()), "chosen": chosen["rule"], "k": k, "runs": runs}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", default="fault-shift", help="a shipped scenario name or a YAML path (with a "
-                        "faults: section; default fault-shift)")
-    parser.add_argument("--requests", type=int, default=None,
-                        help=f"requests per instance (1-{MAX_REQUESTS:,}; default: the scenario's num_requests)")
-    parser.add_argument("--seeds", type=int, default=MAX_SEEDS, help=f"test seeds 0..N-1 (1-{MAX_SEEDS}; default "
-                        f"{MAX_SEEDS})")
-    parser.add_argument("--tiers", default=",".join(TIER_NAMES), help="comma-separated SLO tiers (of "
-                        f"{', '.join(TIER_NAMES)}; default all)")
-    parser.add_argument("--grid", action="store_true", help="also every rule of the static grid in the episode")
-    parser.add_argument("--oracle", type=int, default=0, metavar="N", help="also the Oracle on the first N test seeds "
-                        "of every tier (0-the number of seeds; default 0: ~15-90 s per 500-request instance)")
-    args = parser.parse_args(argv)
-    if not 1 <= args.seeds <= MAX_SEEDS:
-        parser.error(f"--seeds: {args.seeds} is not valid; allowed: a whole number from 1 to {MAX_SEEDS}")
-    if args.requests is not None and not 1 <= args.requests <= MAX_REQUESTS:
-        parser.error(f"--requests: {args.requests} is not valid; allowed: a whole number from 1 to {MAX_REQUESTS:,}")
-    if not 0 <= args.oracle <= args.seeds:
-        parser.error(f"--oracle: {args.oracle} is not valid; allowed: a whole number from 0 to --seeds ({args.seeds})")
-    tiers = args.tiers.split(",")
-    if not tiers or len(set(tiers)) != len(tiers) or any(t not in TIER_NAMES for t in tiers):
-        parser.error(f"--tiers: {args.tiers!r} is not valid; allowed: distinct names of {', '.join(TIER_NAMES)}")
-    try:
-        tasks = [make_task(args.scenario, args.requests, tier, args.seeds) for tier in tiers]
-    except ConfigError as e:
-        parser.error(str(e))
-    results = [check_tier(t, args.grid, args.oracle) for t in tasks]
+def report(scenario: str, requests: int | None, n_seeds: int, tiers: list[str], grid: bool, oracle: int) -> int:
+    """Print the check's tables (markdown) for ``scenario`` at ``requests`` requests per instance (None: the
+    scenario's), test seeds ``0..n_seeds-1`` and the SLO ``tiers``; ``grid``: every static rule too; ``oracle``:
+    the Oracle on the first ``oracle`` test seeds of every tier. The flags are checked by the caller."""
+    tasks = [make_task(scenario, requests, tier, n_seeds) for tier in tiers]
+    results = [check_tier(t, grid, oracle) for t in tasks]
     sc = tasks[0].base()
-    wins = [fault_windows(sc, s) for s in range(args.seeds)]
+    wins = [fault_windows(sc, s) for s in range(n_seeds)]
     shown = ("the same on every seed: " + _windows(wins[0]) if all(w == wins[0] for w in wins) else
              "seed 0: " + _windows(wins[0]) + f"; {np.mean([len(w) for w in wins]):.1f} per seed, mean")
     print(f"{sc.name}: {sc.workload.arrival.describe()}, {sc.workload.effective_num_requests:,} requests per "
-          f"instance; test seeds 0-{args.seeds - 1}, best-static tuned on seeds 1000, 1001; exact track. Fault "
+          f"instance; test seeds 0-{n_seeds - 1}, best-static tuned on seeds 1000, 1001; exact track. Fault "
           f"windows (s, {shown}); {results[0]['in_share']:.3f} of the requests arrive in one (mean).")
     print("SLOs (TTFT s / TBT s): " + ", ".join(f"{t.tier} {t.base().slo.ttft_s:g} / {t.base().slo.tbt_s:g}"
                                                for t in tasks) + "\n")
@@ -292,12 +267,12 @@ def main(argv: list[str] | None = None) -> int:
                 "|---|---|---:|---:|---:|---:|", [r["episode"] for r in results])
     print_table(_msc.PAIRED_TITLE, "| task | difference | mean ± half-width (W/T/L) |", "|---|---|---|",
                 [r["paired"] for r in results])
-    if args.grid:
+    if grid:
         print_table("Every static rule in the episode, and fault-switch and pending-switch minus the rule (paired, as "
                     "above):", "| task | rule | all requests | in a fault | outside | fault-switch - rule (W/T/L) | "
                     "pending-switch - rule (W/T/L) | preemptions |", "|---|---|---:|---:|---:|---|---|---:|",
                     [r["grid"] for r in results])
-    if args.oracle:
+    if oracle:
         print_table("The Oracle (the leaderboard's bases, the tier's best-static rule and the tuned pending-switch) "
                     "per instance, beside the switching rules and best-static on the same instance (SLO "
                     "attainment):",
@@ -306,6 +281,3 @@ def main(argv: list[str] | None = None) -> int:
                     [r["oracle"] for r in results])
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

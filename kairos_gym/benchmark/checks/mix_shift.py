@@ -1,11 +1,9 @@
 """Does a two-state MMPP scenario make a policy switch? Each state alone, then each policy per state, per SLO tier.
 
-    python kairos_gym/benchmark/checks/mix_shift.py                      # configs/scenarios/mix-shift.yaml, 3,000
-    requests
-    python kairos_gym/benchmark/checks/mix_shift.py --requests 500       # the suite's instance size
-    python kairos_gym/benchmark/checks/mix_shift.py --scenario regime-shift --seeds 4
-    python kairos_gym/benchmark/checks/mix_shift.py --scenario kv-shift --grid --kv   # KV preemptions per run in every
-    table
+    kairos-gym check mix-shift                  # configs/scenarios/mix-shift.yaml, 3,000 requests
+    kairos-gym check mix-shift --requests 500   # the suite's instance size
+    kairos-gym check mix-shift --scenario regime-shift --seeds 4
+    kairos-gym check mix-shift --scenario kv-shift --grid --kv   # KV preemptions per run in every table
 
 The scenario (a shipped name or a YAML path) must have MMPP arrivals and ``lengths: {kind: by_state}``. The
 protocol is the leaderboard suite's (kairos_gym/benchmark/suite.py): ``--requests`` requests per instance (default: the
@@ -43,7 +41,6 @@ Deterministic (the same figures on every run). About 1 s per 1,000 requests per 
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -207,53 +204,35 @@ def check_tier(task: Task, grid: bool = False, kv: bool = False) -> dict[str, An
             "switches": float(first[:, 4].mean()), "chosen": chosen["rule"], "runs": runs}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scenario", default="mix-shift", help="a shipped scenario name or a YAML path "
-                        "(MMPP arrivals, by_state lengths; default mix-shift)")
-    parser.add_argument("--requests", type=int, default=None,
-                        help=f"requests per instance (1-{MAX_REQUESTS:,}; default: the scenario's num_requests)")
-    parser.add_argument("--seeds", type=int, default=MAX_SEEDS, help=f"test seeds 0..N-1 (1-{MAX_SEEDS}; default "
-                        f"{MAX_SEEDS})")
-    parser.add_argument("--grid", action="store_true", help="also every rule of the static grid in the episode")
-    parser.add_argument("--kv", action="store_true", help="also the mean KV preemptions per run (n_preemptions) in "
-                        "every table")
-    args = parser.parse_args(argv)
-    if not 1 <= args.seeds <= MAX_SEEDS:
-        parser.error(f"--seeds: {args.seeds} is not valid; allowed: a whole number from 1 to {MAX_SEEDS}")
-    if args.requests is not None and not 1 <= args.requests <= MAX_REQUESTS:
-        parser.error(f"--requests: {args.requests} is not valid; allowed: a whole number from 1 to {MAX_REQUESTS:,}")
-    try:
-        tasks = [make_task(args.scenario, args.requests, tier, args.seeds) for tier in TIER_NAMES]
-    except ConfigError as e:
-        parser.error(str(e))
-    results = [check_tier(t, args.grid, args.kv) for t in tasks]
+def report(scenario: str, requests: int | None, n_seeds: int, grid: bool, kv: bool) -> int:
+    """Print the check's tables (markdown) for ``scenario`` at ``requests`` requests per instance (None: the
+    scenario's) on test seeds ``0..n_seeds-1``, every SLO tier; ``grid``: every static rule too; ``kv``: the
+    mean KV preemptions per run in every table. The flags are checked by the caller."""
+    tasks = [make_task(scenario, requests, tier, n_seeds) for tier in TIER_NAMES]
+    results = [check_tier(t, grid, kv) for t in tasks]
     sc = tasks[1].base()
     print(f"{sc.name}: {sc.workload.arrival.describe()}, {sc.workload.effective_num_requests:,} requests per "
-          f"instance; test seeds 0-{args.seeds - 1}, best-static tuned on seeds 1000, 1001; exact track. "
+          f"instance; test seeds 0-{n_seeds - 1}, best-static tuned on seeds 1000, 1001; exact track. "
           f"On state: {results[0]['on_share']:.2f} of the requests, {results[0]['switches']:.1f} state changes "
           "per instance (mean).")
     print("SLOs (TTFT s / TBT s): " + ", ".join(f"{t.tier} {t.base().slo.ttft_s:g} / {t.base().slo.tbt_s:g}"
                                                for t in tasks) + "\n")
     print("Each state alone (Poisson at its rate, its lengths), SLO attainment:\n")
-    kv_head = (" | preemptions (" + " / ".join(POLICIES) + ")", "---:|") if args.kv else ("", "")
+    kv_head = (" | preemptions (" + " / ".join(POLICIES) + ")", "---:|") if kv else ("", "")
     print("| task | state | " + " | ".join(POLICIES) + kv_head[0] + " |")
     print("|---|---|" + "---:|" * len(POLICIES) + kv_head[1])
     for r in results:
         print("\n".join(r["alone"]))
-    ep_head = (" preemptions |", "---:|") if args.kv else ("", "")
+    ep_head = (" preemptions |", "---:|") if kv else ("", "")
     print_table("The episode, SLO attainment over all requests and per arrival state:",
                 "| task | policy | all requests | on | off |" + ep_head[0], "|---|---|---:|---:|---:|" + ep_head[1],
                 [r["episode"] for r in results])
     print_table(PAIRED_TITLE, "| task | difference | mean ± half-width (W/T/L) |", "|---|---|---|",
                 [r["paired"] for r in results])
-    if args.grid:
+    if grid:
         print_table("Every static rule in the episode, SLO attainment over all requests and per arrival state, and "
                     "state-switch minus the rule (paired, as above):",
                     "| task | rule | all requests | on | off | state-switch - rule (W/T/L) |" + ep_head[0],
                     "|---|---|---:|---:|---:|---|" + ep_head[1], [r["grid"] for r in results])
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,8 +2,8 @@
 widest 95% interval of a normalised score, (P - no-deflect) / (Oracle - no-deflect), and how many more instances
 would bring every one of the task's normalised scores to a target half-width.
 
-    python kairos_gym/benchmark/checks/normalised_sizing.py out/oracle_precision.json                 # target +-0.05
-    python kairos_gym/benchmark/checks/normalised_sizing.py out/oracle_precision_realistic.json --half-width 0.1
+    kairos-gym check normalised-sizing out/oracle_precision.json                 # target +-0.05
+    kairos-gym check normalised-sizing out/oracle_precision_realistic.json --half-width 0.1
 
 oracle-precision sizes the Oracle's mean (two-phase sampling: n1 phase-1 instances, n2 Oracle instances), not the
 normalised scores (their delta-method intervals are reported, not targeted). Every term of a normalised score's
@@ -17,9 +17,7 @@ no-deflect) are left out, as are the anchors themselves (no-deflect, the Oracle)
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +52,12 @@ def sizing(data: Any, half_width: float) -> list[dict[str, Any]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("json", help="an oracle-precision --json file")
-    ap.add_argument("--half-width", type=float, default=0.05, help="target half-width of every normalised score's "
-                    "95%% interval, in (0, 1] (default 0.05)")
-    args = ap.parse_args(argv)
-    if not 0.0 < args.half_width <= 1.0:
-        ap.error(f"--half-width: {args.half_width} is not valid; allowed: a number in (0, 1]")
-    try:
-        rows = sizing(read_json_file("normalised_sizing", "json", Path(args.json), MAX_BYTES,
-                                     "file written by kairos-gym oracle-precision --json"), args.half_width)
-    except ConfigError as e:
-        print(f"normalised_sizing: error: {e}", file=sys.stderr)
-        return 2
-    print(f"Target: every normalised score's 95% half-width <= {args.half_width:g}. n1, n2: the run's phase-1 and "
+def report(path: str | Path, half_width: float) -> None:
+    """Print the sizing table of the oracle-precision ``--json`` file ``path`` for the target ``half_width``
+    (in (0, 1]); a file that is not one raises :class:`~kairos_gym.errors.ConfigError`."""
+    rows = sizing(read_json_file("normalised_sizing", "json", Path(path), MAX_BYTES,
+                                 "file written by kairos-gym oracle-precision --json"), half_width)
+    print(f"Target: every normalised score's 95% half-width <= {half_width:g}. n1, n2: the run's phase-1 and "
           "Oracle instances; f: the factor on both.\n")
     print("| task | Oracle - no-deflect | n1 | n2 | widest interval | f | n1 needed | n2 (Oracle) needed |")
     print("|---|---:|---:|---:|---|---:|---:|---:|")
@@ -78,8 +67,4 @@ def main(argv: list[str] | None = None) -> int:
     met = sum(r["factor"] == 1.0 for r in rows)
     extra = sum(r["n2_needed"] - r["n2"] for r in rows)
     print(f"\n{met} of {len(rows)} tasks meet the target as run; the others need {extra:,} more Oracle instances.")
-    return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

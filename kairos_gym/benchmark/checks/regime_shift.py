@@ -1,7 +1,7 @@
 """Does the regime-shift task make a policy switch? SLO attainment overall and per MMPP state, per tier.
 
-    python kairos_gym/benchmark/checks/regime_shift.py              # the suite's regime-shift tasks, test seeds 0-9
-    python kairos_gym/benchmark/checks/regime_shift.py --seeds 4    # test seeds 0-3 only
+    kairos-gym check regime-shift              # the suite's regime-shift tasks, test seeds 0-9
+    kairos-gym check regime-shift --seeds 4    # test seeds 0-3 only
 
 For each regime-shift task of the leaderboard suite (kairos_gym/benchmark/suite.py: 500 requests, sojourns 6 s / 12 s,
 the
@@ -18,7 +18,6 @@ other state). Deterministic; about 20 s for the whole output.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import numpy as np
@@ -86,13 +85,13 @@ def check_stationary(task: Task, seeds: list[int]) -> list[str]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=10, help="test seeds 0..N-1 (1-10; default 10)")
-    args = parser.parse_args(argv)
-    if not 1 <= args.seeds <= 10:
-        parser.error(f"--seeds: {args.seeds} is not valid; allowed: a whole number from 1 to 10")
-    seeds = list(range(args.seeds))
+MAX_SEEDS = 10
+"""Most test seeds (0..9: the suite's test instances)."""
+
+
+def report(n_seeds: int) -> None:
+    """Print the check's tables (markdown) over test seeds ``0..n_seeds-1`` (1 to :data:`MAX_SEEDS`)."""
+    seeds = list(range(n_seeds))
     print(f"SLO attainment, mean over test seeds {seeds[0]}-{seeds[-1]}:\n")
     print("| task | policy | all requests | on (high load) | off (low load) |")
     print("|---|---|---:|---:|---:|")
@@ -107,6 +106,3 @@ def main(argv: list[str] | None = None) -> None:
         for row in check_stationary(task, seeds):
             print(row)
 
-
-if __name__ == "__main__":
-    main()

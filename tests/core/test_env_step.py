@@ -1,6 +1,5 @@
-"""Issue 11 steps 4-5 on the native engine: the lazy DecisionContext over the core's menu buffers, the C++ run
-loop, and the native env step (observation, mask and reward terms written by one native call); where the Python
-reference engine was the reference, against its recorded outputs (tests/golden/engine_traces.json)."""
+"""The lazy DecisionContext over the core's menu buffers, the C++ run loop, and the env step (observation, mask
+and reward terms written by one C++ call), against the recorded golden data (tests/golden/engine_traces.json)."""
 
 from __future__ import annotations
 
@@ -11,12 +10,12 @@ import pytest
 
 from kairos_gym.sim import Decision
 from kairos_gym.sim.hook import DecisionContext, LazyDecisionContext, StaleContextError
-from kairos_gym.sim.simulator import NativeSimulator
+from kairos_gym.sim.simulator import Simulator
 from tests.golden.engine_cases import ENV_KWARGS, RUNNERS, context_asdict, context_repr, digest, recorded
 
 
 def _make(scenario, **kw):
-    return NativeSimulator(scenario, **kw)
+    return Simulator(scenario, **kw)
 
 
 def _policy(i: int, ctx: DecisionContext) -> Decision:
@@ -28,10 +27,10 @@ def _policy(i: int, ctx: DecisionContext) -> Decision:
 
 
 def test_lazy_context_fields_are_the_recorded_ones():
-    """Every field of the native lazy context (read field by field: repr and type) and apply's returns over 150
-    decisions equal the Python engine's eager context's (recorded); each context is a LazyDecisionContext."""
+    """Every field of the lazy context (read field by field: repr and type) and apply's returns over 150
+    decisions equal the recorded eager context's; each context is a LazyDecisionContext."""
     assert RUNNERS["small/context-fields"](None, _make, None) == recorded("small/context-fields")
-    nat = NativeSimulator("small", seed=3)
+    nat = Simulator("small", seed=3)
     for i in range(150):
         b = nat.next_decision()
         if b is None:
@@ -42,10 +41,10 @@ def test_lazy_context_fields_are_the_recorded_ones():
 
 def test_lazy_context_is_tuple_like_and_materializes():
     """Same length, indexing, iteration, equality, hash, _asdict/_replace, pickling and copying as the NamedTuple
-    (a materialized twin's: the same decision of a second simulator); its repr is the Python engine's."""
-    nat = NativeSimulator("small", seed=1)
+    (a materialized twin's: the same decision of a second simulator); its repr is the recorded one."""
+    nat = Simulator("small", seed=1)
     b = nat.next_decision()
-    a = NativeSimulator("small", seed=1).next_decision().materialize()
+    a = Simulator("small", seed=1).next_decision().materialize()
     assert type(a) is DecisionContext
     assert len(b) == len(a) == 17 and b._fields == a._fields
     assert b[0] == a[0] and b[-1] == a[-1] and b[2:5] == a[2:5] and list(b) == list(a)
@@ -66,8 +65,8 @@ def test_lazy_context_readable_after_apply_and_stale_after_the_next_decision():
     """apply() leaves the buffers alone (a field read after it is this decision's); after the next decision a
     field already read keeps its value, one read for the first time raises StaleContextError. (The reference
     values: the same decision of a second simulator, materialized.)"""
-    nat = NativeSimulator("small", seed=2)
-    a = NativeSimulator("small", seed=2).next_decision().materialize()
+    nat = Simulator("small", seed=2)
+    a = Simulator("small", seed=2).next_decision().materialize()
     b = nat.next_decision()
     dec_a = a.decode
     assert b.decode == dec_a  # read (and cached) before apply
@@ -82,7 +81,7 @@ def test_lazy_context_readable_after_apply_and_stale_after_the_next_decision():
 
 
 def test_lazy_context_of_an_earlier_episode_is_stale_after_reset():
-    nat = NativeSimulator("small", seed=2)
+    nat = Simulator("small", seed=2)
     b = nat.next_decision()
     nat.reset(2)
     assert nat.next_decision() is not None
@@ -93,7 +92,7 @@ def test_lazy_context_of_an_earlier_episode_is_stale_after_reset():
 def test_lazy_context_of_an_abandoned_branch_is_stale_after_restore():
     """Snapshot at decision k, run to k+3 (context B), restore, take another branch to k+3 (context C): B must not
     read C's buffers (same decision count, other state); the snapshot's own context stays readable."""
-    nat = NativeSimulator("small", seed=2)
+    nat = Simulator("small", seed=2)
     first = nat.next_decision()
     snap = nat.snapshot()
     for _ in range(3):
@@ -109,8 +108,8 @@ def test_lazy_context_of_an_abandoned_branch_is_stale_after_restore():
         _ = b.decode
 
 
-def test_run_asks_the_policy_once_per_decision_and_matches_the_python_engine():
-    """run(policy) (the native run loop) gives the Python engine's summary (recorded) and calls decide once per
+def test_run_asks_the_policy_once_per_decision_and_matches_the_recorded_summary():
+    """run(policy) (the C++ run loop) gives the recorded summary and calls decide once per
     decision, also when a decision was already pending (next_decision() called before run)."""
     got = RUNNERS["small/run-mixed"](None, _make, None)
     assert got == recorded("small/run-mixed") and got["calls"] == got["n_decisions"] > 0
@@ -128,7 +127,7 @@ def _env(**kwargs):
 @pytest.mark.parametrize("i", range(len(ENV_KWARGS)))
 def test_native_env_step_is_the_python_env_step_bit_for_bit(i):
     """Observations (float32 bytes), masks, rewards, flags and infos of whole episodes with random actions
-    (masked and unmasked: refused deflections included) equal the Python env's on the Python engine (recorded):
+    (masked and unmasked: refused deflections included) equal the recorded ones:
     set-ups ENV_KWARGS of tests/golden/engine_cases.py."""
     got = RUNNERS[f"env/episodes/{i}"]({"kwargs": i}, _make, _env)
     assert got == recorded(f"env/episodes/{i}") and min(got["steps"]) > 10

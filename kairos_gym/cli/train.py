@@ -1,23 +1,29 @@
-"""``kairos-gym train``: PPO training from a training config (kairos-gym's YAML layout, see docs/training.md).
-
-Registered as a subcommand in ``kairos_gym/cli.py`` (``add_train_parser``). Also runnable alone:
-``python -m kairos_gym.train.cli --config configs/ppo/kairos-v0.yaml``.
-"""
+"""The "train" commands: ``train`` (PPO from a training config, docs/training.md), ``distill`` (the Oracle into a
+masked MLP), ``select`` (two distilled students on the train-side selection set), ``compare`` (a checkpoint
+against the baselines on several scenarios and loads) and ``convert`` (an SB3 checkpoint to the safe format)."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.cli.common import Subparsers, add_command, command_line
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends.base import MAX_WORKERS
+from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
-def _add_arguments(p: argparse.ArgumentParser) -> None:
+def add_commands(sub: Subparsers) -> None:
+    """Register ``train``, ``distill``, ``select``, ``compare`` and ``convert``."""
+    for add in (_add_train, _add_distill, _add_select, _add_compare, _add_convert):
+        add(sub)
+
+
+def _add_train(sub: Subparsers) -> None:
+    p = add_command(sub, "train", cmd_train, "train a PPO / MaskablePPO agent from a training config "
+                    "(configs/ppo/*.yaml)")
     p.add_argument("--config", required=True, help="training config YAML, e.g. configs/ppo/kairos-v0.yaml")
     p.add_argument("--env-id", help="the config section to use (default: its only env id)")
     p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
@@ -50,14 +56,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    f"sampling in the driver), 0..{MAX_WORKERS}")
 
 
-def add_train_parser(sub: argparse._SubParsersAction) -> None:
-    """Register the ``train`` subcommand on a ``kairos-gym`` subparsers object."""
-    p = sub.add_parser("train", help="train a PPO / MaskablePPO agent from a training config (configs/ppo/*.yaml)")
-    _add_arguments(p)
-    p.set_defaults(func=cmd_train)
-
-
 def cmd_train(args: argparse.Namespace) -> int:
+    """``kairos-gym train``: the plain SB3 run, or with --backend rllib / --tune the scale-out run."""
     from kairos_gym.train.config import load_config
     from kairos_gym.train.trainer import train, with_overrides
 
@@ -80,7 +80,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if scale is not None:
         return scale
     out = Path(args.out) if args.out else Path("runs") / "ppo" / Path(args.config).stem / f"seed{cfg.seed}"
-    command = "kairos-gym train " + shlex.join(sys.argv[2:] if sys.argv[1:2] == ["train"] else sys.argv[1:])
+    command = command_line(args)
     meta = train(cfg, out, resume=args.resume, trust_checkpoint=args.trust_checkpoint, progress=not args.no_progress,
                  export=args.export, command=command, verbose=args.verbose)
     print(f"trained {cfg.algo} on {cfg.env_id}: {meta['timesteps']} timesteps in {meta['train_seconds']:.0f} s "
@@ -143,16 +143,114 @@ def _scale_out(args: argparse.Namespace, cfg: Any) -> int | None:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kairos_gym.train.cli", description=__doc__.splitlines()[0])
-    _add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return cmd_train(args)
-    except ConfigError as e:
-        print(f"kairos-gym train: error: {e}", file=sys.stderr)
-        return 2
+def _add_distill(sub: Subparsers) -> None:
+    p = add_command(sub, "distill", cmd_distill, "distil the clairvoyant Oracle into a masked MLP policy: labels, "
+                    "training, validation (configs/ppo/distill.yaml)")
+    p.add_argument("--config", required=True, help="YAML file with a distill: section (configs/ppo/distill.yaml)")
+    p.add_argument("--out", required=True, help="run folder (data.npz, seed<s>/, meta.json)")
+    p.add_argument("--data", help="a data.npz of an earlier run: skip round 0's label collection")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def cmd_distill(args: argparse.Namespace) -> int:
+    """``kairos-gym distill``: the run's log lines on stdout."""
+    from kairos_gym.train.distill import load_config, run
+
+    cfg = load_config(args.config)
+    if args.data is not None and not Path(args.data).is_file():
+        raise ConfigError("distill", "--data", args.data, "an existing data.npz")
+    run(cfg, args.out, args.data, log=lambda s: print(s, flush=True))
+    return 0
+
+
+def _add_select(sub: Subparsers) -> None:
+    from kairos_gym.agents.ppo import GENERAL_CHECKPOINT
+    from kairos_gym.train.selection import DEFAULT_INSTANCES, MAX_INSTANCES
+
+    p = add_command(sub, "select", cmd_select, "choose between two distilled students on the train-side selection "
+                    "set (docs/training.md, \"A second selection protocol\")")
+    p.add_argument("--candidate", required=True, help="the candidate's checkpoint folder (policy.json)")
+    p.add_argument("--incumbent", default=str(GENERAL_CHECKPOINT.parent),
+                   help="the incumbent's checkpoint folder (default: the shipped ppo-general)")
+    p.add_argument("--config", default="configs/ppo/distill.yaml",
+                   help="the distill config whose families, tiers and label jobs define the set")
+    p.add_argument("--instances", default=str(DEFAULT_INSTANCES),
+                   help=f"instances per cell and track (1 to {MAX_INSTANCES}; default {DEFAULT_INSTANCES})")
+    p.add_argument("--json", default=None, help="write the per-instance scores and the decision here")
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    """``kairos-gym select``: each track's figures and the decision (ship or not)."""
+    from kairos_gym.train.selection import MAX_INSTANCES, WHERE, select
+
+    n = parse_int(WHERE, "--instances", args.instances, 1, MAX_INSTANCES)
+    return select(args.candidate, args.incumbent, args.config, n, args.json)
+
+
+def _add_compare(sub: Subparsers) -> None:
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+    from kairos_gym.evaluation.compare import DEFAULT_SCENARIOS
+
+    p = add_command(sub, "compare", cmd_compare, "a trained checkpoint against the baselines on several scenarios "
+                    "and loads (the generalisation table)")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
+                   help="safe checkpoint folder (policy.json) or run folder (default: the shipped agent); an SB3 "
+                   "model zip needs --trust-checkpoint")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="allow an SB3 zip / vecnormalize.pkl checkpoint: it is unpickled, which can execute code "
+                   "stored in the file, so only for files you made or trust")
+    p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
+                   help="scenario specs, comma-separated: a shipped name or YAML path, optionally with "
+                   ":section.key=value overrides (one ':' per override)")
+    p.add_argument("--policies", default="no-deflect,kairos,ppo",
+                   help="policy specs, comma-separated: registry names with optional :param=value parameters; ppo "
+                   "is the checkpoint")
+    p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (distinct; see kairos_gym.flags)")
+    p.add_argument("--json", metavar="PATH", help="write the runs as JSON to this file")
+    p.add_argument("--markdown", metavar="PATH", help="write the markdown table to this file")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``kairos-gym compare``: a table per scenario, then the markdown table of all."""
+    import json
+
+    from kairos_gym.evaluation.compare import compare, markdown
+    from kairos_gym.evaluation.evaluate import format_table
+
+    seeds = parse_seeds(args.seeds, "--seeds", "compare")
+    check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
+    import torch  # after the checks: a bad flag fails before the seconds of torch's import
+
+    torch.set_num_threads(1)
+    results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
+                      [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,
+                      trust_checkpoint=args.trust_checkpoint)
+    for res in results:
+        print(format_table(res))
+        print()
+    md = markdown(results)
+    print(md)
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(md + "\n", encoding="utf-8")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+def _add_convert(sub: Subparsers) -> None:
+    p = add_command(sub, "convert", cmd_convert, "convert a Stable-Baselines3 checkpoint (model zip + "
+                    "vecnormalize.pkl) to the safe format (policy.json, policy.npz, normalize.json)")
+    p.add_argument("src", help="SB3 model zip, a folder with model.zip, or a run folder")
+    p.add_argument("dest", help="folder to write the safe checkpoint into")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="required: reading SRC unpickles it, which can execute code stored in the file")
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """``kairos-gym convert --trust-checkpoint SRC DEST``."""
+    from kairos_gym.agents.sb3_checkpoint import convert_checkpoint
+
+    dest = convert_checkpoint(args.src, args.dest, trust_checkpoint=args.trust_checkpoint)
+    print(f"wrote {dest / 'policy.json'}")
+    return 0

@@ -1,5 +1,5 @@
-"""Snapshot/restore and pickling of the native engine (issue 11, step 6): a restored or unpickled native
-simulator goes on bit for bit as the original would, and snapshots of another kind or scenario are refused."""
+"""Snapshot/restore and pickling of the simulator: a restored or unpickled simulator goes on bit for bit as the
+original would, and snapshots of another kind or scenario are refused."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
-from kairos_gym.sim.simulator import COLUMNS, NativeSimulator
+from kairos_gym.sim.simulator import Simulator, request_columns
+from tests.fixtures import tiny_scenario
 
-SC = {"name": "snap", "workload": {"arrival": {"kind": "gamma", "rate": 25, "cv": 3}, "num_requests": 150}}
+SC = tiny_scenario(150, name="snap", rate=25)
 SWAP = {**SC, "name": "snap-swap", "cluster": {"memory_policy": "swap", "kv_block_tokens": 16,
                                                        "overlong": "reject"}}
 CASES = [(SC, None), (SWAP, 6000)]
@@ -24,7 +25,7 @@ def _result(sim) -> tuple:
     """Everything a run gives, as bytes and reprs (bit for bit)."""
     s = dict(sim.summary())
     s.pop("wall_time_s")
-    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in COLUMNS)
+    cols = tuple(np.asarray(getattr(sim, k)).tobytes() for k in request_columns())
     return cols, repr(sorted(s.items())), repr(sim.chunks), sim.n_preemptions, sim.swap_bytes
 
 
@@ -38,10 +39,10 @@ def _advance(sim, policy, k: int) -> None:
 
 @pytest.mark.parametrize(("sc", "kv"), CASES)
 def test_restore_then_run_is_bit_identical_to_a_straight_run(sc, kv):
-    straight = NativeSimulator(sc, seed=2, kv_capacity=kv)
+    straight = Simulator(sc, seed=2, kv_capacity=kv)
     straight.run(Random(sc, seed=7))
     assert (straight.n_preemptions > 0) == (kv is not None)
-    sim = NativeSimulator(sc, seed=2, kv_capacity=kv)
+    sim = Simulator(sc, seed=2, kv_capacity=kv)
     pol = Random(sc, seed=7)
     _advance(sim, pol, 60)
     snap = sim.snapshot()
@@ -56,7 +57,7 @@ def test_restore_then_run_is_bit_identical_to_a_straight_run(sc, kv):
 
 
 def test_restore_keeps_earlier_column_views_and_the_pending_context():
-    sim = NativeSimulator(SC, seed=0)
+    sim = Simulator(SC, seed=0)
     _advance(sim, Random(SC, seed=1), 30)
     ctx = sim.next_decision()
     finish_then = sim.finish.copy()
@@ -71,17 +72,17 @@ def test_restore_keeps_earlier_column_views_and_the_pending_context():
 
 
 def test_snapshots_of_another_kind_or_scenario_are_refused():
-    nat = NativeSimulator(SC, seed=0)
+    nat = Simulator(SC, seed=0)
     nat.next_decision()
     for bad in ({"snapshot_of": (nat.scenario, False)}, {**nat.snapshot(), "core": None}):  # not a native snapshot
-        with pytest.raises(ConfigError, match="native engine"):
+        with pytest.raises(ConfigError, match=r"a dict from Simulator\.snapshot\(\)"):
             nat.restore(bad)
-    other = NativeSimulator({**SC, "slo": {"tbt_s": 0.05}}, seed=0)
+    other = Simulator({**SC, "slo": {"tbt_s": 0.05}}, seed=0)
     with pytest.raises(ConfigError, match="other settings differ"):
         other.restore(nat.snapshot())
     with pytest.raises(ConfigError, match="oracle True"):
-        NativeSimulator(SC, seed=0, oracle=True).restore(nat.snapshot())
-    tight = NativeSimulator(SC, seed=0, kv_capacity=50_000)
+        Simulator(SC, seed=0, oracle=True).restore(nat.snapshot())
+    tight = Simulator(SC, seed=0, kv_capacity=50_000)
     before = tight._events
     with pytest.raises(ConfigError, match=r"KV capacity \d+ tokens.*allowed: .*KV capacity 50000"):
         tight.restore(nat.snapshot())
@@ -91,13 +92,13 @@ def test_snapshots_of_another_kind_or_scenario_are_refused():
 @pytest.mark.parametrize(("sc", "kv"), CASES)
 @pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
 def test_pickled_or_copied_mid_run_goes_on_bit_identically(sc, kv, how):
-    sim = NativeSimulator(sc, seed=4, kv_capacity=kv, trace=True)
+    sim = Simulator(sc, seed=4, kv_capacity=kv, trace=True)
     pol = Random(sc, seed=3)
     _advance(sim, pol, 40)
     sim.next_decision()  # pending decision at the copy
     clone = {"pickle": lambda s: pickle.loads(pickle.dumps(s)), "deepcopy": copy.deepcopy,
              "copy": copy.copy}[how](sim)
-    assert isinstance(clone, NativeSimulator) and clone is not sim
+    assert isinstance(clone, Simulator) and clone is not sim
     assert clone.trace == sim.trace and clone.next_decision() == sim.next_decision()
     assert clone.rng.bit_generator.state == sim.rng.bit_generator.state
     state = pol.rng.bit_generator.state
@@ -108,7 +109,7 @@ def test_pickled_or_copied_mid_run_goes_on_bit_identically(sc, kv, how):
 
 
 def test_pickle_without_a_pending_decision_and_of_a_fresh_simulator():
-    sim = NativeSimulator(SC, seed=4)
+    sim = Simulator(SC, seed=4)
     fresh = pickle.loads(pickle.dumps(sim))
     assert fresh.n_decisions == 0 and fresh.next_decision() == sim.next_decision()
     sim.apply(Random(SC, seed=0).decide(sim.next_decision()))  # applied, next_decision not called yet
@@ -117,7 +118,7 @@ def test_pickle_without_a_pending_decision_and_of_a_fresh_simulator():
 
 
 def test_unpickling_a_state_that_does_not_replay_is_an_error():
-    sim = NativeSimulator(SC, seed=4)
+    sim = Simulator(SC, seed=4)
     _advance(sim, Random(SC, seed=0), 5)
     func, (state,) = sim.__reduce_ex__(4)
     bad = dict(state, log=state["log"][::-1].copy())  # the decisions out of order
@@ -130,7 +131,7 @@ def test_unpickling_a_state_that_does_not_replay_is_an_error():
 def test_pickle_after_a_restore_replays_the_restored_branch():
     """The decision log is part of the snapshot: a simulator pickled after a restore replays the branch it
     was restored to, not the decisions made after the snapshot."""
-    sim = NativeSimulator(SC, seed=6)
+    sim = Simulator(SC, seed=6)
     _advance(sim, Random(SC, seed=1), 20)
     snap = sim.snapshot()
     _advance(sim, Random(SC, seed=2), 30)

@@ -1,5 +1,5 @@
-"""The env on the native engine (issue 11, step 6): snapshot/restore and pickling give the trajectories the
-Python reference engine gave (recorded in tests/golden/engine_traces.json), bit for bit."""
+"""The env's snapshot/restore and pickling give the recorded trajectories (tests/golden/engine_traces.json), bit
+for bit."""
 
 from __future__ import annotations
 
@@ -8,26 +8,15 @@ import pickle
 import pytest
 
 from kairos_gym.env import KairosEnv
-from kairos_gym.sim.simulator import NativeSimulator
-from tests.golden.engine_cases import RUNNERS, recorded
+from kairos_gym.sim.simulator import Simulator
+from tests.golden.engine_cases import RUNNERS, env_steps, recorded
 
 from .common import TINY, assert_same, random_actions
 
 
-def _steps(env, mask, act, n):
-    out = []
-    for _ in range(n):
-        obs, r, term, trunc, info = env.step(act(mask))
-        out.append((obs, r, term, trunc, info))
-        mask = info["action_mask"]
-        if term or trunc:
-            break
-    return out, mask
-
-
 def _make_env(**kw) -> KairosEnv:
     env = KairosEnv(**kw)
-    assert isinstance(env.sim, NativeSimulator)
+    assert isinstance(env.sim, Simulator)
     return env
 
 
@@ -43,17 +32,17 @@ def test_restored_or_unpickled_env_goes_on_as_a_straight_run(how):
     for branch in (None, how):
         env = _make_env(scenario=TINY)
         _, info = env.reset(seed=3)
-        head, mask = _steps(env, info["action_mask"], random_actions(1), 25)
+        head, mask = env_steps(env, info["action_mask"], random_actions(1), 25)
         twin = env
         if branch == "restore":
             snap = env.snapshot()
-            _steps(env, mask, random_actions(2), 30)  # another future, undone by the restore
+            env_steps(env, mask, random_actions(2), 30)  # another future, undone by the restore
             _, info = env.restore(snap)
             assert (info["action_mask"] == mask).all()
         elif branch == "pickle":
             twin = pickle.loads(pickle.dumps(env))
-            assert isinstance(twin.sim, NativeSimulator)
-        tail, _ = _steps(twin, mask, random_actions(5), 60)
+            assert isinstance(twin.sim, Simulator)
+        tail, _ = env_steps(twin, mask, random_actions(5), 60)
         runs.append(head + tail)
     assert len(runs[0]) > 50
     assert_same(runs[0], runs[1])

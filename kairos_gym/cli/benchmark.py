@@ -1,0 +1,399 @@
+"""The "benchmark" commands: ``leaderboard`` (the standard suite, results/leaderboard.md), ``precision`` and
+``oracle-precision`` (instances enough for a target interval), ``oracle-cache`` (the Oracle's cached scores),
+``pull-compare`` (Kairos against Kairos-pull) and ``results`` (the paper's claims, results/paper-claims.md).
+
+The three suite commands share their flags and the handling of them: the policies and tasks, the external
+policies (``--policy``/``--checkpoint``, at most ``MAX_EXTERNAL`` in all), the Oracle cache, the report and JSON
+outputs and the backend (:func:`add_suite_flags`, :func:`add_external_flags`, :func:`add_report_flags`,
+:func:`add_sizing_flags`, :func:`suite_selection`, :func:`external_policies`, :func:`oracle_cache_path`,
+:func:`run_suite`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from kairos_gym.cli.common import (
+    NO_PROGRESS_HELP,
+    SEEDS_HELP,
+    Subparsers,
+    add_command,
+    command_line,
+    progress,
+    write_json,
+    write_text,
+)
+from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
+from kairos_gym.flags import check_outputs, parse_float, parse_int, parse_seeds
+
+if TYPE_CHECKING:
+    from kairos_gym.agents.policy_file_loader import ExternalPolicy
+    from kairos_gym.benchmark.suite import Task
+
+CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (default: "
+              "kairos_gym/benchmark/oracle_cache.json; regenerate with kairos-gym oracle-cache); instances without a "
+              "valid entry run the Oracle")
+
+
+def add_commands(sub: Subparsers) -> None:
+    """Register ``leaderboard``, ``precision``, ``oracle-precision``, ``oracle-cache``, ``pull-compare`` and
+    ``results``."""
+    for add in (_add_leaderboard, _add_precision, _add_oracle_precision, _add_oracle_cache, _add_pull_compare,
+                _add_results):
+        add(sub)
+
+
+# ---------------------------------------------------------------------------- shared by the suite commands
+def add_suite_flags(p: argparse.ArgumentParser, policies_default: str, policies_help: str) -> None:
+    """``--policies`` (registry names and best-static) and ``--tasks`` (a subset of the suite)."""
+    from kairos_gym.benchmark.suite import SUITE, TIER_NAMES
+
+    p.add_argument("--policies", default=policies_default, help=policies_help)
+    p.add_argument("--tasks", default=None, metavar="NAMES",
+                   help="run only these tasks (comma-separated): task names, family names (every tier of it: "
+                   + ", ".join(dict.fromkeys(t.family for t in SUITE)) + ") or tier names (every family at it: "
+                   + ", ".join(TIER_NAMES) + "); default: the whole suite")
+
+
+def add_external_flags(p: argparse.ArgumentParser, verb: str) -> None:
+    """``--policy FILE.py:CLASS`` and ``--checkpoint DIR`` (repeatable): policies from outside the registry that
+    the command ``verb``s (rank, measure) beside the others."""
+    from kairos_gym.benchmark.entries import MAX_EXTERNAL
+
+    p.add_argument("--policy", action="append", default=[], metavar="FILE.py:CLASS",
+                   help=f"also {verb} the class CLASS of the Python file FILE.py (repeatable). This RUNS the file, as "
+                   "'python FILE.py' would: only your own or trusted code. The class needs decide(ctx) -> Decision; "
+                   f"it is built with scenario= and seed= when its __init__ takes them (at most {MAX_EXTERNAL} "
+                   "--policy/--checkpoint in all)")
+    p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
+                   help=f"also {verb} the trained agent of this safe-format checkpoint folder (policy.json, "
+                   "policy.npz; or a run folder), repeatable; nothing is unpickled")
+
+
+def add_report_flags(p: argparse.ArgumentParser, out_default: str | None, out_help: str, json_help: str) -> None:
+    """``--out`` (the markdown report), ``--json``, ``--no-progress`` and the backend flags."""
+    p.add_argument("--out", default=out_default, help=out_help)
+    p.add_argument("--json", metavar="PATH", help=json_help)
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
+
+
+def add_sizing_flags(p: argparse.ArgumentParser, bounds: ModuleType, mean_of: str, pilot_per: str) -> None:
+    """``--half-width`` and ``--pilot`` of precision and oracle-precision: their defaults and bounds
+    (``HALF_WIDTH``, ``MAX_HALF_WIDTH``, ``PILOT``, ``MIN_PILOT``, ``MAX_PILOT``) from the module ``bounds``."""
+    b = bounds
+    p.add_argument("--half-width", default=str(b.HALF_WIDTH), metavar="D",
+                   help=f"target half-width of the 95%% interval of {mean_of}, in (0, {b.MAX_HALF_WIDTH:g}] (default "
+                   f"{b.HALF_WIDTH:g})")
+    p.add_argument("--pilot", default=str(b.PILOT), metavar="N0",
+                   help=f"{pilot_per}, {b.MIN_PILOT}..{b.MAX_PILOT} (default {b.PILOT})")
+
+
+def suite_selection(args: argparse.Namespace, where: str) -> tuple[list[str], tuple[Task, ...] | None]:
+    """The checked ``--policies`` (registry names and best-static) and ``--tasks`` (None: the whole suite)."""
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.benchmark.entries import BEST_STATIC
+    from kairos_gym.benchmark.suite import select_tasks
+    from kairos_gym.flags import parse_names
+
+    policies = parse_names(where, "--policies", args.policies, [*POLICIES, BEST_STATIC])
+    return policies, (None if args.tasks is None else select_tasks(args.tasks, where=where))
+
+
+def external_policies(args: argparse.Namespace, where: str) -> list[ExternalPolicy]:
+    """The ``--policy`` and ``--checkpoint`` entries, loaded (a ``--policy`` file is run: it is the user's code),
+    at most ``MAX_EXTERNAL`` in all."""
+    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint, policy_from_file
+    from kairos_gym.benchmark.entries import MAX_EXTERNAL
+
+    if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
+        raise ConfigError(where, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
+                          f"at most {MAX_EXTERNAL} entries in all")
+    externals = [policy_from_file(s, where, "--policy") for s in args.policy]
+    return externals + [policy_from_checkpoint(d, where, "--checkpoint") for d in args.checkpoint]
+
+
+def oracle_cache_path(args: argparse.Namespace) -> Path:
+    """``--oracle-cache`` (default: the committed cache), read once so that a bad file fails before any run."""
+    from kairos_gym.benchmark import oracle_cache
+
+    cache = oracle_cache.CACHE if args.oracle_cache is None else Path(args.oracle_cache)
+    oracle_cache.load(cache)
+    return cache
+
+
+def run_suite(args: argparse.Namespace, run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """``run(progress=, command=, backend=)`` on the backend of the flags, with the command's progress bar and
+    the command line for the report's header."""
+    with backend_from_args(args.command_name, args) as backend, progress(args, args.command_name) as bar:
+        return run(progress=bar, command=command_line(args), backend=backend)
+
+
+def write_report(out: str, markdown: str, res: dict[str, Any], counts: str = "") -> None:
+    """Write the markdown report and say so, with the run's wall time (s) and ``counts``."""
+    write_text(out, markdown)
+    print(f"wrote {out} ({res['elapsed_s']:.0f} s{counts})")
+
+
+# ---------------------------------------------------------------------------- leaderboard
+def _add_leaderboard(sub: Subparsers) -> None:
+    from kairos_gym.benchmark.entries import DEFAULT_POLICIES, REQUIRED
+
+    p = add_command(sub, "leaderboard", cmd_leaderboard,
+                    "run the standard suite and write results/leaderboard.md (docs/benchmark.md)")
+    add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static (the static rule tuned on the train "
+                    f"instances), each once; must include {', '.join(REQUIRED)}. Every one runs every task of the "
+                    "suite (docs/benchmark.md)")
+    add_external_flags(p, "rank")
+    p.add_argument("--track", default="both", metavar="exact|realistic|both",
+                   help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
+                   "section per track (kairos-exact, the reference, always on exact); default both")
+    p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP)
+    add_report_flags(p, "results/leaderboard.md", "markdown file to write (default results/leaderboard.md)",
+                     "also write every figure, score and interval as JSON to this file (one track: its result; "
+                     "both: {\"tracks\": {track: result}})")
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """``kairos-gym leaderboard``: every flag, the outputs, the cache and the external policies checked first."""
+    from kairos_gym.benchmark.entries import check_entries
+    from kairos_gym.benchmark.leaderboard import run_tracks
+    from kairos_gym.benchmark.leaderboard_report import tracks_md
+    from kairos_gym.benchmark.suite import parse_tracks
+
+    w = "leaderboard"
+    policies, suite = suite_selection(args, w)
+    tracks = parse_tracks(args.track)
+    check_outputs(w, {"--out": args.out, "--json": args.json})
+    check_entries(policies, [])
+    cache = oracle_cache_path(args)
+    externals = external_policies(args, w)
+    res = run_suite(args, partial(run_tracks, tracks, policies, externals, suite=suite, oracle_cache=cache))
+    write_report(args.out, tracks_md(res), res)
+    write_json(args.json, res["tracks"][tracks[0]] if len(tracks) == 1 else res)
+    return 0
+
+
+# ---------------------------------------------------------------------------- precision
+def _add_precision(sub: Subparsers) -> None:
+    from kairos_gym.benchmark import precision
+    from kairos_gym.benchmark.precision import DEFAULT_MAX_INSTANCES, DEFAULT_POLICIES, MAX_INSTANCES
+
+    p = add_command(sub, "precision", cmd_precision, "Stein's two-stage protocol: enough instances per task for "
+                    "the target interval of each policy's mean (docs/benchmark.md); writes results/precision.md")
+    add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static, each once (the Oracle is refused: 2-60 s "
+                    "per instance); default: the leaderboard's default policies but the Oracle")
+    add_external_flags(p, "measure")
+    p.add_argument("--track", default="both", metavar="exact|realistic|both",
+                   help="information track(s) (kairos-exact always on exact); default both")
+    add_sizing_flags(p, precision, "a mean SLO attainment", "stage-1 instances per (task, policy, track)")
+    p.add_argument("--max-instances", default=str(DEFAULT_MAX_INSTANCES), metavar="N",
+                   help=f"cap on a cell's instances, --pilot + 1..{MAX_INSTANCES} (default {DEFAULT_MAX_INSTANCES})")
+    p.add_argument("--resume", metavar="PATH", help="an earlier run's --json file: its per-instance scores are used "
+                   "instead of re-running (each reused cell's instance 0 is re-run and must be equal; new tasks, "
+                   "policies or instances run), so the result is a fresh run's")
+    add_report_flags(p, "results/precision.md", "markdown file to write (default results/precision.md)",
+                     "also write every cell (per-instance scores included) as JSON")
+
+
+def cmd_precision(args: argparse.Namespace) -> int:
+    """``kairos-gym precision``: every flag, the outputs and the external policies checked first."""
+    from kairos_gym.benchmark.precision import (
+        MAX_HALF_WIDTH,
+        MAX_INSTANCES,
+        MAX_PILOT,
+        MIN_PILOT,
+        WHERE,
+        check_policy_names,
+        check_settings,
+        precision_md,
+        run_precision,
+    )
+    from kairos_gym.benchmark.precision_resume import load_precision_resume
+    from kairos_gym.benchmark.suite import parse_tracks
+
+    w = WHERE
+    policies, suite = suite_selection(args, w)
+    tracks = parse_tracks(args.track, where=w)
+    half = parse_float(w, "--half-width", args.half_width, 0.0, MAX_HALF_WIDTH)
+    pilot = parse_int(w, "--pilot", args.pilot, MIN_PILOT, MAX_PILOT)
+    cap = parse_int(w, "--max-instances", args.max_instances, pilot + 1, MAX_INSTANCES)
+    check_settings(half, pilot, cap)
+    check_outputs(w, {"--out": args.out, "--json": args.json})
+    check_policy_names(policies, [])
+    externals = external_policies(args, w)
+    check_policy_names(policies, externals)
+    resume = None if args.resume is None else load_precision_resume(args.resume, w, MAX_INSTANCES)
+    res = run_suite(args, partial(run_precision, policies, externals, suite=suite, tracks=tracks, half_width=half,
+                                  pilot=pilot, max_instances=cap, resume=resume))
+    write_report(args.out, precision_md(res), res, f", {res['runs']:,} runs")
+    write_json(args.json, res)
+    return 0
+
+
+# ---------------------------------------------------------------------------- oracle-precision
+def _add_oracle_precision(sub: Subparsers) -> None:
+    from kairos_gym.benchmark import oracle_precision
+    from kairos_gym.benchmark.oracle_precision import (
+        COST_RATIO,
+        DEFAULT_MAX_INSTANCES,
+        DEFAULT_MAX_ORACLE,
+        DEFAULT_POLICIES,
+        MAX_COST_RATIO,
+        MAX_ORACLE,
+        MAX_ROUNDS,
+        ROUNDS,
+        TRACK,
+    )
+    from kairos_gym.benchmark.precision import MAX_INSTANCES
+    from kairos_gym.benchmark.suite import TRACKS
+
+    p = add_command(sub, "oracle-precision", cmd_oracle_precision, "two-phase sampling of the Oracle's per-task "
+                    "means, headroom and normalised scores to a target interval (docs/benchmark.md); writes "
+                    "results/oracle-precision.md")
+    add_suite_flags(p, DEFAULT_POLICIES, "phase-1 policies: registry names and best-static, each once, including "
+                    "the Oracle's bases (no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls, best-static); "
+                    "default: the leaderboard's default policies but the Oracle")
+    add_sizing_flags(p, oracle_precision, "the Oracle's mean SLO attainment", "pilot instances per task (both phases)")
+    p.add_argument("--cost-ratio", default=f"{COST_RATIO:g}", metavar="R",
+                   help=f"cost of one Oracle instance in phase-1 instances, for the sizes' split, in [1, "
+                   f"{MAX_COST_RATIO:g}] (default {COST_RATIO:g})")
+    p.add_argument("--max-instances", default=str(DEFAULT_MAX_INSTANCES), metavar="N1",
+                   help=f"cap on phase-1 instances per task, --max-oracle..{MAX_INSTANCES} (default "
+                   f"{DEFAULT_MAX_INSTANCES})")
+    p.add_argument("--max-oracle", default=str(DEFAULT_MAX_ORACLE), metavar="N2",
+                   help=f"cap on Oracle instances per task, --pilot + 1..{MAX_ORACLE} (default {DEFAULT_MAX_ORACLE})")
+    p.add_argument("--rounds", default=str(ROUNDS), metavar="R",
+                   help=f"sizing rounds, 2..{MAX_ROUNDS}: the pilot, sizes from the pilot, then re-sizing from all the "
+                   f"data where a task's half-width is still above the target (default {ROUNDS})")
+    p.add_argument("--resume", default=None, metavar="JSON",
+                   help="an earlier run's --json file: its per-instance scores are used instead of re-running (each "
+                   "task's first instance of every entry is re-run and must be equal): the result of a fresh run")
+    p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP)
+    p.add_argument("--track", default=TRACK, metavar="TRACK",
+                   help=", ".join(TRACKS) + ": information track of the phase-1 policies (default exact; "
+                   "realistic: the Oracle's bases also run on the exact track, as its rollouts do)")
+    add_report_flags(p, None, "markdown file to write (default results/oracle-precision.md, "
+                     "results/oracle-precision-realistic.md with --track realistic)",
+                     "also write every task's figures (per-instance scores included) as JSON")
+
+
+def cmd_oracle_precision(args: argparse.Namespace) -> int:
+    """``kairos-gym oracle-precision``: every flag, the outputs and the cache checked first."""
+    from kairos_gym.benchmark.oracle_precision import (
+        MAX_COST_RATIO,
+        MAX_HALF_WIDTH,
+        MAX_ORACLE,
+        MAX_PILOT,
+        MAX_ROUNDS,
+        MIN_PILOT,
+        WHERE,
+        check_policy_names,
+        check_settings,
+        check_track,
+        load_resume,
+        oracle_precision_md,
+        run_oracle_precision,
+    )
+    from kairos_gym.benchmark.precision import MAX_INSTANCES
+
+    w = WHERE
+    policies, suite = suite_selection(args, w)
+    half = parse_float(w, "--half-width", args.half_width, 0.0, MAX_HALF_WIDTH)
+    pilot = parse_int(w, "--pilot", args.pilot, MIN_PILOT, MAX_PILOT)
+    ratio = parse_float(w, "--cost-ratio", args.cost_ratio, 1.0, MAX_COST_RATIO, lo_open=False)
+    n2 = parse_int(w, "--max-oracle", args.max_oracle, pilot + 1, MAX_ORACLE)
+    n1 = parse_int(w, "--max-instances", args.max_instances, n2, MAX_INSTANCES)
+    rounds = parse_int(w, "--rounds", args.rounds, 2, MAX_ROUNDS)
+    check_settings(half, pilot, ratio, n1, n2, rounds)
+    check_track(args.track)
+    out = args.out or ("results/oracle-precision.md" if args.track == "exact"
+                       else "results/oracle-precision-realistic.md")
+    check_outputs(w, {"--out": out, "--json": args.json})
+    check_policy_names(policies)
+    resume = None if args.resume is None else load_resume(args.resume)
+    cache = oracle_cache_path(args)
+    res = run_suite(args, partial(run_oracle_precision, policies, suite=suite, half_width=half, pilot=pilot,
+                                  cost_ratio=ratio, max_instances=n1, max_oracle=n2, oracle_cache=cache,
+                                  rounds=rounds, resume=resume, track=args.track))
+    if args.resume is not None:
+        res["resumed_from"] = args.resume
+    write_report(out, oracle_precision_md(res), res,
+                 f", {res['oracle_runs']:,} Oracle instances, {res['phase1_runs']:,} phase-1 runs")
+    write_json(args.json, res)
+    return 0
+
+
+# ---------------------------------------------------------------------------- oracle-cache, pull-compare, results
+def _add_oracle_cache(sub: Subparsers) -> None:
+    from kairos_gym.benchmark.oracle_cache import CACHE
+
+    p = add_command(sub, "oracle-cache", cmd_oracle_cache, "regenerate the leaderboard Oracle's cached scores "
+                    "(kairos_gym/benchmark/oracle_cache.json; hours for the whole suite)")
+    p.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
+    p.add_argument("--max-requests", help="only instances of at most this many requests")
+    p.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
+
+
+def cmd_oracle_cache(args: argparse.Namespace) -> int:
+    """``kairos-gym oracle-cache``: the flags and the existing cache file checked before the first Oracle run."""
+    from kairos_gym.benchmark import oracle_cache
+
+    w = "oracle-cache"
+    cap = None if args.max_requests is None else parse_int(w, "--max-requests", args.max_requests, 1, 10**7)
+    if args.tasks is not None:
+        from kairos_gym.benchmark.suite import select_tasks
+
+        select_tasks(args.tasks, where=w)
+    oracle_cache.load(args.out)
+    oracle_cache.regenerate(args.tasks, cap, args.out)
+    return 0
+
+
+def _add_pull_compare(sub: Subparsers) -> None:
+    from kairos_gym.benchmark.pull_compare import DEFAULT_TASKS
+    from kairos_gym.benchmark.suite import TIER_NAMES
+
+    p = add_command(sub, "pull-compare", cmd_pull_compare, "Kairos against Kairos-pull on the suite's prefill-bound "
+                    "tasks: SLO attainment with 95% intervals, paired differences (the table of docs/policies.md)")
+    p.add_argument("--tasks", default=DEFAULT_TASKS, help=f"task or family names (default {DEFAULT_TASKS})")
+    p.add_argument("--tier", default="default", choices=TIER_NAMES, help="SLO tier of the tasks (default: default)")
+
+
+def cmd_pull_compare(args: argparse.Namespace) -> int:
+    """``kairos-gym pull-compare``: the markdown table on stdout."""
+    from kairos_gym.benchmark.pull_compare import report
+    from kairos_gym.benchmark.suite import select_tasks
+
+    select_tasks(args.tasks, where="pull-compare")
+    report(args.tasks, args.tier)
+    return 0
+
+
+def _add_results(sub: Subparsers) -> None:
+    p = add_command(sub, "results", cmd_results, "regenerate results/paper-claims.md: the paper's claims next to the "
+                    "simulator's")
+    p.add_argument("--out", default="results/paper-claims.md",
+                   help="markdown file to write (default results/paper-claims.md)")
+    p.add_argument("--seeds", default="0-4", help="instances of the synthetic scenarios and of the Oracle "
+                   "(trace instances are fixed windows); " + SEEDS_HELP)
+    p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to this file")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    """``kairos-gym results``: results/paper-claims.md and, with --json, every figure."""
+    from kairos_gym.benchmark.paper_claims import build_results, results_md
+
+    seeds = parse_seeds(args.seeds, "--seeds", "results")
+    check_outputs("results", {"--out": args.out, "--json": args.json})
+    with progress(args, "results") as bar:
+        res = build_results(seeds, progress=bar)
+    write_report(args.out, results_md(res), res)
+    write_json(args.json, res)
+    return 0

@@ -1,0 +1,180 @@
+"""The "performance" commands: throughput and memory measured on this machine (figures for docs/benchmarks.md,
+not asserted in tests). ``perf``: the simulator, the pricing and the env; ``soak``: peak memory over a long
+scenario; ``perf-scenario``: the wall time of one whole scenario; ``perf-env``: the env's decisions per second;
+``perf-components``: the native components against their Python counterparts; ``perf-pool``: the process pool's
+driver cost."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from kairos_gym.cli.common import JSON_HELP, Subparsers, add_command, write_json
+from kairos_gym.flags import MAX_BENCH_REPEATS, MAX_BENCH_SECONDS, SEED_LIMIT, check_outputs, parse_float, parse_int
+
+
+def add_commands(sub: Subparsers) -> None:
+    """Register ``perf``, ``soak``, ``perf-scenario``, ``perf-env``, ``perf-components`` and ``perf-pool``."""
+    for add in (_add_perf, _add_soak, _add_perf_scenario, _add_perf_env, _add_perf_components, _add_perf_pool):
+        add(sub)
+
+
+def _add_perf(sub: Subparsers) -> None:
+    p = add_command(sub, "perf", cmd_perf, "throughput of the simulator, the pricing and the env on this machine")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+    p.add_argument("--env-seconds", default="3.0",
+                   help=f"length of one env timing run (seconds, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
+    p.add_argument("--env-repeats", default="3",
+                   help=f"env timing runs per id, 1..{MAX_BENCH_REPEATS}; the median is reported (the VM's speed "
+                   "drifts)")
+
+
+def cmd_perf(args: argparse.Namespace) -> int:
+    """``kairos-gym perf``: the tables (or the JSON) of :func:`kairos_gym.perf.throughput.run_bench`."""
+    from kairos_gym.perf.throughput import run_bench
+    from kairos_gym.table import render_table
+
+    # checked before the minutes of simulator timing, not after
+    seconds = parse_float("perf", "--env-seconds", args.env_seconds, 0.0, MAX_BENCH_SECONDS)
+    repeats = parse_int("perf", "--env-repeats", args.env_repeats, 1, MAX_BENCH_REPEATS)
+    check_outputs("perf", {"--json": args.json}, stdout_ok=["--json"])
+    res = run_bench(env_seconds=seconds, env_repeats=repeats)
+    if args.json == "-":
+        write_json("-", res)
+        return 0
+    print(render_table(
+        ["simulator\n(no-deflect)", "requests", "wall\n(s)", "sim-s /\nwall-s", "requests /\nwall-s"],
+        [[r["scenario"], f"{r['requests']:,}", f"{r['wall_time_s']:.2f}", f"{r['sim_s_per_wall_s']:.1f}",
+          f"{r['requests_per_wall_s']:.1f}"] for r in res["simulator"]]))
+    pr = res["pricing_us"]
+    print(f"\npricing: {int(pr['candidates'])} candidates (2 decode nodes x 5 chunks): "
+          f"scalar p50 {pr['scalar_us_p50']} us, p99 {pr['scalar_us_p99']} us")
+    if isinstance(res["env"], list):
+        print()
+        print(render_table(
+            ["env id (random masked policy)", "decisions/s\n(median)", "decisions/s of each run"],
+            [[r["env_id"], f"{r['decisions_per_s']:,.0f}", ", ".join(f"{x:,}" for x in r["decisions_per_s_runs"])]
+             for r in res["env"]]))
+    else:
+        print(f"env: {res['env']}")
+    print(f"\npeak RSS {res['peak_rss_mib']} MiB")
+    write_json(args.json, res)
+    return 0
+
+
+def _add_soak(sub: Subparsers) -> None:
+    p = add_command(sub, "soak", cmd_soak, "run a long scenario and report peak memory at simulated-time "
+                    "checkpoints, plus the request accounting (exit status 1 if it does not add up)")
+    p.add_argument("--scenario", default="soak-24h", help="shipped scenario name or YAML path (default: soak-24h)")
+    p.add_argument("--checkpoints", default="1h,24h", help="simulated times to report at (default: 1h,24h)")
+    p.add_argument("--seed", default="0", help="workload seed, a whole number >= 0")
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    """``kairos-gym soak``: 0 when completed + rejected + timed out = arrived, else 1."""
+    from kairos_gym.perf.soak import parse_checkpoints, soak
+
+    marks = parse_checkpoints(args.checkpoints)
+    seed = parse_int("soak", "--seed", args.seed, 0, SEED_LIMIT - 1)
+    return 0 if soak(args.scenario, marks, seed)["conserved"] else 1
+
+
+def _add_perf_scenario(sub: Subparsers) -> None:
+    p = add_command(sub, "perf-scenario", cmd_perf_scenario, "wall time of a whole scenario under no-deflect "
+                    "(JSON on stdout)")
+    p.add_argument("--scenario", default="azure-conv", help="shipped scenario name or YAML path (default: azure-conv)")
+    p.add_argument("--repeats", default="3", metavar="1..10", help="timed runs (default 3)")
+
+
+def cmd_perf_scenario(args: argparse.Namespace) -> int:
+    """``kairos-gym perf-scenario``: :func:`kairos_gym.perf.throughput.bench_whole_run` as JSON."""
+    from kairos_gym.perf.throughput import bench_whole_run
+
+    repeats = parse_int("perf-scenario", "--repeats", args.repeats, 1, 10)
+    print(json.dumps(bench_whole_run(args.scenario, repeats=repeats), indent=1))
+    return 0
+
+
+def _add_perf_env(sub: Subparsers) -> None:
+    p = add_command(sub, "perf-env", cmd_perf_env, "the env's decisions per second under a random masked policy, "
+                    "on one core (a JSON line per env id)")
+    p.add_argument("--seconds", default="5.0",
+                   help=f"length of one timing run (s, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
+    p.add_argument("--repeats", default="3",
+                   help=f"timing runs per id, 1..{MAX_BENCH_REPEATS} (the median is reported)")
+    p.add_argument("--env", action="append", help="env id (repeatable; default Kairos-v0 and KairosSmall-v0)")
+    p.add_argument("--decisions", default=None,
+                   help="instead of timing: run exactly this many decisions, 0..10000000 (for instruction counts; "
+                   "with --vector N: this many vector steps of N envs)")
+    p.add_argument("--vs-cartpole", action="store_true", help="time each id against CartPole-v1 in this process")
+    p.add_argument("--vector", default=None, metavar="N",
+                   help="time a KairosVectorEnv of N envs of each id (env-steps/s) against single-env CartPole-v1")
+
+
+def cmd_perf_env(args: argparse.Namespace) -> int:
+    """``kairos-gym perf-env``: every flag checked before the first timing run."""
+    from kairos_gym.env.vector import MAX_NUM_ENVS
+    from kairos_gym.perf import env_throughput as et
+
+    w = "perf-env"
+    seconds = parse_float(w, "--seconds", args.seconds, 0.0, MAX_BENCH_SECONDS)
+    repeats = parse_int(w, "--repeats", args.repeats, 1, MAX_BENCH_REPEATS)
+    decisions = None if args.decisions is None else parse_int(w, "--decisions", args.decisions, 0, et.MAX_DECISIONS)
+    vector = None if args.vector is None else parse_int(w, "--vector", args.vector, 1, MAX_NUM_ENVS)
+    for env_id in args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]:
+        if vector is not None and decisions is not None:
+            res = et.run_vector_steps(env_id, vector, decisions)
+        elif vector is not None:
+            res = et.bench_vector_vs_cartpole(env_id, vector, seconds, repeats)
+        elif args.vs_cartpole:
+            res = et.bench_vs_cartpole(env_id, seconds, repeats)
+        elif decisions is not None:
+            res = et.run_decisions(env_id, decisions)
+        else:
+            res = et.bench_env(env_id, seconds=seconds, repeats=repeats)
+        print(json.dumps(res))
+    return 0
+
+
+def _add_perf_components(sub: Subparsers) -> None:
+    from kairos_gym.perf.components import MAX_HEAP, MAX_OPS, MAX_REPEATS
+
+    p = add_command(sub, "perf-components", cmd_perf_components, "operations per second of the C++ core's "
+                    "components (link, event queue) against their Python counterparts")
+    p.add_argument("--ops", default="200000", help=f"operations per sequence (1000..{MAX_OPS:,}; default 200,000)")
+    p.add_argument("--repeats", default="5",
+                   help=f"timed runs of each variant, the fastest reported (1..{MAX_REPEATS}; default 5)")
+    p.add_argument("--seed", default="0", help="seed of the operation sequences (0..2^32-1; default 0)")
+    p.add_argument("--heap", default="64",
+                   help=f"events kept queued in the event-queue sequence (1..{MAX_HEAP:,}; default 64)")
+
+
+def cmd_perf_components(args: argparse.Namespace) -> int:
+    """``kairos-gym perf-components``: 1 when a native variant differs from Python's."""
+    from kairos_gym.perf.components import MAX_HEAP, MAX_OPS, MAX_REPEATS, report
+
+    w = "perf-components"
+    ops = parse_int(w, "--ops", args.ops, 1000, MAX_OPS)
+    repeats = parse_int(w, "--repeats", args.repeats, 1, MAX_REPEATS)
+    seed = parse_int(w, "--seed", args.seed, 0, 2**32 - 1)
+    return report(ops, repeats, seed, parse_int(w, "--heap", args.heap, 1, MAX_HEAP))
+
+
+def _add_perf_pool(sub: Subparsers) -> None:
+    from kairos_gym.perf.pool import MAX_TASKS, MAX_WORKERS
+
+    p = add_command(sub, "perf-pool", cmd_perf_pool, "the process pool's driver cost (CPU s, wall s) on a large map "
+                    "of trivial tasks")
+    p.add_argument("--tasks", default="20000", help=f"tasks in the map (1-{MAX_TASKS:,}; default 20,000)")
+    p.add_argument("--workers", default="2", help=f"worker processes (1-{MAX_WORKERS}; default 2)")
+
+
+def cmd_perf_pool(args: argparse.Namespace) -> int:
+    """``kairos-gym perf-pool``."""
+    from kairos_gym.perf.pool import MAX_TASKS, MAX_WORKERS, measure
+
+    tasks = parse_int("perf-pool", "--tasks", args.tasks, 1, MAX_TASKS)
+    workers = parse_int("perf-pool", "--workers", args.workers, 1, MAX_WORKERS)
+    cpu, wall = measure(tasks, workers)
+    print(f"{tasks:,} tasks on {workers} workers: driver CPU {cpu:.2f} s, wall {wall:.2f} s")
+    return 0

@@ -1,0 +1,294 @@
+"""The "run" commands: ``simulate`` (one policy, one scenario), ``evaluate`` (every policy on the same workloads),
+``sweep`` (loads and SQ/SL thresholds), ``demo`` (the main job) and ``measure`` (the baselines' table, the
+acceptance criteria)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kairos_gym.cli.common import (
+    JSON_HELP,
+    MAX_CHUNK,
+    NO_PROGRESS_HELP,
+    SEEDS_HELP,
+    Subparsers,
+    add_command,
+    progress,
+    write_json,
+)
+from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
+from kairos_gym.flags import (
+    MAX_LIST,
+    SEED_LIMIT,
+    check_outputs,
+    parse_float_list,
+    parse_int,
+    parse_int_list,
+    parse_seeds,
+)
+
+if TYPE_CHECKING:
+    from kairos_gym.scenario import ScenarioConfig
+    from kairos_gym.sim import Simulator
+
+ORACLE_PREFIX = 300
+"""Requests of the demo's Oracle run (the first ones of the first seed's workload)."""
+SCENARIO_HELP = "shipped scenario name or YAML path (default: bursty)"
+
+
+def add_commands(sub: Subparsers) -> None:
+    """Register ``simulate``, ``evaluate``, ``sweep``, ``demo`` and ``measure``."""
+    for add in (_add_simulate, _add_evaluate, _add_sweep, _add_demo, _add_measure):
+        add(sub)
+
+
+def _add_simulate(sub: Subparsers) -> None:
+    p = add_command(sub, "simulate", cmd_simulate, "run one policy on one scenario and print the summary")
+    p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
+    p.add_argument("--policy", default="no-deflect", help="registry name of the policy (docs/policies.md)")
+    p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
+    p.add_argument("--json", metavar="PATH", help="write the summary JSON ('-' for stdout)")
+    p.add_argument("--requests-csv", metavar="PATH", help="write the per-request record as CSV (with metrics.mode: "
+                   "streaming, row by row as requests settle, in that order)")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from kairos_gym.agents.registry import make_policy
+    from kairos_gym.agents.runner import simulate
+    from kairos_gym.scenario import load_scenario
+    from kairos_gym.sim.requests_csv import write_requests_csv
+    from kairos_gym.table import format_summary
+
+    seed = parse_int("simulate", "--seed", args.seed, 0, SEED_LIMIT - 1)
+    check_outputs("simulate", {"--json": args.json, "--requests-csv": args.requests_csv}, stdout_ok=["--json"])
+    sc = load_scenario(args.scenario)
+    make_policy(args.policy, sc, seed)  # a bad name or parameter fails here, before the run
+    bar = None
+    if not args.no_progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr, mininterval=0.5)
+    streamed = None  # metrics.mode streaming: the CSV is written as requests settle, never held whole
+    if args.requests_csv and sc.metrics.mode == "streaming":
+        import csv
+
+        Path(args.requests_csv).parent.mkdir(parents=True, exist_ok=True)
+        streamed = open(args.requests_csv, "w", newline="", encoding="utf-8")  # closed below
+        writer = csv.writer(streamed)
+
+        def setup(sim: Simulator) -> None:
+            writer.writerow(sim.stream_requests_csv(writer.writerow))
+    try:
+        summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None,
+                                setup=setup if streamed is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+        if streamed is not None:
+            streamed.close()
+    summary["policy"] = args.policy
+    if args.json != "-":
+        print(format_summary(summary))
+    write_json(args.json, summary)
+    if args.requests_csv and streamed is None:
+        write_requests_csv(sim, args.requests_csv)
+    return 0
+
+
+
+def _add_sweep(sub: Subparsers) -> None:
+    from kairos_gym.evaluation.sweep import MAX_LOAD, MAX_THRESHOLD
+
+    p = add_command(sub, "sweep", cmd_sweep, "load sweep and SQ/SL threshold sweeps against Kairos (and the Oracle)")
+    p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
+    p.add_argument("--loads", default="0.5,0.75,1.0,1.25",
+                   help=f"multipliers of the arrival rate, each in (0, {MAX_LOAD:g}], at most {MAX_LIST} ('' for no "
+                   "load sweep)")
+    p.add_argument("--policies", default="no-deflect,sq,sl,kairos", help="policies of the load sweep (registry names)")
+    p.add_argument("--sq-thresholds", default="2048,8192,32768",
+                   help=f"SQ queue thresholds (tokens), each in [0, {MAX_THRESHOLD:g}], at most {MAX_LIST}")
+    p.add_argument("--sl-thresholds", default="1024,2048,8192",
+                   help=f"SL prompt-length thresholds (tokens), each in [0, {MAX_THRESHOLD:g}], at most {MAX_LIST}")
+    p.add_argument("--chunks", default="512,2048",
+                   help="fixed chunk sizes (tokens, whole numbers from the scenario's chunk menu) of SQ and SL; "
+                   "'' for no threshold sweep")
+    p.add_argument("--references", default="no-deflect,kairos",
+                   help="policies shown beside SQ/SL on the threshold plot (e.g. add oracle)")
+    p.add_argument("--seeds", default="0-2", help=SEEDS_HELP)
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+    p.add_argument("--plots", metavar="DIR", help="write slo_vs_load.png and pareto_ttft_tbt.png into this folder")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.evaluation.sweep import MAX_LOAD, MAX_THRESHOLD, format_sweep, sweep
+    from kairos_gym.flags import parse_names
+
+    w = "sweep"
+    seeds = parse_seeds(args.seeds, "--seeds", w)
+    loads = parse_float_list(w, "--loads", args.loads, 0.0, MAX_LOAD)
+    sq = parse_float_list(w, "--sq-thresholds", args.sq_thresholds, 0.0, MAX_THRESHOLD, lo_open=False)
+    sl = parse_float_list(w, "--sl-thresholds", args.sl_thresholds, 0.0, MAX_THRESHOLD, lo_open=False)
+    chunks = parse_int_list(w, "--chunks", args.chunks, 0, MAX_CHUNK, empty_ok=True)
+    policies = parse_names(w, "--policies", args.policies, POLICIES, empty_ok=not loads)
+    refs = parse_names(w, "--references", args.references, POLICIES, empty_ok=True)
+    check_outputs(w, {"--json": args.json}, {"--plots": (args.plots, ("slo_vs_load.png", "pareto_ttft_tbt.png"))},
+                  stdout_ok=["--json"])
+    with backend_from_args(w, args) as backend, progress(args, "sweep") as bar:
+        res = sweep(args.scenario, list(loads), policies, seeds, sq, sl, chunks if (sq or sl) else (), refs,
+                    args.plots, progress=bar, backend=backend)
+    if args.json != "-":
+        print(format_sweep(res))
+        if res.get("plots"):
+            print("plots: " + ", ".join(res["plots"]))
+    write_json(args.json, res)
+    return 0
+
+
+
+def _add_evaluate(sub: Subparsers) -> None:
+    p = add_command(sub, "evaluate", cmd_evaluate, "every policy on the same workloads; table, JSON, plots")
+    p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
+    p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo",
+                   help="comma-separated registry names (docs/policies.md), each once")
+    p.add_argument("--seeds", default="0-4", help=SEEDS_HELP)
+    p.add_argument("--json", metavar="PATH", help="write every run's summary as JSON ('-': print it instead of the "
+                   "table)")
+    p.add_argument("--plots", metavar="DIR", help="write the plots of the first seed's runs into this folder: "
+                   "ttft_cdf.png, tbt_cdf.png, utilization.png, timeline.png")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.evaluation.evaluate import evaluate, format_table
+    from kairos_gym.evaluation.plots import PLOT_FILES
+    from kairos_gym.flags import parse_names
+
+    seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
+    policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
+    check_outputs("evaluate", {"--json": args.json}, {"--plots": (args.plots, PLOT_FILES)}, stdout_ok=["--json"])
+    with backend_from_args("evaluate", args) as backend, progress(args, "evaluate") as bar:
+        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar, backend=backend)
+    if args.json != "-":
+        print(format_table(result))
+        if result.get("plots"):
+            print("plots: " + ", ".join(result["plots"]))
+    write_json(args.json, {"runs": result["runs"]})
+    return 0
+
+
+def _add_demo(sub: Subparsers) -> None:
+    p = add_command(sub, "demo", cmd_demo, "the main job: evaluate the policies on the default bursty scenario")
+    p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
+    p.add_argument("--out", default="out/demo", help="folder for the plots and evaluate.json (default out/demo)")
+    p.add_argument("--seeds", default="0-2", help=SEEDS_HELP + "; the Oracle runs on the first")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from kairos_gym.evaluation.evaluate import evaluate, format_table
+    from kairos_gym.evaluation.plots import PLOT_FILES
+    from kairos_gym.latency import StepLatencyModel
+    from kairos_gym.latency.report import seed_target_checks
+    from kairos_gym.table import render_table
+
+    seeds = parse_seeds(args.seeds, "--seeds", "demo")
+    check_outputs("demo", folders={"--out": (args.out, (*PLOT_FILES, "evaluate.json"))})
+    from kairos_gym.scenario import load_scenario
+
+    load_scenario(args.scenario)  # a bad scenario fails before anything is printed
+    m = StepLatencyModel.from_preset()
+    print(render_table(
+        ["target", "value (ms)", "bound (ms)", "check"],
+        [[r["target"], str(r["value_ms"]), str(r["bound_ms"]), "ok" if r["ok"] else "FAIL"]
+         for r in seed_target_checks(m)],
+        title="Step-latency model (deepseek-v2-lite / a100-80gb / TP1) against the seed targets:"))
+    print()
+    from kairos_gym.agents.registry import make_policy
+
+    policies = []
+    for name in ("no-deflect", "always-deflect", "random", "sq", "sl", "kairos", "ppo"):
+        try:
+            make_policy(name, args.scenario)
+        except ConfigError as e:  # e.g. no trained checkpoint shipped for ppo
+            print(f"(skipping policy {name}: {e})")
+            continue
+        policies.append(name)
+    with progress(args, "demo") as bar:
+        result = evaluate(args.scenario, policies, seeds, Path(args.out), progress=bar)
+    print(format_table(result))
+    first_seed = seeds[0]
+    prefix, cap = _oracle_prefix(args.scenario, first_seed)
+    with progress(args, "demo: Oracle") as bar:
+        oracle = evaluate(prefix, ["no-deflect", "kairos", "oracle"], [first_seed], progress=bar)
+    print()
+    print(f"Oracle (clairvoyant rollouts to the end of the prefix) on the first {cap} requests of the "
+          f"seed-{first_seed} workload above (max_requests: {cap}, a true prefix):")
+    print(format_table(oracle))
+    write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
+    print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
+    return 0
+
+
+def _oracle_prefix(scenario: str, seed: int, limit: int = ORACLE_PREFIX) -> tuple[ScenarioConfig, int]:
+    """The demo's Oracle scenario: ``scenario`` cut to the first ``min(limit, n)`` requests of its
+    seed-``seed`` workload (n requests) with ``max_requests``, a true prefix (workloads are prefix-stable,
+    docs/workloads.md). The Oracle rolls every option forward, so it only runs on a short prefix."""
+    import numpy as np
+
+    from kairos_gym.scenario import load_scenario
+    from kairos_gym.workload import generate
+
+    base = load_scenario(scenario)
+    cap = min(limit, len(generate(base.workload, np.random.default_rng(seed))))  # the simulator's draw
+    return base.with_overrides({"workload": {"max_requests": cap}}), cap
+
+
+
+
+def _add_measure(sub: Subparsers) -> None:
+    from kairos_gym.workload.config import MAX_REQUESTS
+
+    p = add_command(sub, "measure", cmd_measure, "the baselines on one scenario: P95 TTFT, TBT violations, SLO "
+                    "attainment, deflection and decision cost per policy; --acceptance: the acceptance criteria")
+    p.add_argument("--scenario", help="a scenario name or YAML path (default: the bursty stand-in dict scenario)")
+    p.add_argument("--requests", default="3000",
+                   help=f"requests of the dict scenario, 1..{MAX_REQUESTS} (default 3000)")
+    p.add_argument("--rate", type=float, default=20.0, help="arrival rate of the dict scenario (req/s, default 20)")
+    p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
+    p.add_argument("--policies", default="no-deflect,always-deflect,random,sq,sl,kairos",
+                   help="comma-separated registry names (ppo needs --ppo-path; oracle costs O(requests^2))")
+    p.add_argument("--ppo-path", help="checkpoint of the ppo policy: a safe folder (policy.json) or, with "
+                   "--trust-checkpoint, an SB3 model zip")
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="allow an SB3 zip for --ppo-path (it is unpickled, which can execute code stored in it)")
+    p.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
+    p.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    p.add_argument("--acceptance", action="store_true",
+                   help="check the acceptance criteria on the shipped bursty and decode-heavy scenarios (PASS/FAIL, "
+                   "exit status 1 if one fails)")
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    """``kairos-gym measure``: every flag and the output path checked before the first run."""
+    from kairos_gym.evaluation.measure import acceptance, dict_scenario, run_rows
+    from kairos_gym.workload.config import MAX_REQUESTS
+
+    seed = parse_int("measure", "--seed", args.seed, 0, SEED_LIMIT - 1)
+    n_req = parse_int("measure", "--requests", args.requests, 1, MAX_REQUESTS)
+    check_outputs("measure", {"--json": args.json})
+    if args.acceptance:
+        return acceptance(seed)
+    scenario = args.scenario if args.scenario else dict_scenario(n_req, args.rate)
+    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+    return run_rows(scenario, seed, names, ppo_path=args.ppo_path, trust_checkpoint=args.trust_checkpoint,
+                    sweep=args.sweep, json_path=args.json)
