@@ -73,10 +73,16 @@ def write_text(path: str | os.PathLike, text: str, *, where: str, flag: str) -> 
         f.write(text)
 
 
+def save_figure(fig: Any, path: str | os.PathLike, *, where: str, flag: str, dpi: int = 110) -> None:
+    """Save a matplotlib figure as PNG to ``path`` through :func:`open_output`."""
+    with open_output(path, "wb", where=where, flag=flag) as f:
+        fig.savefig(f, format="png", dpi=dpi)
+
+
 def write_bytes(path: str | os.PathLike, data: bytes, *, where: str, flag: str) -> None:
     """Write ``data`` to ``path`` through :func:`open_output`."""
     with open_output(path, "wb", where=where, flag=flag) as f:
         f.write(data)
 
 
-__all__ = ["WriteError", "open_output", "write_bytes", "write_text"]
+__all__ = ["WriteError", "open_output", "save_figure", "write_bytes", "write_text"]

@@ -547,8 +547,10 @@ def run_verify(reference: str | Path = REFERENCE, dump: str | Path | None = None
             first = st.name
         rows.append(row)
     if dump is not None:
-        Path(dump).parent.mkdir(parents=True, exist_ok=True)
-        np.savez(dump, **dumped)
+        from kairos_gym.output_file import open_output
+
+        with open_output(dump, "wb", where="verify", flag="--dump") as f:
+            np.savez(f, **dumped)
     compared = [r for r in rows if r["status"] in ("equal", "DIFFERS")]
     return {"reference": str(reference), "reference_commit": ref.get("commit"),
             "reference_machine": ref.get("machine"), "machine": _machine(), "stages": rows,
@@ -568,8 +570,9 @@ def record(reference: str | Path = REFERENCE) -> dict[str, Any]:
     code = code_version()
     ref = {"format": FORMAT, "version": code["version"], "commit": code["commit"], "dirty": code["dirty"],
            "machine": _machine(), "stages": stages}
-    Path(reference).parent.mkdir(parents=True, exist_ok=True)
-    Path(reference).write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
+    from kairos_gym.output_file import write_text
+
+    write_text(reference, json.dumps(ref, indent=1) + "\n", where="verify", flag="--reference")
     return ref
 
 

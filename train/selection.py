@@ -198,8 +198,9 @@ def select(candidate: str, incumbent: str, config: str, instances: int, json_pat
               f"{t['candidate']['collapses']} vs {t['incumbent']['collapses']}")
     print(f"criteria {result['criteria']}: ship = {result['ship']} ({wall:.0f} s)")
     if json_path:
-        Path(json_path).write_text(json.dumps({"scores": scores, "decision": result, "wall_s": round(wall, 1),
-                                               "instances": instances, "config": config,
-                                               "candidate": candidate, "incumbent": incumbent},
-                                              indent=1) + "\n", encoding="utf-8")
+        from kairos_gym.output_file import write_text
+
+        write_text(json_path, json.dumps({"scores": scores, "decision": result, "wall_s": round(wall, 1),
+                                          "instances": instances, "config": config, "candidate": candidate,
+                                          "incumbent": incumbent}, indent=1) + "\n", where="select", flag="--json")
     return 0

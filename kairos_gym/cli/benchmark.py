@@ -11,6 +11,7 @@ outputs and the backend (:func:`add_suite_flags`, :func:`add_external_flags`, :f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -73,6 +74,22 @@ def add_external_flags(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
                    help=f"also {verb} the trained agent of this safe-format checkpoint folder (policy.json, "
                    "policy.npz; or a run folder), repeatable; nothing is unpickled")
+    from kairos_gym.agents.policy_guard import DEFAULT_DECISION_S, DEFAULT_RUN_S, MAX_LIMIT_S
+    from kairos_gym.agents.policy_isolation import DEFAULT_MEMORY_BYTES
+
+    p.add_argument("--decision-time-limit", default=str(DEFAULT_DECISION_S), metavar="S",
+                   help=f"wall-time limit of one decide(ctx) call of a --policy/--checkpoint entry, seconds in "
+                   f"(0, {MAX_LIMIT_S:g}] (default {DEFAULT_DECISION_S:g}); past it the entry's run stops with an "
+                   "error naming it")
+    p.add_argument("--run-time-limit", default=str(DEFAULT_RUN_S), metavar="S",
+                   help=f"wall-time limit of one run (one instance) of such an entry, seconds in (0, {MAX_LIMIT_S:g}] "
+                   f"(default {DEFAULT_RUN_S:g})")
+    p.add_argument("--isolate", action="store_true",
+                   help="run each --policy/--checkpoint entry in a process of its own, under the memory limit of "
+                   "--isolate-memory and a CPU-time limit (POSIX): a crash or an exit of the entry cannot stop "
+                   "this command")
+    p.add_argument("--isolate-memory", default=str(DEFAULT_MEMORY_BYTES), metavar="BYTES",
+                   help=f"address-space limit of an isolated entry (bytes; default {DEFAULT_MEMORY_BYTES})")
 
 
 def add_report_flags(p: argparse.ArgumentParser, out_default: str | None, out_help: str, json_help: str) -> None:
@@ -114,8 +131,22 @@ def external_policies(args: argparse.Namespace, where: str) -> list[ExternalPoli
     if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
         raise ConfigError(where, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
                           f"at most {MAX_EXTERNAL} entries in all")
+    limits, memory = external_limits(args, where)
     externals = [policy_from_file(s, where, "--policy") for s in args.policy]
-    return externals + [policy_from_checkpoint(d, where, "--checkpoint") for d in args.checkpoint]
+    externals += [policy_from_checkpoint(d, where, "--checkpoint") for d in args.checkpoint]
+    return [dataclasses.replace(e, limits=limits, isolate_memory=memory) for e in externals]
+
+
+def external_limits(args: argparse.Namespace, where: str) -> tuple[Any, int | None]:
+    """The guard's :class:`~kairos_gym.agents.policy_guard.Limits` of ``--decision-time-limit`` and
+    ``--run-time-limit``, and ``--isolate-memory`` when ``--isolate`` is on (None: in this process)."""
+    from kairos_gym.agents.policy_guard import MAX_LIMIT_S, Limits
+    from kairos_gym.agents.policy_isolation import MAX_MEMORY_BYTES, MIN_MEMORY_BYTES, check_isolation
+
+    decision = parse_float(where, "--decision-time-limit", args.decision_time_limit, 0.0, MAX_LIMIT_S)
+    run = parse_float(where, "--run-time-limit", args.run_time_limit, 0.0, MAX_LIMIT_S)
+    memory = parse_int(where, "--isolate-memory", args.isolate_memory, MIN_MEMORY_BYTES, MAX_MEMORY_BYTES)
+    return Limits(decision_s=decision, run_s=run), (check_isolation(where, memory) if args.isolate else None)
 
 
 def oracle_cache_path(args: argparse.Namespace) -> Path:

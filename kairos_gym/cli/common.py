@@ -48,13 +48,15 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join([getattr(args, "prog", "kairos-gym"), shlex.join(getattr(args, "argv", [args.command_name]))])
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Write a generated report (its folder created)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text, encoding="utf-8")
+def write_text(path: str | Path, text: str, *, where: str = "kairos-gym", flag: str = "--out") -> None:
+    """Write a generated report (its folder created) all at once or not at all (kairos_gym/output_file.py: a
+    write error is one error naming ``flag`` and the path)."""
+    from kairos_gym.output_file import write_text as write_whole
+
+    write_whole(path, text, where=where, flag=flag)
 
 
-def write_json(path: str | None, obj: object) -> None:
+def write_json(path: str | None, obj: object, *, where: str = "kairos-gym", flag: str = "--json") -> None:
     """Write ``obj`` as indented JSON to ``path`` ('-': print it; None: nothing)."""
     if path is None:
         return
@@ -62,4 +64,4 @@ def write_json(path: str | None, obj: object) -> None:
     if path == "-":
         print(text)
     else:
-        write_text(path, text + "\n")
+        write_text(path, text + "\n", where=where, flag=flag)

@@ -65,7 +65,7 @@ def cmd_latency(args: argparse.Namespace) -> int:
             print(f"  {k}: {getattr(cal, k):.4g}")
         return 0
     if args.calibration_report:
-        write_text(args.calibration_report, calibration_report_md())
+        write_text(args.calibration_report, calibration_report_md(), flag="--calibration-report")
         print(f"wrote {args.calibration_report}")
         return 0
     m = StepLatencyModel.from_preset(args.model, args.gpu, tp)

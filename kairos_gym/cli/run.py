@@ -5,6 +5,7 @@ acceptance criteria)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,29 +74,31 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         bar = tqdm(desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr, mininterval=0.5)
-    streamed = None  # metrics.mode streaming: the CSV is written as requests settle, never held whole
-    if args.requests_csv and sc.metrics.mode == "streaming":
-        import csv
+    stream = bool(args.requests_csv) and sc.metrics.mode == "streaming"  # rows written as requests settle
+    with contextlib.ExitStack() as stack:
+        setup = None
+        if stream:
+            import csv
 
-        Path(args.requests_csv).parent.mkdir(parents=True, exist_ok=True)
-        streamed = open(args.requests_csv, "w", newline="", encoding="utf-8")  # closed below
-        writer = csv.writer(streamed)
+            from kairos_gym.output_file import open_output
 
-        def setup(sim: Simulator) -> None:
-            writer.writerow(sim.stream_requests_csv(writer.writerow))
-    try:
-        summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None,
-                                setup=setup if streamed is not None else None)
-    finally:
-        if bar is not None:
-            bar.close()
-        if streamed is not None:
-            streamed.close()
+            # the rows go to a temporary file, renamed over the target only when the run has ended well
+            writer = csv.writer(stack.enter_context(open_output(args.requests_csv, "w", newline="",
+                                                                where="simulate", flag="--requests-csv")))
+
+            def setup(sim: Simulator) -> None:
+                writer.writerow(sim.stream_requests_csv(writer.writerow))
+        try:
+            summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None,
+                                    setup=setup)
+        finally:
+            if bar is not None:
+                bar.close()
     summary["policy"] = args.policy
     if args.json != "-":
         print(format_summary(summary))
-    write_json(args.json, summary)
-    if args.requests_csv and streamed is None:
+    write_json(args.json, summary, where="simulate")
+    if args.requests_csv and not stream:
         write_requests_csv(sim, args.requests_csv)
     return 0
 

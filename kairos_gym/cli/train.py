@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kairos_gym.cli.common import Subparsers, add_command, command_line
+from kairos_gym.cli.common import Subparsers, add_command, command_line, write_text
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends.base import MAX_WORKERS
 from kairos_gym.flags import check_outputs, parse_int, parse_seeds
@@ -230,11 +230,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     md = markdown(results)
     print(md)
     if args.markdown:
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(md + "\n", encoding="utf-8")
+        write_text(args.markdown, md + "\n", where="compare", flag="--markdown")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+        write_text(args.json, json.dumps(results, indent=2, default=str) + "\n", where="compare", flag="--json")
     return 0
 
 

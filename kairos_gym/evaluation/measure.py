@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from kairos_gym.agents.registry import POLICIES
@@ -96,7 +95,9 @@ def run_rows(scenario: Any, seed: int, policies: list[str], *, ppo_path: str | N
     print()
     print(_fmt(rows))
     if json_path:
-        Path(json_path).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        from kairos_gym.output_file import write_text
+
+        write_text(json_path, json.dumps(rows, indent=2) + "\n", where="measure", flag="--json")
     return 0
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from kairos_gym.output_file import save_figure
+
 PLOT_FILES = ("ttft_cdf.png", "tbt_cdf.png", "utilization.png", "timeline.png")
 """The files :func:`write_plots` writes into its folder."""
 
@@ -82,7 +84,7 @@ def write_plots(sims: dict[str, Any], out: Path, scenario: str, seed: int | None
 def _save(fig: Any, path: Path, layout: bool = True) -> str:
     if layout:
         fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, where="plots", flag="--plots")
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -15,6 +15,7 @@ from kairos_gym.evaluation.backends.runs import RunSpec, run_task
 from kairos_gym.evaluation.evaluate import check_policies, interval_title
 from kairos_gym.evaluation.stats import mean_ci, nan_to_none
 from kairos_gym.flags import format_seeds
+from kairos_gym.output_file import save_figure
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.table import ci_cell, render_table
@@ -156,7 +157,7 @@ def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, sc
         ax.set_title(f"{scenario}: load sweep\n{what}", fontsize=10)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "slo_vs_load.png", dpi=110)
+        save_figure(fig, out / "slo_vs_load.png", where="sweep", flag="--plots")
         plt.close(fig)
         paths.append(str(out / "slo_vs_load.png"))
     if thr_rows:
@@ -178,7 +179,7 @@ def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, sc
         ax.set_xlim(left=-1e-4)  # the markers at 0 TBT violations stay whole
         ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, borderaxespad=0.0)
         fig.tight_layout()
-        fig.savefig(out / "pareto_ttft_tbt.png", dpi=110)
+        save_figure(fig, out / "pareto_ttft_tbt.png", where="sweep", flag="--plots")
         plt.close(fig)
         paths.append(str(out / "pareto_ttft_tbt.png"))
     return paths

@@ -6,6 +6,8 @@ import csv
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kairos_gym.output_file import open_output
+
 if TYPE_CHECKING:
     from kairos_gym.sim import Simulator
 
@@ -14,8 +16,7 @@ def write_requests_csv(sim: Simulator, path: str | Path) -> None:
     """The per-request record as CSV (one row per request)."""
     table = sim.requests_table()
     cols = list(table)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with open_output(path, "w", newline="", where="simulate", flag="--requests-csv") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for i in range(sim.n):
