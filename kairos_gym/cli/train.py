@@ -80,6 +80,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if scale is not None:
         return scale
     out = Path(args.out) if args.out else Path("runs") / "ppo" / Path(args.config).stem / f"seed{cfg.seed}"
+    check_outputs("train", folders={"--out": (out, ()), "--export": (args.export, ())})
     command = command_line(args)
     meta = train(cfg, out, resume=args.resume, trust_checkpoint=args.trust_checkpoint, progress=not args.no_progress,
                  export=args.export, command=command, verbose=args.verbose)

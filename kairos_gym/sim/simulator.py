@@ -18,6 +18,8 @@ by :mod:`kairos_gym.sim.run_workload`. Times in seconds, sizes in tokens.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -29,7 +31,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
 from kairos_gym.latency.pricing import ChunkPricer, core_pricer, table_sizes
 from kairos_gym.latency.transfer import TransferConfig
-from kairos_gym.scenario import ScenarioConfig, load_scenario
+from kairos_gym.scenario import MAX_METRICS_WINDOW, ScenarioConfig, load_scenario
 from kairos_gym.sim.decision_check import check_decision
 from kairos_gym.sim.hook import (
     ARRIVAL,
@@ -160,6 +162,28 @@ class DecodeNodeState(NamedTuple):
     util_ewma: float
     util_t: float
 
+
+def _snapshot_checksum(state: dict[str, Any]) -> str:
+    """sha256 (hex) of a snapshot's Python-side pieces and its core copy's clock and decision count: the fields
+    :meth:`Simulator.restore` trusts. The pending context, the label and the wall-clock start are records only."""
+    h = hashlib.sha256()
+    core = state.get("core")
+    rng = state.get("rng")
+    head = {"kv": state.get("kv_capacity"), "seed": state.get("seed"), "noise": state.get("noise_seed"),
+            "loaded": state.get("stream_loaded"), "faults": repr(state.get("faults")),
+            "rng": getattr(getattr(rng, "bit_generator", None), "state", repr(rng)),
+            "now": getattr(core, "now", None), "decisions": getattr(core, "n_decisions", None)}
+    h.update(json.dumps(head, sort_keys=True, default=repr).encode())
+    wl = state.get("workload")
+    for name in ("arrival_s", "prompt_tokens", "output_tokens"):
+        arr = getattr(wl, name, None)
+        h.update(name.encode() + (np.ascontiguousarray(arr).tobytes() if arr is not None else b"-"))
+    return h.hexdigest()
+
+
+WINDOW_TOO_SMALL = "metrics.window too small"
+"""The core's message when a request arrives while the request ``metrics.window`` before it is still in flight
+(streaming metrics); :meth:`Simulator.run` turns it into a ConfigError naming the field."""
 
 class Simulator:
     """A P/D cluster serving one workload, step by step (one decision at a time) or all at once (the C++ core;
@@ -578,7 +602,15 @@ class Simulator:
         """Run to the end, asking ``policy`` at every decision (calling ``progress()`` after each);
         returns the summary."""
         self._policy_label = f"policy {getattr(policy, 'name', type(policy).__name__)}"
-        self._run_loop(policy.decide, progress)
+        try:
+            self._run_loop(policy.decide, progress)
+        except ValueError as e:
+            if WINDOW_TOO_SMALL not in str(e):
+                raise
+            window = self.scenario.metrics.window
+            raise ConfigError(f"scenario {self.scenario.name}: metrics", "window", window,
+                              f"a window larger than the requests this run holds in flight at once ({e}); try "
+                              f"{min(2 * window, MAX_METRICS_WINDOW)}") from None
         return self.summary()
 
     def apply(self, decision: Decision) -> bool:
@@ -773,14 +805,16 @@ class Simulator:
         return self._core.debug_prefill_wait(p)
 
     # ------------------------------------------------------------------ snapshot/restore, pickling
+    _CHECKSUM = "checksum"
     _SNAPSHOT_OF = "snapshot_of"
     """Key of a snapshot naming what it was taken from: (scenario, oracle), compared by :meth:`restore`."""
 
     def snapshot(self) -> dict[str, Any]:
         """The whole mutable state (a C++ copy,
         ``_core.SimSnapshot``: nodes, events, links, per-request arrays, counters, decision log; the workload and
-        cost tables shared) plus the Python-side pieces (seed, rng, workload, pending context)."""
-        return {
+        cost tables shared) plus the Python-side pieces (seed, rng, workload, pending context), sealed with a
+        checksum of those pieces that :meth:`restore` verifies."""
+        state = {
             self._SNAPSHOT_OF: (self.scenario, self.oracle),
             "core": self._core.snapshot(),
             "kv_capacity": self.kv_capacity,
@@ -798,6 +832,8 @@ class Simulator:
             "policy_label": self._policy_label,
             "wall_start": self._wall_start,
         }
+        state[self._CHECKSUM] = _snapshot_checksum(state)
+        return state
 
     def restore(self, state: dict[str, Any]) -> None:
         """Return to a state taken by :meth:`snapshot` (which stays reusable); a snapshot of another scenario, oracle
@@ -815,6 +851,10 @@ class Simulator:
                               f"a snapshot of this simulator's {_describe(self.scenario, self.oracle)}"
                               + (" (same name and shape; other settings differ)"
                                  if _describe(sc, oracle) == _describe(self.scenario, self.oracle) else ""))
+        if state.get(self._CHECKSUM) != _snapshot_checksum(state):
+            raise ConfigError("Simulator.restore", "state", "a snapshot whose values changed after it was taken",
+                              "a snapshot as Simulator.snapshot() returned it (its checksum covers the seed, the "
+                              "generator state, the workload, the faults and the core copy's clock and decisions)")
         if state.get("kv_capacity") != self.kv_capacity:  # the core's arrival check reads its own capacity
             raise ConfigError("Simulator.restore", "state",
                               f"a snapshot of a simulator with KV capacity {state.get('kv_capacity')} tokens",

@@ -155,14 +155,18 @@ def figures(monkeypatch):
     """The figures a call saves (kept open for inspection)."""
     from matplotlib.figure import Figure
 
+    import kairos_gym.evaluation.plots as plots_mod
+    import kairos_gym.evaluation.sweep as sweep_mod
+    from kairos_gym.output_file import save_figure
+
     saved: dict[str, Figure] = {}
-    real = Figure.savefig
 
-    def spy(self, fname, *a, **k):
-        saved[str(fname).rsplit("/", 1)[-1]] = self
-        return real(self, fname, *a, **k)
+    def spy(fig, path, **k):
+        saved[str(path).rsplit("/", 1)[-1]] = fig
+        return save_figure(fig, path, **k)
 
-    monkeypatch.setattr(Figure, "savefig", spy)
+    for mod in (plots_mod, sweep_mod):
+        monkeypatch.setattr(mod, "save_figure", spy)
     return saved
 
 

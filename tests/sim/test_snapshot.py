@@ -4,6 +4,7 @@ original would, and snapshots of another kind or scenario are refused."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from kairos_gym.agents.baselines import Random
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.sim.hook import PREFILL, Decision
 from kairos_gym.sim.simulator import Simulator, request_columns
 from tests.fixtures import tiny_scenario
 
@@ -142,3 +144,35 @@ def test_pickle_after_a_restore_replays_the_restored_branch():
     sim.run(Random(SC, seed=3))
     clone.run(Random(SC, seed=3))
     assert _result(clone) == _result(sim)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("seed", 12345), ("noise_seed", 7), ("stream_loaded", 3), ("faults", [(1.0, "prefill_down", 0, 5.0)]),
+])
+def test_a_snapshot_changed_after_it_was_taken_is_refused(field, value):
+    sim = Simulator(SC, seed=0)
+    sim.next_decision()
+    snap = sim.snapshot()
+    with pytest.raises(ConfigError, match="changed after it was taken"):
+        sim.restore({**snap, field: value})
+    sim.restore(snap)  # the snapshot as taken still restores
+
+
+def test_a_snapshot_with_a_changed_workload_or_generator_is_refused():
+    sim = Simulator(SC, seed=0)
+    sim.next_decision()
+    snap = sim.snapshot()
+    wl = snap["workload"]
+    other = dataclasses.replace(wl, arrival_s=wl.arrival_s * 1.5)
+    with pytest.raises(ConfigError, match="changed after it was taken"):
+        sim.restore({**snap, "workload": other})
+    rng = np.random.default_rng(99)
+    with pytest.raises(ConfigError, match="changed after it was taken"):
+        sim.restore({**snap, "rng": rng})
+    later = Simulator(SC, seed=0)
+    for _ in range(5):
+        later.next_decision()
+        later.apply(Decision(PREFILL))
+    later.next_decision()
+    with pytest.raises(ConfigError, match="changed after it was taken"):  # another moment's core copy
+        sim.restore({**snap, "core": later.snapshot()["core"]})

@@ -94,8 +94,19 @@ def test_streaming_memory_is_bounded_by_the_window_not_the_run():
 
 def test_a_window_too_small_for_the_requests_in_flight_is_an_error():
     sim = Simulator(_scenario("streaming", window=64, n=2000), seed=0)
-    with pytest.raises(ValueError, match=r"metrics\.window too small"):
+    with pytest.raises(ConfigError, match=r"metrics\.window too small") as e:
         sim.run(NoDeflect())
+    assert e.value.field == "window" and e.value.value == 64 and "try 128" in str(e.value)
+
+
+def test_a_window_too_small_is_one_clean_error_of_the_command(tmp_path, capsys):
+    from kairos_gym.cli.main import main
+
+    (tmp_path / "s.yaml").write_text("name: w\nmetrics: {mode: streaming, window: 64}\n"
+                                     "workload: {arrival: {kind: gamma, rate: 22, cv: 3}, num_requests: 2000}\n")
+    assert main(["simulate", "--scenario", str(tmp_path / "s.yaml"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kairos-gym simulate: error:") and "window = 64" in err[0]
 
 
 def test_streamed_requests_csv_has_the_exact_rows(tmp_path, monkeypatch):
