@@ -28,12 +28,12 @@ import kairos_gym
 from kairos_gym.env.registration import env_ids
 
 assert kairos_gym.__file__.startswith(__import__("sysconfig").get_paths()["purelib"]), kairos_gym.__file__
-from kairos_gym import native
+from kairos_gym import compiled
 
-assert native.checkout_root() is None  # an installed wheel: no sources beside it
-info = native.build_info()
+assert compiled.checkout_root() is None  # an installed wheel: no sources beside it
+info = compiled.build_info()
 assert info["fp_contract_off"] and not info["fast_math"], info
-print(f"wheel_check: native core built by {info['compiler']} (sources {info['source_hash']})")
+print(f"wheel_check: the C++ core built by {info['compiler']} (sources {info['source_hash']})")
 ids = env_ids()
 assert "kairos_gym/Kairos-v0" in ids and "kairos_gym/KairosSmall-v0" in ids, ids
 for env_id in ids:
