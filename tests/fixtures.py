@@ -60,3 +60,11 @@ def run_digest(sim: Any) -> str:
         h.update(np.ascontiguousarray(getattr(sim, k)).tobytes())
     h.update(np.ascontiguousarray(sim.decision_log()).tobytes())
     return h.hexdigest()
+
+
+def silent_logger() -> Any:
+    """A Stable-Baselines3 logger that writes nothing and makes no folder (SB3's default makes an empty
+    ``SB3-<date>`` folder in the temporary folder for every model that learns without one)."""
+    from stable_baselines3.common.logger import Logger
+
+    return Logger(folder=None, output_formats=[])

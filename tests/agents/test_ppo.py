@@ -18,7 +18,7 @@ from kairos_gym.agents.checkpoint import NORMALIZE_JSON, POLICY_JSON, WEIGHTS_NP
 from kairos_gym.errors import ConfigError
 from kairos_gym.sim.hook import Decision
 from tests.agents.ctx_helpers import make_ctx
-from tests.fixtures import tiny_scenario
+from tests.fixtures import silent_logger, tiny_scenario
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
@@ -171,6 +171,7 @@ def safe_ckpt(tmp_path):
 
     venv = VecNormalize(make_vec_env("CartPole-v1", n_envs=1, seed=0))
     model = PPO("MlpPolicy", venv, n_steps=32, batch_size=16, seed=0)
+    model.set_logger(silent_logger())  # SB3 would make an empty SB3-<date> folder in /tmp
     model.learn(32)
     save_safe(model, venv, tmp_path / "ck")
     return tmp_path / "ck"

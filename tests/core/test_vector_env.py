@@ -8,6 +8,7 @@ import pytest
 from kairos_gym.env.core import KairosEnv
 from kairos_gym.env.vector import KairosVectorEnv
 from kairos_gym.errors import ConfigError
+from tests.fixtures import silent_logger
 
 KW = {"scenario": "small", "max_decisions": 7, "slo": {"ttft_s": 0.7}}  # a TTFT SLO != 1 s: the reward divides by it
 
@@ -154,6 +155,7 @@ def test_maskable_ppo_learns_on_the_sb3_vec_env():
 
     venv = KairosVecEnv(4, **KW)
     model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.set_logger(silent_logger())  # SB3 would make an empty SB3-<date> folder in /tmp
     model.learn(total_timesteps=512)
     assert model.num_timesteps >= 512
     assert len(model.ep_info_buffer) > 0 and model.ep_info_buffer[0]["l"] == 7

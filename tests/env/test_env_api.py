@@ -14,6 +14,7 @@ from gymnasium.utils.env_checker import check_env
 import kairos_gym.env as kenv
 from kairos_gym.env import KairosEnv
 from kairos_gym.scenario import scenario_names
+from tests.fixtures import silent_logger
 
 from .common import SMALL_OVERRIDES, TINY, assert_same, make_or_skip, random_actions, rollout
 
@@ -149,6 +150,7 @@ def test_maskable_ppo_learns_a_little():
 
     env = gym.make("kairos_gym/Kairos-v0", scenario=TINY, workload={"num_requests": 40})
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.set_logger(silent_logger())  # SB3 would make an empty SB3-<date> folder in /tmp
     model.learn(128)
     obs, info = env.reset(seed=0)
     action, _ = model.predict(obs, action_masks=info["action_mask"], deterministic=True)

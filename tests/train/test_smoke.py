@@ -21,6 +21,7 @@ from kairos_gym.train.envs import make_eval_env, make_vec_env
 from kairos_gym.train.trainer import build_model, export_checkpoint, train, with_overrides
 
 from kairos_gym.errors import ConfigError
+from tests.fixtures import silent_logger
 
 SAFE = ("policy.json", "policy.npz", "normalize.json")
 
@@ -135,6 +136,7 @@ def test_partial_last_rollout_lr_clamped_and_progress_bar_full():
     venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed, cfg.normalize, 0.99)
     model = build_model(cfg, venv)
     bar = ProgressBar(cfg.n_timesteps, file=io.StringIO())
+    model.set_logger(silent_logger())  # SB3 would make an empty SB3-<date> folder in /tmp
     model.learn(total_timesteps=cfg.n_timesteps, callback=bar)
     assert model.num_timesteps == 128
     assert model.policy.optimizer.param_groups[0]["lr"] == 0.0

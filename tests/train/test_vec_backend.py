@@ -13,6 +13,7 @@ from kairos_gym.train.envs import TRAIN_SEED_MIN, VEC_BACKENDS, HeldOutVecEnv, m
 from kairos_gym.train.trainer import build_model, with_overrides
 
 from kairos_gym.errors import ConfigError
+from tests.fixtures import silent_logger
 
 ID = "kairos_gym/KairosSmall-v0"
 KW = {"episode_window": 40, "tbt_penalty": 0.5}
@@ -57,6 +58,7 @@ def _train_params(backend: str) -> tuple[list[np.ndarray], object]:
                              "n_epochs": 2, "policy_kwargs": "dict(net_arch=[16])", "seed": 3}})
     venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed, cfg.normalize, 0.99, cfg.vec_backend)
     model = build_model(cfg, venv)
+    model.set_logger(silent_logger())  # SB3 would make an empty SB3-<date> folder in /tmp
     model.learn(total_timesteps=3 * 64 * 3)
     params = [p.detach().numpy().copy() for p in model.policy.parameters()]
     return params, model
