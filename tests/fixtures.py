@@ -68,3 +68,48 @@ def silent_logger() -> Any:
     from stable_baselines3.common.logger import Logger
 
     return Logger(folder=None, output_formats=[])
+
+
+MISBEHAVING_POLICIES = '''
+import sys, time
+from kairos_gym.sim.hook import Decision, PREFILL
+
+
+class Exits:
+    def decide(self, ctx):
+        sys.exit(3)
+
+
+class Interrupts:
+    def decide(self, ctx):
+        raise KeyboardInterrupt
+
+
+class Slow:
+    def decide(self, ctx):
+        time.sleep(0.3)
+        return Decision(PREFILL)
+
+
+class Loops:
+    def decide(self, ctx):
+        while True:
+            pass
+
+
+class SlowRun:
+    def decide(self, ctx):
+        time.sleep(0.02)
+        return Decision(PREFILL)
+
+
+class ExitsInInit:
+    def __init__(self):
+        sys.exit(4)
+
+    def decide(self, ctx):
+        return Decision(PREFILL)
+'''
+"""A policy file (Python source) whose classes misbehave: ``Exits`` and ``Interrupts`` try to end the process,
+``Slow`` takes 0.3 s per decision, ``Loops`` never returns, ``SlowRun`` takes 0.02 s per decision, ``ExitsInInit``
+exits while it is built."""

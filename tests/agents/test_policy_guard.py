@@ -13,47 +13,7 @@ from kairos_gym.agents.runner import simulate
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
-
-POLICIES = '''
-import sys, time
-from kairos_gym.sim.hook import Decision, PREFILL
-
-
-class Exits:
-    def decide(self, ctx):
-        sys.exit(3)
-
-
-class Interrupts:
-    def decide(self, ctx):
-        raise KeyboardInterrupt
-
-
-class Slow:
-    def decide(self, ctx):
-        time.sleep(0.3)
-        return Decision(PREFILL)
-
-
-class Loops:
-    def decide(self, ctx):
-        while True:
-            pass
-
-
-class SlowRun:
-    def decide(self, ctx):
-        time.sleep(0.02)
-        return Decision(PREFILL)
-
-
-class ExitsInInit:
-    def __init__(self):
-        sys.exit(4)
-
-    def decide(self, ctx):
-        return Decision(PREFILL)
-'''
+from tests.fixtures import MISBEHAVING_POLICIES
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +30,7 @@ def scenario():
     ("ExitsInInit", "raised SystemExit: 4"),
 ])
 def test_a_misbehaving_submission_is_one_error_naming_it(tmp_path, scenario, cls, why):
-    (tmp_path / "p.py").write_text(POLICIES)
+    (tmp_path / "p.py").write_text(MISBEHAVING_POLICIES)
     spec = f"{tmp_path / 'p.py'}:{cls}"
     ext = dataclasses.replace(policy_from_file(spec), limits=Limits(decision_s=0.1, run_s=0.2))
     with pytest.raises(ConfigError) as e:

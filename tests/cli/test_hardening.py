@@ -10,28 +10,12 @@ from pathlib import Path
 import pytest
 
 from kairos_gym.cli.main import main
+from tests.fixtures import MISBEHAVING_POLICIES
 
 LINUX = sys.platform.startswith("linux")
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "ppo" / "smoke.yaml"
 SHIPPED = Path(__file__).resolve().parents[2] / "agents" / "checkpoints" / "ppo-kairos-v0"
 DEEP = "[" * 100_000 + "]" * 100_000
-
-POLICIES = '''
-import sys, time
-from kairos_gym.sim.hook import Decision, PREFILL
-
-
-class Exits:
-    def decide(self, ctx):
-        sys.exit(3)
-
-
-class Slow:
-    def decide(self, ctx):
-        time.sleep(0.5)
-        return Decision(PREFILL)
-'''
-
 
 def _train_config(body: str, section: str = "kairos_gym/KairosSmall-v0") -> str:
     return f"{section}:\n  n_envs: 1\n  n_steps: 64\n  batch_size: 64\n  n_timesteps: 64\n  eval: {{freq: 0}}\n{body}"
@@ -85,9 +69,9 @@ CASES = [
     ("setup-1e308", ["simulate", "--scenario", "{tmp}/s.yaml"], {"s.yaml": "transfer: {setup_s: 1.0e308}\n"},
      "setup_s"),
     ("policy-sys-exit", ["leaderboard", "--policy", "{tmp}/p.py:Exits", "--tasks", "bursty", "--out", "{tmp}/o.md"],
-     {"p.py": POLICIES}, "--policy"),
+     {"p.py": MISBEHAVING_POLICIES}, "--policy"),
     ("policy-slow-decide", ["leaderboard", "--policy", "{tmp}/p.py:Slow", "--decision-time-limit", "0.1",
-                            "--tasks", "bursty", "--out", "{tmp}/o.md"], {"p.py": POLICIES}, "--policy"),
+                            "--tasks", "bursty", "--out", "{tmp}/o.md"], {"p.py": MISBEHAVING_POLICIES}, "--policy"),
     ("decision-limit-zero", ["leaderboard", "--decision-time-limit", "0", "--out", "{tmp}/o.md"], {},
      "--decision-time-limit"),
 ]
