@@ -141,3 +141,39 @@ def test_an_empty_or_comment_only_scenario_file_is_refused(tmp_path):
             load_scenario(p)
     (tmp_path / "defaults.yaml").write_text("{}\n")
     assert load_scenario(tmp_path / "defaults.yaml").cluster is not None
+
+
+def _load_with(loader_cls, text):
+    loader = loader_cls(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+@pytest.mark.skipif(not __import__("yaml").__with_libyaml__, reason="PyYAML without libyaml")
+def test_the_libyaml_loader_reads_every_shipped_file_as_the_python_one_does():
+    from pathlib import Path
+
+    from kairos_gym import yaml_io
+
+    root = Path(yaml_io.__file__).resolve().parents[1]
+    files = [*root.glob("configs/**/*.yaml"), *root.glob("kairos_gym/data/*.yaml"), *root.glob("agents/**/*.yaml")]
+    assert len(files) > 20
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        assert _load_with(yaml_io._CLoader, text) == _load_with(yaml_io._Loader, text), f
+    tricky = "a: 17.5e9\nb: yes\nc: .inf\nd: 0x1F\ne: ~\nf: [1, 2.5, 'x']\ng: {<<: {h: 1}, i: 2}\nj: True\n"
+    assert _load_with(yaml_io._CLoader, tricky) == _load_with(yaml_io._Loader, tricky)
+
+
+def test_a_large_faults_list_is_read_quickly_enough_to_be_refused_early(tmp_path):
+    """10,002 timed fault events (about 600 KB of YAML) are refused naming the field; reading them takes a
+    fraction of the pure-Python reader's time (no timing asserted here: docs/reliability.md)."""
+    from kairos_gym.scenario import load_scenario
+
+    lines = ["faults:", "  events:"] + [f"    - {{at_s: {i}.0, kind: prefill_down, node: 0, duration_s: 1.0}}"
+                                        for i in range(10_002)]
+    (tmp_path / "f.yaml").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="at most 10000 events"):
+        load_scenario(tmp_path / "f.yaml")
