@@ -72,6 +72,10 @@ CASES = [
      {"p.py": MISBEHAVING_POLICIES}, "--policy"),
     ("policy-slow-decide", ["leaderboard", "--policy", "{tmp}/p.py:Slow", "--decision-time-limit", "0.1",
                             "--tasks", "bursty", "--out", "{tmp}/o.md"], {"p.py": MISBEHAVING_POLICIES}, "--policy"),
+    ("policy-isolated-exit", ["leaderboard", "--policy", "{tmp}/p.py:Exits", "--isolate", "--tasks", "bursty",
+                              "--out", "{tmp}/o.md"], {"p.py": MISBEHAVING_POLICIES}, "--policy"),
+    ("isolate-memory-tiny", ["leaderboard", "--isolate", "--isolate-memory", "1000", "--out", "{tmp}/o.md"], {},
+     "--isolate-memory"),
     ("decision-limit-zero", ["leaderboard", "--decision-time-limit", "0", "--out", "{tmp}/o.md"], {},
      "--decision-time-limit"),
 ]
