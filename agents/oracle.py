@@ -134,7 +134,10 @@ class Oracle(BasePolicy):
     name = "oracle"
 
     def __init__(self, scenario: Any = "bursty", seed: int | None = 0, bases: Any = DEFAULT_BASES,
-                 fixed_chunks: bool = True) -> None:
+                 fixed_chunks: bool = True, threads: int = 1) -> None:
+        """``threads``: the rollouts of one decision run on this many threads (1 to ``MAX_ROLLOUT_THREADS``, 64);
+        the decisions and scores are the same for any number (an execution setting, not part of
+        :meth:`describe`)."""
         super().__init__(seed)
         from kairos_gym.agents.registry import make_policy
 
@@ -149,6 +152,10 @@ class Oracle(BasePolicy):
         if not isinstance(fixed_chunks, bool):
             raise ConfigError("policy oracle", "fixed_chunks", fixed_chunks, "true or false")
         self.fixed_chunks = fixed_chunks
+        most = int(_native_core().MAX_ROLLOUT_THREADS)
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= most:
+            raise ConfigError("policy oracle", "threads", threads, f"a whole number from 1 to {most}")
+        self.threads = threads
         self.bases = base_policies(sc, bases)
         self.specs: list[dict[str, Any]] = []
         for n, p in self.bases:  # a rule given twice under two spellings (sl-ls, [sl-ls, {length_threshold: 2048}])
@@ -170,7 +177,7 @@ class Oracle(BasePolicy):
         self.sim = sim
         slo = self.scenario.slo
         self._oracle = _native_core().RolloutOracle(core, self.specs, float(slo.ttft_s), float(slo.tbt_s),
-                                                    self.fixed_chunks)
+                                                    self.fixed_chunks, self.threads)
 
     @property
     def stats(self) -> dict[str, int]:

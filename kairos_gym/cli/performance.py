@@ -14,8 +14,10 @@ from kairos_gym.flags import MAX_BENCH_REPEATS, MAX_BENCH_SECONDS, SEED_LIMIT, c
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``perf``, ``soak``, ``perf-scenario``, ``perf-env``, ``perf-components`` and ``perf-pool``."""
-    for add in (_add_perf, _add_soak, _add_perf_scenario, _add_perf_env, _add_perf_components, _add_perf_pool):
+    """Register ``perf``, ``soak``, ``perf-scenario``, ``perf-env``, ``perf-components``, ``perf-pool`` and
+    ``perf-oracle``."""
+    for add in (_add_perf, _add_soak, _add_perf_scenario, _add_perf_env, _add_perf_components, _add_perf_pool,
+                _add_perf_oracle):
         add(sub)
 
 
@@ -177,4 +179,41 @@ def cmd_perf_pool(args: argparse.Namespace) -> int:
     workers = parse_int("perf-pool", "--workers", args.workers, 1, MAX_WORKERS)
     cpu, wall = measure(tasks, workers)
     print(f"{tasks:,} tasks on {workers} workers: driver CPU {cpu:.2f} s, wall {wall:.2f} s")
+    return 0
+
+
+def _add_perf_oracle(sub: Subparsers) -> None:
+    from kairos_gym.perf.oracle_speed import MAX_REQUESTS
+
+    p = add_command(sub, "perf-oracle", cmd_perf_oracle, "the rollout Oracle's wall time on one instance for each "
+                    "number of rollout threads (the same result for every count, checked)")
+    p.add_argument("--scenario", default="bursty", help="a shipped scenario name or a YAML path (default bursty)")
+    p.add_argument("--requests", default="500", help=f"requests of the instance (1-{MAX_REQUESTS:,}; default 500)")
+    p.add_argument("--seed", default="0", help=f"workload seed, 0..{SEED_LIMIT - 1} (default 0)")
+    p.add_argument("--threads", default="1,2", help="comma-separated rollout thread counts, each 1-64 (default 1,2)")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+
+
+def cmd_perf_oracle(args: argparse.Namespace) -> int:
+    """``kairos-gym perf-oracle``."""
+    from kairos_gym.perf.oracle_speed import MAX_REQUESTS, measure
+    from kairos_gym.scenario import load_scenario
+
+    w = "perf-oracle"
+    requests = parse_int(w, "--requests", args.requests, 1, MAX_REQUESTS)
+    seed = parse_int(w, "--seed", args.seed, 0, SEED_LIMIT - 1)
+    parts = [s.strip() for s in str(args.threads).split(",")]
+    threads = [parse_int(w, "--threads", s, 1, 64) for s in parts]
+    if len(set(threads)) != len(threads):
+        from kairos_gym.errors import ConfigError
+
+        raise ConfigError(w, "--threads", args.threads, "distinct thread counts")
+    check_outputs(w, {"--json": args.json}, stdout_ok=["--json"])
+    load_scenario(args.scenario)  # a bad scenario fails here, before any run
+    rows = measure(args.scenario, requests, seed, threads)
+    for r in rows:
+        print(f"{r['threads']:>3} threads: {r['wall_s']:7.2f} s wall, {r['rollouts']:,} rollouts over "
+              f"{r['searched']:,} searched decisions, speed-up {r['speedup']:.2f}x, SLO attainment "
+              f"{r['slo_attainment']:.4f}")
+    write_json(args.json, {"scenario": args.scenario, "requests": requests, "seed": seed, "runs": rows}, where=w)
     return 0

@@ -83,14 +83,16 @@ void bind_oracle(nb::module_& m) {
     nb::class_<RolloutOracle>(m, "RolloutOracle", "The clairvoyant rollout Oracle (src/core/rollout.hpp).")
         .def("__init__",
              [](RolloutOracle* self, const Simulator& like, const nb::list& bases, double ttft, double tbt,
-                bool fixed_chunks) {
+                bool fixed_chunks, int64_t threads) {
                  std::vector<BaseSpec> specs;
                  for (nb::handle h : bases) specs.push_back(spec_from(nb::cast<nb::dict>(h)));
-                 new (self) RolloutOracle(like, std::move(specs), ttft, tbt, fixed_chunks);
+                 new (self) RolloutOracle(like, std::move(specs), ttft, tbt, fixed_chunks, threads);
              },
              nb::arg("like"), nb::arg("bases"), nb::arg("ttft_slo_s"), nb::arg("tbt_slo_s"), nb::arg("fixed_chunks"),
-             "like: a _core.Simulator of the scenario (config and pricer copied into the scratch simulator); bases: "
-             "base-policy spec dicts in tie-break order; SLOs in seconds; fixed_chunks: also try every menu size.")
+             nb::arg("threads") = 1,
+             "like: a _core.Simulator of the scenario (config and pricer copied into each scratch simulator); "
+             "bases: base-policy spec dicts in tie-break order; SLOs in seconds; fixed_chunks: also try every menu "
+             "size; threads: the rollouts of one decision run on this many threads (the same result for any).")
         .def("decide", [](RolloutOracle& o, const Simulator& s) { return to_tuple(o.decide(s)); }, nb::arg("sim"),
              "The action for sim's pending decision (sim is not changed).")
         .def("rollout",
@@ -122,7 +124,9 @@ void bind_oracle(nb::module_& m) {
                  for (const Objective& x : o.last_scores()) out.push_back(obj_tuple(x));
                  return out;
              }, "Per candidate and base (row-major) of the last searched decision: (n_ok, n_partial).")
-        .def_prop_ro("n_bases", &RolloutOracle::n_bases);
+        .def_prop_ro("n_bases", &RolloutOracle::n_bases)
+        .def_prop_ro("n_threads", &RolloutOracle::n_threads);
+    m.attr("MAX_ROLLOUT_THREADS") = MAX_ROLLOUT_THREADS;
     m.def("candidate_actions",
           [](const Simulator& s, bool fixed_chunks) {
               if (s.pending_rid() < 0) throw nb::value_error("candidate_actions: no pending decision");

@@ -13,8 +13,11 @@
 #include "rollout.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <stdexcept>
+#include <thread>
 
 namespace kairos {
 
@@ -76,27 +79,31 @@ Action canonical_action(const Simulator& sim, const Action& a) {
 }
 
 RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s,
-                             double tbt_slo_s, bool fixed_chunks)
-    : scratch_(like.config(), like.pricer(), false),
-      ttft_slo_s_(ttft_slo_s),
-      tbt_slo_s_(tbt_slo_s),
-      fixed_chunks_(fixed_chunks) {
+                             double tbt_slo_s, bool fixed_chunks, int64_t threads)
+    : ttft_slo_s_(ttft_slo_s), tbt_slo_s_(tbt_slo_s), fixed_chunks_(fixed_chunks) {
     if (bases.empty()) throw std::invalid_argument("rollout oracle: no base policy");
-    for (BaseSpec& s : bases) bases_.emplace_back(std::move(s), like.pricer());
+    if (threads < 1 || threads > MAX_ROLLOUT_THREADS)
+        throw std::invalid_argument("rollout oracle: threads must be 1 to " + std::to_string(MAX_ROLLOUT_THREADS));
+    for (const BaseSpec& s : bases) bases_.emplace_back(s, like.pricer());
+    for (int64_t t = 0; t < threads; ++t) {
+        auto w = std::make_unique<RolloutWorker>(RolloutWorker{Simulator(like.config(), like.pricer(), false), {}});
+        for (const BaseSpec& s : bases) w->bases.emplace_back(s, like.pricer());
+        workers_.push_back(std::move(w));
+    }
 }
 
-Objective RolloutOracle::rollout_from(const SimSnapshot& snap, const Action& first, size_t b) {
-    scratch_.restore(snap);
-    apply_action(scratch_, first);
-    run_base(scratch_, bases_[b]);
-    stats_.n_rollouts += 1;
-    return objective(scratch_, ttft_slo_s_, tbt_slo_s_);
+Objective RolloutOracle::rollout_on(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b) const {
+    w.sim.restore(snap);
+    apply_action(w.sim, first);
+    run_base(w.sim, w.bases[b]);
+    return objective(w.sim, ttft_slo_s_, tbt_slo_s_);
 }
 
 Objective RolloutOracle::rollout(const Simulator& sim, const Action& first, size_t b) {
     if (sim.pending_rid() < 0) throw std::logic_error("rollout: no pending decision");
     if (b >= bases_.size()) throw std::out_of_range("rollout: base index");
-    return rollout_from(sim.snapshot(), first, b);
+    stats_.n_rollouts += 1;
+    return rollout_on(*workers_[0], sim.snapshot(), first, b);
 }
 
 Action RolloutOracle::decide(const Simulator& sim) {
@@ -111,17 +118,36 @@ Action RolloutOracle::decide(const Simulator& sim) {
     stats_.n_searched += 1;
     stats_.n_candidates += static_cast<int64_t>(cands.size());
     const SimSnapshot snap = sim.snapshot();
-    last_scores_.assign(cands.size() * bases_.size(), Objective{});
+    const size_t B = bases_.size(), n = cands.size() * B;
+    last_scores_.assign(n, Objective{});
+    // the k x b rollouts: each thread takes the next (candidate, base) slot and writes only its own score
+    std::atomic<size_t> next{0};
+    const size_t T = std::min(workers_.size(), n);
+    std::vector<std::exception_ptr> errors(T);
+    auto work = [&](size_t t) {
+        try {
+            for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1))
+                last_scores_[k] = rollout_on(*workers_[t], snap, cands[k / B], k % B);
+        } catch (...) {
+            errors[t] = std::current_exception();
+            next.store(n);  // the other threads stop at their next slot
+        }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < T; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& th : pool) th.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+    stats_.n_rollouts += static_cast<int64_t>(n);
+    // the choice, after every rollout, in candidate-then-base order: the same for any number of threads
     size_t best = 0;
     Objective best_o;
-    for (size_t i = 0; i < cands.size(); ++i) {
-        for (size_t b = 0; b < bases_.size(); ++b) {
-            Objective o = rollout_from(snap, cands[i], b);
-            last_scores_[i * bases_.size() + b] = o;
-            if (best_o.n_ok < 0 || o.better_than(best_o)) {
-                best_o = o;
-                best = i;
-            }
+    for (size_t k = 0; k < n; ++k) {
+        const Objective& o = last_scores_[k];
+        if (best_o.n_ok < 0 || o.better_than(best_o)) {
+            best_o = o;
+            best = k / B;
         }
     }
     last_cands_ = std::move(cands);

@@ -46,12 +46,26 @@ struct OracleStats {
     int64_t n_candidates = 0; // candidates over all searched decisions
 };
 
+// One thread's tools: a scratch simulator and the base deciders (each holds its own pricer and memos, so no two
+// threads share anything they write).
+struct RolloutWorker {
+    Simulator sim;
+    std::vector<BaseDecider> bases;
+};
+
+// Most threads one Oracle runs its rollouts on.
+constexpr int64_t MAX_ROLLOUT_THREADS = 64;
+
 class RolloutOracle {
 public:
-    // `like`: a simulator of the shape the Oracle will decide for (its config and pricer are copied into the
-    // scratch simulator). `bases` in tie-break order (at least one).
+    // `like`: a simulator of the shape the Oracle will decide for (its config and pricer are copied into each
+    // scratch simulator). `bases` in tie-break order (at least one). `threads` (1 to MAX_ROLLOUT_THREADS): the
+    // k x b rollouts of one decision run on this many threads, each writing its own score slot; the choice is
+    // made after all of them, in candidate-then-base order, so the result is the same for any thread count.
     RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s, double tbt_slo_s,
-                  bool fixed_chunks);
+                  bool fixed_chunks, int64_t threads = 1);
+    RolloutOracle(const RolloutOracle&) = delete;  // owns its workers' simulators
+    RolloutOracle& operator=(const RolloutOracle&) = delete;
     // The action for `sim`'s pending decision (sim is not changed). Fills last_scores() per candidate x base.
     Action decide(const Simulator& sim);
     // Roll `first` out from `sim`'s pending decision under base `b` (sim is not changed).
@@ -64,11 +78,12 @@ public:
     const std::vector<Action>& last_candidates() const { return last_cands_; }
     const std::vector<Objective>& last_scores() const { return last_scores_; }
     size_t n_bases() const { return bases_.size(); }
+    int64_t n_threads() const { return static_cast<int64_t>(workers_.size()); }
 
 private:
-    Objective rollout_from(const SimSnapshot& snap, const Action& first, size_t b);
-    Simulator scratch_;
-    std::vector<BaseDecider> bases_;
+    Objective rollout_on(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b) const;
+    std::vector<BaseDecider> bases_;  // the main thread's: each base's own action at a decision
+    std::vector<std::unique_ptr<RolloutWorker>> workers_;
     double ttft_slo_s_, tbt_slo_s_;
     bool fixed_chunks_;
     OracleStats stats_;
