@@ -25,13 +25,17 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos_gym.agents.oracle import DEFAULT_BASES, Oracle
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.errors import ConfigError
 from kairos_gym.json_file import read_json_file
 from kairos_gym.scenario import ScenarioConfig
+
+if TYPE_CHECKING:
+    from kairos_gym.benchmark.suite import Task
+    from kairos_gym.evaluation.backends import Backend
 
 CACHE = Path(__file__).resolve().with_name("oracle_cache.json")
 """The committed cache."""
@@ -134,18 +138,36 @@ def task_bases(best_static: Mapping[str, Any] | None, extra: Sequence[Any] = ())
     return bases
 
 
+def _oracle_job(arg: tuple[ScenarioConfig, int, Bases], tick: Callable[[], Any] | None) -> dict[str, Any]:
+    """One backend task: :func:`run_oracle` of (scenario, seed, bases)."""
+    sc, seed, bases = arg
+    return run_oracle(sc, seed, bases, progress=tick)
+
+
+SAVE_EVERY = 8
+"""Oracle runs between two saves of the cache file (an interrupted regeneration keeps what it finished)."""
+
+
 def regenerate(tasks: str | None = None, max_requests: int | None = None, out: Path | str = CACHE,
-               log: Callable[[str], Any] = print) -> dict[str, Any]:
-    """Compute the Oracle on the test instances of the suite's tasks (``tasks``: a ``--tasks`` spec, None: all),
-    once per distinct base set of the task's track sections (best-static is tuned per track), skipping instances of
-    more than ``max_requests`` requests, and merge the entries into ``out``."""
+               log: Callable[[str], Any] = print, backend: Backend | None = None,
+               suite: Sequence[Task] | None = None) -> dict[str, Any]:
+    """Compute the Oracle on the test instances of the suite's tasks (``tasks``: a ``--tasks`` spec, None: all;
+    ``suite``: another suite, for tests), once per distinct base set of the task's track sections (best-static is
+    tuned per track), skipping instances of more than ``max_requests`` requests, and merge the entries into
+    ``out``. The Oracle runs go to ``backend`` (serial by default; a process pool or Ray give the same entries,
+    their ``wall_s`` aside), :data:`SAVE_EVERY` at a time, the cache saved after each group."""
     from kairos_gym.benchmark.entries import tune_static
     from kairos_gym.benchmark.suite import SUITE, TRACKS, on_track, select_tasks
+    from kairos_gym.evaluation.backends import SerialBackend
+    from kairos_gym.evaluation.backends import Task as BackendTask
     from kairos_gym.progress import or_silent
     from kairos_gym.sim import Simulator
 
-    suite = SUITE if tasks is None else select_tasks(tasks)
+    if suite is None:
+        suite = SUITE if tasks is None else select_tasks(tasks)
+    backend = backend or SerialBackend()
     entries = dict(load(out))
+    jobs: list[tuple[str, str, ScenarioConfig, int, list[Any], str, int]] = []
     for t in suite:
         base = t.base()
         # the leaderboard tunes best-static per track section, and the Oracle's bases include it: one Oracle run
@@ -162,13 +184,17 @@ def regenerate(tasks: str | None = None, max_requests: int | None = None, out: P
                 if max_requests is not None and n > max_requests:
                     log(f"{t.name} {inst.label}: {n} requests > {max_requests}, skipped")
                     continue
-                key = fingerprint(sc, inst.seed, bases)
                 if lookup(entries, sc, inst.seed, bases) is not None:
                     log(f"{t.name} {inst.label}: cached")
                     continue
-                e = run_oracle(sc, inst.seed, bases)
-                entries[key] = {"task": t.name, "instance": inst.label, **e}
-                log(f"{t.name} {inst.label}: {n} requests, SLO attainment {e['summary']['slo_attainment']:.4f}, "
-                    f"{e['wall_s']:.1f} s (bases {bases})")
-                save(entries, out)
+                jobs.append((t.name, inst.label, sc, inst.seed, bases, fingerprint(sc, inst.seed, bases), n))
+    for i in range(0, len(jobs), SAVE_EVERY):
+        group = jobs[i:i + SAVE_EVERY]
+        done = backend.map([BackendTask(_oracle_job, (sc, seed, bases), f"{name} {label}", policy="oracle")
+                            for name, label, sc, seed, bases, _key, _n in group])
+        for (name, label, _sc, _seed, bases, key, n), e in zip(group, done, strict=True):
+            entries[key] = {"task": name, "instance": label, **e}
+            log(f"{name} {label}: {n} requests, SLO attainment {e['summary']['slo_attainment']:.4f}, "
+                f"{e['wall_s']:.1f} s (bases {bases})")
+        save(entries, out)
     return entries

@@ -369,6 +369,7 @@ def _add_oracle_cache(sub: Subparsers) -> None:
     p.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
     p.add_argument("--max-requests", help="only instances of at most this many requests")
     p.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
+    add_backend_flags(p)
 
 
 def cmd_oracle_cache(args: argparse.Namespace) -> int:
@@ -382,7 +383,8 @@ def cmd_oracle_cache(args: argparse.Namespace) -> int:
 
         select_tasks(args.tasks, where=w)
     oracle_cache.load(args.out)
-    oracle_cache.regenerate(args.tasks, cap, args.out)
+    with backend_from_args(w, args) as backend:
+        oracle_cache.regenerate(args.tasks, cap, args.out, backend=backend)
     return 0
 
 

@@ -143,3 +143,22 @@ def test_the_leaderboards_oracle_rolls_out_the_tasks_own_bases(tmp_path, monkeyp
     assert seen[0][:len(osc.DEFAULT_BASES) + 1] == [*osc.DEFAULT_BASES, "pending-switch"]
     fig = res["figures"]
     assert fig["oracle"]["fs-o"]["slo_attainment"][0] >= fig["pending-switch"]["fs-o"]["slo_attainment"][0]
+
+
+def test_a_process_pool_regenerates_the_serial_entries(tmp_path) -> None:
+    """oracle-cache on a process pool: the same entries as the serial run (their wall times aside), saved in
+    groups; a second run finds every entry cached and runs nothing."""
+    from kairos_gym.benchmark.oracle_cache import regenerate
+    from kairos_gym.evaluation.backends import ProcessBackend
+    from tests.fixtures import TINY_SUITE
+
+    suite = TINY_SUITE[:1]  # the synthetic task: 3 test seeds of 120 requests
+    serial = regenerate(out=tmp_path / "serial.json", log=lambda _m: None, suite=suite)
+    with ProcessBackend(2) as pool:
+        pooled = regenerate(out=tmp_path / "pool.json", log=lambda _m: None, backend=pool, suite=suite)
+    assert len(serial) >= 3 and serial.keys() == pooled.keys()
+    for k in serial:
+        assert {**serial[k], "wall_s": 0} == {**pooled[k], "wall_s": 0}, k
+    messages: list[str] = []
+    regenerate(out=tmp_path / "pool.json", log=messages.append, suite=suite)
+    assert messages and all(m.endswith("cached") for m in messages)
