@@ -93,7 +93,16 @@ void bind_oracle(nb::module_& m) {
              "like: a _core.Simulator of the scenario (config and pricer copied into each scratch simulator); "
              "bases: base-policy spec dicts in tie-break order; SLOs in seconds; fixed_chunks: also try every menu "
              "size; threads: the rollouts of one decision run on this many threads (the same result for any).")
-        .def("decide", [](RolloutOracle& o, const Simulator& s) { return to_tuple(o.decide(s)); }, nb::arg("sim"),
+        .def("decide",
+             [](RolloutOracle& o, const Simulator& s) {
+                 Action a;
+                 {  // rollout threads may grow a pricer's tables, which calls Python: they need the GIL free
+                     nb::gil_scoped_release free;
+                     a = o.decide(s);
+                 }
+                 return to_tuple(a);
+             },
+             nb::arg("sim"),
              "The action for sim's pending decision (sim is not changed).")
         .def("rollout",
              [](RolloutOracle& o, const Simulator& s, const ActionT& a, size_t b) {
@@ -101,7 +110,16 @@ void bind_oracle(nb::module_& m) {
              },
              nb::arg("sim"), nb::arg("action"), nb::arg("base"),
              "(n_ok, n_partial) of `action` then base `base` to the end, from sim's pending decision.")
-        .def("run", [](RolloutOracle& o, Simulator& s) { return obj_tuple(o.run(s)); }, nb::arg("sim"),
+        .def("run",
+             [](RolloutOracle& o, Simulator& s) {
+                 Objective r;
+                 {
+                     nb::gil_scoped_release free;
+                     r = o.run(s);
+                 }
+                 return obj_tuple(r);
+             },
+             nb::arg("sim"),
              "Decide and apply every decision of sim to its end; (n_ok, n_partial) of the finished run.")
         .def_prop_ro("stats",
                      [](const RolloutOracle& o) {

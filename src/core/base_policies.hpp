@@ -65,6 +65,8 @@ public:
     // The decision for the pending request of `m` (the simulator's menu of that decision).
     Action decide(const DecisionMenu& m);
     const BaseSpec& spec() const { return spec_; }
+    // give the pricer memos of its own (Pricer::own_memos): before this decider runs on another thread
+    void own_pricer_memos() { pricer_.own_memos(); }
 
 private:
     Action kairos(const DecisionMenu& m);

@@ -197,6 +197,11 @@ double Pricer::model_time(double n_tokens, double n_seqs, double dec_pairs, doub
     return t;
 }
 
+void Pricer::own_memos() {
+    attn_memo_ = std::make_shared<FlatMemo>(*attn_memo_);
+    terms_memo_ = std::make_shared<std::unordered_map<int64_t, std::vector<MenuTerm>>>(*terms_memo_);
+}
+
 bool Pricer::share_memos_from(const Pricer& o) {
     const AttentionConstants& a = ac_;
     const AttentionConstants& b = o.ac_;

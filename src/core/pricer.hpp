@@ -125,6 +125,9 @@ class Pricer {
     // what the pricer would compute, so sharing one changes no result, only how often a value is computed:
     // VecStepper shares its envs' memos, which see the same prompt lengths N times faster. Not thread-safe.
     bool share_memos_from(const Pricer& o);
+    // Memos of its own (copies of the shared ones' entries): a pricer used on another thread must not share
+    // memos with any other pricer (they change on reads). Values never change, so prices stay bit for bit.
+    void own_memos();
 
    private:
     void ensure(int64_t token_index, int64_t seq_index, const char* where) {

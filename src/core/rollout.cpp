@@ -88,6 +88,10 @@ RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases,
     for (int64_t t = 0; t < threads; ++t) {
         auto w = std::make_unique<RolloutWorker>(RolloutWorker{Simulator(like.config(), like.pricer(), false), {}});
         for (const BaseSpec& s : bases) w->bases.emplace_back(s, like.pricer());
+        if (threads > 1) {  // pricer copies share their memos, which change on reads: one set per thread
+            w->sim.own_pricer_memos();
+            for (BaseDecider& d : w->bases) d.own_pricer_memos();
+        }
         workers_.push_back(std::move(w));
     }
 }

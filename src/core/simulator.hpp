@@ -166,6 +166,8 @@ public:
     size_t n_rows() const { return rows_.size(); }
     bool stream_rows = false;
     const Pricer& pricer() const { return pricer_; }
+    // give the pricer memos of its own (Pricer::own_memos): before this simulator runs on another thread
+    void own_pricer_memos() { pricer_.own_memos(); }
     // Pricer::share_memos_from (VecStepper: N simulators of one scenario share their pricing memos)
     bool share_pricer_memos(const Simulator& o) { return pricer_.share_memos_from(o.pricer_); }
     int64_t pending_rid() const { return pending_rid_; }
