@@ -4,15 +4,10 @@ per-request CSV files."""
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-import tabulate as tabulate_module
-from tabulate import tabulate
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 SUMMARY_ROWS = (
     ("requests (completed / rejected)", None),
@@ -40,25 +35,59 @@ def _lines_width(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
+COLUMN_GAP = "  "
+"""Between two columns (the ``simple`` layout of the ``tabulate`` package, which these tables reproduce)."""
+
+
+def _pad(text: str, width: int, how: str) -> str:
+    """``text`` padded to ``width`` characters: ``left`` (text on the left), ``right`` or ``center`` (a spare
+    blank goes to the right)."""
+    if how == "right":
+        return text.rjust(width)
+    if how == "center":
+        return format(text, f"^{width}")
+    return text.ljust(width)
+
+
+def _block(cells: Sequence[list[str]], widths: Sequence[int], align: Sequence[str]) -> list[str]:
+    """The text lines of one row of cells given as lines (the row is as tall as its tallest cell; the others get
+    blank lines below), each without trailing blanks."""
+    height = max((len(c) for c in cells), default=0)
+    cols = list(zip(cells, widths, align, strict=True))
+    return [COLUMN_GAP.join(_pad(c[k] if k < len(c) else "", w, a) for c, w, a in cols).rstrip() for k in range(height)]
+
+
 def _render(headers: Sequence[str], rows: Sequence[Sequence[Cell]], align: Sequence[str], two_line: bool) -> str:
+    """The ``simple`` layout of the ``tabulate`` package with no minimum padding and no number parsing, byte for
+    byte (tests/test_table.py compares them): the headers (not stripped), a line of dashes per column, the rows
+    (cells stripped of surrounding blanks); every column as wide as its widest line; lines without trailing
+    blanks. As in tabulate, when any text has a line break a cell splits into its lines (an empty cell into none,
+    so a row of empty cells prints no line) and a header at every line break; an empty table's headers are
+    left-aligned."""
     def cell(c: Cell) -> str:
         if isinstance(c, tuple):
             return f"{c[0]}\n± {c[1]}" if two_line else f"{c[0]} ± {c[1]}"
         return c
 
-    saved = tabulate_module.MIN_PADDING
-    tabulate_module.MIN_PADDING = 0  # no extra blanks around headers: the two-space column gap is enough
-    try:
-        return tabulate([[cell(c) for c in r] for r in rows], headers=list(headers), tablefmt="simple",
-                        disable_numparse=True, colalign=tuple(align))
-    finally:
-        tabulate_module.MIN_PADDING = saved
+    raw = [[cell(c) for c in r] for r in rows]
+    multiline = any("\n" in t or "\r" in t for t in (*headers, *(t for r in raw for t in r)))  # before stripping
+    body = [[t.strip() for t in r] for r in raw]
+    head = [re.split(r"[\r\n]", h) if multiline else [h] for h in headers]
+    lines = [[t.splitlines() if multiline else [t] for t in r] for r in body]
+    widths = [max(len(line) for c in (head[j], *(r[j] for r in lines)) for line in c) for j in range(len(headers))]
+    if not body:
+        align = ["left"] * len(headers)
+    out = _block(head, widths, align)
+    out.append(COLUMN_GAP.join("-" * w for w in widths))
+    for r in lines:
+        out += _block(r, widths, align)
+    return "\n".join(out)
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, title: str | None = None,
                  notes: Sequence[str] = (), keep: int = 1, align: Sequence[str] | None = None,
                  max_width: int = TABLE_WIDTH) -> str:
-    """The one renderer of command-line tables (``tabulate``'s ``simple`` layout; first column left-aligned,
+    """The one renderer of command-line tables (the ``simple`` layout of ``tabulate``; first column left-aligned,
     the others right-aligned, unless ``align`` names left/right/center per column). Headers carry their
     units, e.g. ``"TTFT P95 (s)"`` (``\\n`` splits a header over two lines).
 
