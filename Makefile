@@ -38,7 +38,8 @@ emulated: $(STAMP) $(CORE_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-# Build the wheel, install it into a fresh venv outside the checkout, gym.make every id, run a short demo.
+# Build the wheel, install it into two fresh venvs outside the checkout (bare, and with [train,plots]), gym.make
+# every id in both, run a short demo.
 wheel-check:
 	PY=$(PY) bash tools/wheel_check.sh
 

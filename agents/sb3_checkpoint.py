@@ -32,6 +32,7 @@ from kairos_gym.agents.checkpoint import (
 )
 
 from kairos_gym.errors import ConfigError
+from kairos_gym.extras import require
 from kairos_gym.literal import parse_literal
 from kairos_gym.yaml_io import load_yaml_file
 
@@ -228,7 +229,8 @@ def load_obs_normalizer(model_path: str | Path, *, trust_checkpoint: bool = Fals
 def load_sb3_model(path: str | Path, algo: str = "auto", device: str = "cpu", *,
                    trust_checkpoint: bool = False) -> Any:
     """Load an SB3 model zip (needs ``trust_checkpoint``: the zip carries cloudpickle entries). ``algo``:
-    ``maskable_ppo``, ``ppo`` or ``auto`` (MaskablePPO when the zip's recorded policy class is maskable)."""
+    ``maskable_ppo``, ``ppo`` or ``auto`` (MaskablePPO when the zip's recorded policy class is maskable). Needs the
+    [train] extra (Stable-Baselines3, torch)."""
     where = "policy ppo"
     if algo not in SB3_ALGOS:
         raise ConfigError(where, "algo", algo, "one of " + ", ".join(SB3_ALGOS))
@@ -238,6 +240,7 @@ def load_sb3_model(path: str | Path, algo: str = "auto", device: str = "cpu", *,
     if not p.is_file():
         raise ConfigError(where, "path", str(path), "an existing Stable-Baselines3 model .zip file")
     require_trust(p, trust_checkpoint, where)
+    require("train", "reading a Stable-Baselines3 checkpoint")
     if algo == "auto":
         algo = "maskable_ppo" if _is_maskable(p) else "ppo"
     st = p.stat()

@@ -4,7 +4,8 @@ Every flag value and every output path is checked before any work starts (:mod:`
 one exits with status 2 and one line naming the flag, the value and what is allowed. Tables go to stdout
 (:func:`kairos_gym.table.render_table`, at most 120 columns); progress bars to stderr, only on a terminal
 (``--no-progress`` turns them off). The commands come in groups, one module each; a command imports what it
-runs inside its function, so ``kairos-gym --help`` loads no torch, Stable-Baselines3 or matplotlib.
+runs inside its function, so ``kairos-gym --help`` loads no torch, Stable-Baselines3 or matplotlib. A command
+that needs a pip extra which is not installed (:mod:`kairos_gym.extras`) stops the same way, naming the extra.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kairos_gym.cli import benchmark, checks, machine, performance, run, train
 from kairos_gym.cli.common import Subparsers
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import BackendError
+from kairos_gym.extras import MissingExtraError
 
 GROUPS: tuple[tuple[str, str, tuple[Callable[[Subparsers], None], ...]], ...] = (
     ("run", "policies on scenarios", (run.add_commands,)),
@@ -86,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: point it somewhere that accepts
         return 0
-    except ConfigError as e:
+    except (ConfigError, MissingExtraError) as e:  # bad input, or a pip extra the command needs is not installed
         print(f"kairos-gym {args.command_name}: error: {e}", file=sys.stderr)
         return 2
     except BackendError as e:  # a run still failed after its retries (docs/scale-out.md)

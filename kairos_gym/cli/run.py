@@ -22,6 +22,7 @@ from kairos_gym.cli.common import (
 )
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
+from kairos_gym.extras import available, require
 from kairos_gym.flags import (
     MAX_LIST,
     SEED_LIMIT,
@@ -144,6 +145,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     refs = parse_names(w, "--references", args.references, POLICIES, empty_ok=True)
     check_outputs(w, {"--json": args.json}, {"--plots": (args.plots, ("slo_vs_load.png", "pareto_ttft_tbt.png"))},
                   stdout_ok=["--json"])
+    if args.plots:
+        require("plots", "--plots")
     with backend_from_args(w, args) as backend, progress(args, "sweep") as bar:
         res = sweep(args.scenario, list(loads), policies, seeds, sq, sl, chunks if (sq or sl) else (), refs,
                     args.plots, progress=bar, backend=backend)
@@ -179,6 +182,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
     policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
     check_outputs("evaluate", {"--json": args.json}, {"--plots": (args.plots, PLOT_FILES)}, stdout_ok=["--json"])
+    if args.plots:
+        require("plots", "--plots")
     with backend_from_args("evaluate", args) as backend, progress(args, "evaluate") as bar:
         result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar, backend=backend)
     if args.json != "-":
@@ -226,8 +231,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"(skipping policy {name}: {e})")
             continue
         policies.append(name)
+    plots = available("plots")  # without matplotlib (the [plots] extra) the demo writes the table and JSON only
     with progress(args, "demo") as bar:
-        result = evaluate(args.scenario, policies, seeds, Path(args.out), progress=bar)
+        result = evaluate(args.scenario, policies, seeds, Path(args.out) if plots else None, progress=bar)
     print(format_table(result))
     first_seed = seeds[0]
     prefix, cap = _oracle_prefix(args.scenario, first_seed)
@@ -238,7 +244,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"seed-{first_seed} workload above (max_requests: {cap}, a true prefix):")
     print(format_table(oracle))
     write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
-    print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
+    if plots:
+        print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
+    else:
+        print(f"JSON in {args.out}/evaluate.json; no plots: they need the [plots] extra (pip install "
+              "'kairos-gym[plots]')")
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from kairos_gym.cli.common import Subparsers, add_command, command_line, write_text
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends.base import MAX_WORKERS
+from kairos_gym.extras import installed, require
 from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
@@ -58,6 +59,7 @@ def _add_train(sub: Subparsers) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """``kairos-gym train``: the plain SB3 run, or with --backend rllib / --tune the scale-out run."""
+    require("train", "training")
     from kairos_gym.train.config import load_config
     from kairos_gym.train.trainer import train, with_overrides
 
@@ -154,6 +156,7 @@ def _add_distill(sub: Subparsers) -> None:
 
 def cmd_distill(args: argparse.Namespace) -> int:
     """``kairos-gym distill``: the run's log lines on stdout."""
+    require("train", "distillation")
     from kairos_gym.train.distill import load_config, run
 
     cfg = load_config(args.config)
@@ -219,9 +222,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     seeds = parse_seeds(args.seeds, "--seeds", "compare")
     check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
-    import torch  # after the checks: a bad flag fails before the seconds of torch's import
+    if installed("torch"):  # a Stable-Baselines3 checkpoint acts through torch; shipped agents need none
+        import torch  # after the checks: a bad flag fails before the seconds of torch's import
 
-    torch.set_num_threads(1)
+        torch.set_num_threads(1)
     results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
                       [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,
                       trust_checkpoint=args.trust_checkpoint)
@@ -248,6 +252,7 @@ def _add_convert(sub: Subparsers) -> None:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     """``kairos-gym convert --trust-checkpoint SRC DEST``."""
+    require("train", "reading a Stable-Baselines3 checkpoint")
     from kairos_gym.agents.sb3_checkpoint import convert_checkpoint
 
     dest = convert_checkpoint(args.src, args.dest, trust_checkpoint=args.trust_checkpoint)

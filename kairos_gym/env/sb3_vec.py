@@ -9,7 +9,7 @@ one ``dones`` flag per env and a list of N info dicts, empty except where an epi
 (return rounded to 6 decimals, length in decisions, wall seconds since the VecEnv was built, as SB3's
 ``Monitor`` writes them) and, with ``summaries=True``,
 ``summary``. ``env_method("action_masks")`` returns the N int8 mask rows, which is what sb3-contrib's
-``get_action_masks`` stacks for MaskablePPO.
+``get_action_masks`` stacks for MaskablePPO. Needs the [train] extra (Stable-Baselines3).
 """
 
 from __future__ import annotations
@@ -20,10 +20,15 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 from kairos_gym.env.vector import KairosVectorEnv
 from kairos_gym.errors import ConfigError
+from kairos_gym.extras import MissingExtraError, missing
+
+try:
+    from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
+except ImportError:  # one line naming the extra, not a traceback into Stable-Baselines3
+    raise MissingExtraError("kairos_gym.env.sb3_vec", "train", missing("train") or ("stable_baselines3",)) from None
 
 WHERE = "KairosVecEnv"
 

@@ -16,6 +16,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
 from kairos_gym.evaluation.backends.runs import RunSpec, run_task
 from kairos_gym.evaluation.stats import INTERVAL_LABEL, mean_ci
+from kairos_gym.extras import require
 from kairos_gym.flags import format_seeds, parse_seeds
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig, load_scenario
@@ -71,7 +72,10 @@ def evaluate(scenario: str | ScenarioConfig, policies: list[str], seeds: list[in
              backend: Backend | None = None) -> dict[str, Any]:
     """Run every policy on every seed; returns ``{"scenario", "seeds", "policies", "runs": [summary, ...]}``;
     optionally writes plots of the first seed's runs (``"plots"``: their paths). ``progress`` counts the runs;
-    ``backend`` runs them (default: serially in this process; the result is the same on every backend)."""
+    ``backend`` runs them (default: serially in this process; the result is the same on every backend). Plots
+    need the [plots] extra (matplotlib): without it ``plots_dir`` raises MissingExtraError before any run."""
+    if plots_dir is not None:
+        require("plots", "plots (plots_dir)")
     sc = load_scenario(scenario)
     check_policies("evaluate", "--policies", policies, sc, seeds[0] if seeds else 0)
     if not seeds:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kairos_gym.extras import require
 from kairos_gym.output_file import save_figure
 
 PLOT_FILES = ("ttft_cdf.png", "tbt_cdf.png", "utilization.png", "timeline.png")
@@ -22,7 +23,9 @@ PLOT_FILES = ("ttft_cdf.png", "tbt_cdf.png", "utilization.png", "timeline.png")
 
 def write_plots(sims: dict[str, Any], out: Path, scenario: str, seed: int | None = None) -> list[str]:
     """One PNG per figure (:data:`PLOT_FILES`) from one seed's run of each policy (``sims``: policy name ->
-    simulator run with ``record_timeline``); ``seed`` is named in every title. Returns the paths."""
+    simulator run with ``record_timeline``); ``seed`` is named in every title. Returns the paths. Needs the
+    [plots] extra (matplotlib)."""
+    require("plots", "plots")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -14,6 +14,7 @@ from kairos_gym.evaluation.backends import Backend, SerialBackend
 from kairos_gym.evaluation.backends.runs import RunSpec, run_task
 from kairos_gym.evaluation.evaluate import check_policies, interval_title
 from kairos_gym.evaluation.stats import mean_ci, nan_to_none
+from kairos_gym.extras import require
 from kairos_gym.flags import format_seeds
 from kairos_gym.output_file import save_figure
 from kairos_gym.progress import RunProgress, or_silent
@@ -135,7 +136,8 @@ def write_sweep_plots(load_rows: list[dict], thr_rows: list[dict], out: Path, sc
                       seeds: list[int] | None = None) -> list[str]:
     """SLO attainment vs load; P95 TTFT vs TBT violation rate with the Pareto frontier. Titles say which
     seeds each figure aggregates; every point of the threshold plot is named in a legend beside the axes
-    (no labels on the points, so none overlap)."""
+    (no labels on the points, so none overlap). Needs the [plots] extra (matplotlib)."""
+    require("plots", "plots")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -194,8 +196,11 @@ def sweep(scenario: str | ScenarioConfig, loads: list[float], policies: list[str
     serially, here; every backend gives the same result).
 
     Every input is checked before the first run: the load multipliers (finite, in (0, MAX_LOAD]), the policy
-    and reference names, and each SQ/SL setting (threshold, chunk from the scenario's menu) by building it.
+    and reference names, and each SQ/SL setting (threshold, chunk from the scenario's menu) by building it, and
+    that matplotlib (the [plots] extra) is installed when ``plots_dir`` is given.
     """
+    if plots_dir is not None:
+        require("plots", "plots (plots_dir)")
     sc = load_scenario(scenario)
     if not seeds:
         raise ConfigError("sweep", "--seeds", seeds, "at least one seed")
