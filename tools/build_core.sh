@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Incremental rebuild of kairos_gym/_core for an editable install (the .cpp edit loop, `make core`): configures
-# once into build/core-dev, then rebuilds only what changed (~0.5 s for a small edit) and installs the module into
-# kairos_gym/, where the editable install finds it. Needs nanobind in the venv (the dev extra has it).
+# Builds kairos_gym/_core for an editable install, the one build of `make demo` / `make test` (whose `pip install
+# -e` compiles nothing, CMakeLists.txt's KAIROS_SKIP_CORE) and the .cpp edit loop (`make core`): configures once
+# into build/core-dev, then rebuilds only what changed (~0.5 s for a small edit; ~4 min for the first build on 2
+# cores, with the compiler's progress lines shown) and installs the module into kairos_gym/, where the editable
+# install finds it. Needs nanobind in the venv (the dev extra has it). JOBS: parallel compile jobs (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
@@ -9,9 +11,11 @@ B=build/core-dev
 gen=()
 if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
 if [ ! -f "$B/CMakeCache.txt" ]; then
-    cmake -S . -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    echo "build_core: configuring $B (the first build compiles every source: ~4 min on 2 cores)"
+    cmake -S . -B "$B" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DKAIROS_SKIP_CORE=OFF \
         -DPython_EXECUTABLE="$("$PY" -c 'import sys; print(sys.executable)')" \
         -Dnanobind_DIR="$("$PY" -m nanobind --cmake_dir)" >/dev/null
 fi
+echo "build_core: building kairos_gym._core in $B"
 cmake --build "$B" -j "${JOBS:-2}"
 cmake --install "$B" --prefix . >/dev/null
