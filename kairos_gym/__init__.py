@@ -1,8 +1,9 @@
 """kairos-gym: prefill deflection in disaggregated LLM serving, as a Gymnasium environment.
 
-``import kairos_gym`` registers the Gymnasium ids (``kairos_gym/Kairos-v0``, ``kairos_gym/KairosSmall-v0``,
-``kairos_gym/Kairos-<scenario>-v0``), as ``import minigrid`` does. Registration reads no file and imports
-neither the simulator nor the env: those load on the first ``gym.make``. The simulator core
+``import kairos_gym`` registers the Gymnasium ids, one per env (``kairos_gym/Kairos-v0`` for the bursty scenario,
+``kairos_gym/KairosSmall-v0``, ``kairos_gym/Kairos-<scenario>-v0``, ``kairos_train/KairosGeneral-v0``), as
+``import minigrid`` does. Registration imports neither the simulator, the env nor the training code: those load
+on the first ``gym.make``. The simulator core
 (``kairos_gym.sim``, ``kairos_gym.latency``, ``kairos_gym.workload``) never imports gymnasium itself.
 """
 

@@ -30,9 +30,9 @@ explicit arrival-rate or track feature: the policy infers the regime from the st
 the observation of every env and of the shipped checkpoint). A family whose observation or action layout
 differs from the first one's is refused (ConfigError), not padded.
 
-``reset(seed=s)`` re-seeds the domain generator from ``s``: the same seed gives the same draw and the same
-episode (the inner KairosEnv is always reset with an explicit simulator seed); ``reset()`` takes the next
-draw. ``info["domain"]`` at reset says what was drawn.
+``reset(seed=s)`` re-seeds the domain generator from ``s`` (and Gymnasium's ``np_random``, which the draws do
+not use): the same seed gives the same draw and the same episode (the inner KairosEnv is always reset with an
+explicit simulator seed); ``reset()`` takes the next draw. ``info["domain"]`` at reset says what was drawn.
 """
 
 from __future__ import annotations
@@ -44,14 +44,16 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from kairos_gym.train.envs import TRAIN_SEED_MIN
 
+from kairos_gym.benchmark.suite import TRAIN_SEED_MIN
+from kairos_gym.env.registration import GENERAL_ENTRY_POINT, GENERAL_ENV_ID
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig
 
-DOMAIN_ENV_ID = "kairos_train/KairosGeneral-v0"
-"""The Gymnasium id of :class:`DomainEnv`, registered on import of this module (a namespace of its own: it is not
-one of ``kairos_gym.env.env_ids()``, the KairosEnv ids)."""
+DOMAIN_ENV_ID = GENERAL_ENV_ID
+"""The Gymnasium id of :class:`DomainEnv`, registered by ``import kairos_gym`` (kairos_gym/env/registration.py,
+by its entry-point string) and again, if missing, on import of this module (a namespace of its own: it is not one
+of ``kairos_gym.env.env_ids()``, the KairosEnv ids). Needs no torch."""
 WHERE = "KairosGeneral-v0"
 LOAD_RANGE = (0.7, 1.3)
 """Default range of the per-episode load factor (multiplies every arrival rate)."""
@@ -363,6 +365,8 @@ class DomainEnv(gym.Env):
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
                 raise ConfigError(f"{WHERE}.reset", "seed", seed, "None or a whole number >= 0")
             self._rng = np.random.default_rng([int(seed), _SEED_TAG])
+        # Gymnasium's np_random is seeded as usual (the env checker's contract); the draws use the domain generator
+        super().reset(seed=None if seed is None else int(seed))
         d = draw(self.spec_domain, self._rng)
         self.draw = d
         self.env = KairosEnv(d.scenario(), **self.env_kwargs)
@@ -388,7 +392,7 @@ class DomainEnv(gym.Env):
 def register() -> None:
     """Register :data:`DOMAIN_ENV_ID` (once)."""
     if DOMAIN_ENV_ID not in gym.registry:
-        gym.register(id=DOMAIN_ENV_ID, entry_point="kairos_gym.train.domain:DomainEnv")
+        gym.register(id=DOMAIN_ENV_ID, entry_point=GENERAL_ENTRY_POINT)
 
 
 register()

@@ -1,9 +1,13 @@
-"""Gymnasium ids of kairos-gym, registered lazily (no scenario file is read at registration).
+"""Gymnasium ids of kairos-gym, registered lazily (no scenario is loaded at registration).
 
-``kairos_gym/Kairos-v0`` (scenario ``bursty``), ``kairos_gym/KairosSmall-v0`` (scenario ``small``) and
-``kairos_gym/Kairos-<name>-v0`` for every shipped scenario ``configs/scenarios/<name>.yaml`` found when
-:func:`register_envs` runs (it runs on ``import kairos_gym``; call it again to pick up scenario files
-added later). A missing scenario file only fails ``gym.make`` of its id, with a ConfigError.
+One id per env: ``kairos_gym/Kairos-v0`` (scenario ``bursty``, the default), ``kairos_gym/KairosSmall-v0``
+(scenario ``small``) and ``kairos_gym/Kairos-<name>-v0`` for every other shipped scenario
+``configs/scenarios/<name>.yaml`` found when :func:`register_envs` runs (:func:`scenario_env_id` names them; the
+streaming-metrics scenarios have none). ``kairos_train/KairosGeneral-v0`` (domain randomisation over the
+benchmark's train split, :mod:`kairos_gym.train.domain`) is registered here too, by its entry-point string:
+``gym.make`` imports the training package, ``import kairos_gym`` does not (neither needs torch). It runs on
+``import kairos_gym``; call it again to pick up scenario files added later. A missing scenario file only fails
+``gym.make`` of its id, with a ConfigError.
 
 Every id's spec carries :class:`~kairos_gym.env.wrapper.KairosWrapper` as an additional wrapper, so
 ``gym.make`` returns an env with ``action_masks()`` whose truncating steps (``max_episode_steps``) have
@@ -40,12 +44,19 @@ class _EnvOnlyWrappers(tuple):
 
     def __len__(self) -> int:
         return 0
-FIXED_IDS = {f"{NAMESPACE}/Kairos-v0": "bursty", f"{NAMESPACE}/KairosSmall-v0": "small"}
+NAMED_IDS = {"bursty": f"{NAMESPACE}/Kairos-v0", "small": f"{NAMESPACE}/KairosSmall-v0"}
+"""The scenarios whose id is a name of its own (the default scenario and the small one of tests and quick
+training); every other shipped scenario's id is ``kairos_gym/Kairos-<name>-v0``."""
+GENERAL_ENV_ID = "kairos_train/KairosGeneral-v0"
+"""The id of :class:`kairos_gym.train.domain.DomainEnv` (a namespace of its own: not one of :func:`env_ids`)."""
+GENERAL_ENTRY_POINT = "kairos_gym.train.domain:DomainEnv"
 
 
 def scenario_env_id(name: str) -> str:
-    """The id of a shipped scenario, e.g. ``azure-code`` -> ``kairos_gym/Kairos-azure-code-v0``."""
-    return f"{NAMESPACE}/Kairos-{name}-v0"
+    """The id of a shipped scenario: ``bursty`` -> ``kairos_gym/Kairos-v0``, ``small`` ->
+    ``kairos_gym/KairosSmall-v0``, any other ``name`` -> ``kairos_gym/Kairos-<name>-v0`` (e.g. ``azure-code`` ->
+    ``kairos_gym/Kairos-azure-code-v0``)."""
+    return NAMED_IDS.get(name, f"{NAMESPACE}/Kairos-{name}-v0")
 
 
 def env_compatible(name: str) -> bool:
@@ -59,8 +70,9 @@ def env_compatible(name: str) -> bool:
 
 
 def register_envs() -> list[str]:
-    """Register every kairos-gym id not yet registered; returns all kairos-gym ids (sorted)."""
-    wanted = dict(FIXED_IDS)
+    """Register every kairos-gym id not yet registered (and :data:`GENERAL_ENV_ID`); returns the KairosEnv ids
+    (:func:`env_ids`)."""
+    wanted = {env_id: name for name, env_id in NAMED_IDS.items()}
     for name in sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")):
         if env_compatible(name):
             wanted.setdefault(scenario_env_id(name), name)
@@ -68,9 +80,11 @@ def register_envs() -> list[str]:
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario},
                          additional_wrappers=_EnvOnlyWrappers((WRAPPER,)), vector_entry_point=VECTOR_ENTRY_POINT)
+    if GENERAL_ENV_ID not in gym.registry:
+        gym.register(id=GENERAL_ENV_ID, entry_point=GENERAL_ENTRY_POINT)
     return env_ids()
 
 
 def env_ids() -> list[str]:
-    """All registered kairos-gym ids."""
+    """The registered KairosEnv ids (namespace ``kairos_gym``), one per scenario, sorted."""
     return sorted(k for k in gym.registry if k.startswith(NAMESPACE + "/"))

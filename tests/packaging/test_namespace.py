@@ -29,10 +29,11 @@ def test_import_kairos_gym_registers_ids_without_loading_the_simulator(tmp_path)
     got = json.loads(out)
     assert "kairos_gym/Kairos-v0" in got["ids"] and "kairos_gym/KairosSmall-v0" in got["ids"]
     shipped = sorted(p.stem for p in (ROOT / "configs" / "scenarios").glob("*.yaml"))
-    from kairos_gym.env.registration import env_compatible
+    from kairos_gym.env.registration import env_compatible, scenario_env_id
 
     for name in shipped:  # but streaming-metrics scenarios (soak-24h: the env reads per-request records)
-        assert (f"kairos_gym/Kairos-{name}-v0" in got["ids"]) == env_compatible(name)
+        assert (scenario_env_id(name) in got["ids"]) == env_compatible(name)
+    assert len(got["ids"]) == sum(map(env_compatible, shipped))  # one id per scenario
     heavy = [m for m in got["mods"] if m.startswith(("kairos_gym.sim", "kairos_gym.env.core", "kairos_gym.scenario"))
              and m != "kairos_gym.configs"]
     assert heavy == [], f"import kairos_gym loaded {heavy}"
