@@ -10,6 +10,7 @@ table, the action table, the rewards, the ``info`` keys and the episode and seed
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -55,14 +56,15 @@ class KairosEnv(gym.Env):
             scenario's workload (start drawn with the env's ``np_random``; arrival times shifted to 0), 1 to
             10,000,000 (``MAX_REQUESTS``) and at most the workload's size (``reset`` raises otherwise).
             Default None: the whole workload.
-        render_mode: None, ``"ansi"`` or ``"rgb_array"``.
+        render_mode: None, ``"human"`` (the ``"ansi"`` text printed to stdout at every ``reset`` and ``step``, as
+            Gymnasium's text envs do; ``render()`` then returns None), ``"ansi"`` or ``"rgb_array"``.
         **overrides: scenario sections deep-merged into the scenario, e.g. ``workload={"max_requests": 200}``,
             ``slo={"tbt_s": 0.05}``, ``deflection={"chunk_menu": [256, 512]}``.
 
     Every bad argument raises :class:`~kairos_gym.errors.ConfigError` naming it.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -153,6 +155,8 @@ class KairosEnv(gym.Env):
         obs = self._observe_native()
         info = {"action_mask": self._mask.copy(), "sim_seed": sim_seed, "sim_time_s": self.sim.now,
                 "n_requests": self.sim.n}
+        if self.render_mode == "human":
+            self.render()
         return obs, info
 
     def _end_step(self, obs: Any, reward: float, terminated: bool, truncated: bool, info: dict[str, Any], a: int,
@@ -165,6 +169,8 @@ class KairosEnv(gym.Env):
         if self.render_mode is not None:
             self._last = {"action": self.action_layout.describe(a) + ("" if valid else " (invalid)"),
                           "reward": reward}
+            if self.render_mode == "human":
+                self.render()
         return obs, float(reward), terminated, truncated, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -219,8 +225,16 @@ class KairosEnv(gym.Env):
                               (met, missed) if track else None)
 
     def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "ansi":
-            return render_ansi(self.sim, self.decision_context, decisions=self._decisions, last=self._last)
+        """The frame of ``render_mode``: ``"ansi"`` the text dashboard (str), ``"rgb_array"`` the timeline (uint8
+        H x W x 3); ``"human"`` prints the text dashboard to stdout and returns None (``reset`` and ``step`` call
+        it); None returns None."""
+        if self.render_mode in ("ansi", "human"):
+            text = render_ansi(self.sim, self.decision_context, decisions=self._decisions, last=self._last)
+            if self.render_mode == "ansi":
+                return text
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+            return None
         if self.render_mode == "rgb_array":
             return render_rgb(self.sim)
         return None

@@ -1,4 +1,5 @@
-"""Rendering: ``"ansi"`` (a text dashboard) and ``"rgb_array"`` (a timeline of node steps).
+"""Rendering: ``"ansi"`` (a text dashboard; ``"human"`` prints it to stdout at every reset and step) and
+``"rgb_array"`` (a timeline of node steps).
 
 The timeline shows the last :data:`TIMELINE_WINDOW_S` simulated seconds, one row per node (prefill
 nodes on top, then decode nodes): prefill steps in blue, decode-only stretches in grey, decode steps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from pathlib import Path
@@ -207,7 +208,7 @@ def test_invalid_action_falls_back_and_is_counted():
     ({"max_decisions": 0}, "max_decisions"),
     ({"max_decisions": 2.5}, "max_decisions"),
     ({"episode_window": -3}, "episode_window"),
-    ({"render_mode": "human"}, "render_mode"),
+    ({"render_mode": "pygame"}, "render_mode"),
     ({"max_decision": 5}, "max_decision"),
     ({"slo": {"tbt_s": -1}}, "tbt_s"),
     ({"deflection": {"chunk_menu": [100]}}, "chunk_menu"),
@@ -218,9 +219,10 @@ def test_bad_kwargs_raise_config_error(kwargs, field):
     with pytest.raises(ConfigError) as e:
         KairosEnv(**kwargs)
     assert e.value.field == field
-    if field != "render_mode":  # gym.make itself handles render_mode="human" (HumanRendering wrapper)
-        with pytest.raises(ConfigError):
-            gym.make("kairos_gym/Kairos-v0", **kwargs)
+    # gym.make warns of a render mode the metadata does not declare, then the env refuses it
+    warns = (pytest.warns(UserWarning, match="render_mode") if field == "render_mode" else contextlib.nullcontext())
+    with pytest.raises(ConfigError), warns:
+        gym.make("kairos_gym/Kairos-v0", **kwargs)
 
 
 def test_bad_actions_and_reset_args():
@@ -309,6 +311,21 @@ def test_render_modes():
     assert (img == [60, 110, 200]).all(axis=2).any() or (img == [95, 145, 225]).all(axis=2).any()
     assert (img[..., 0] == 235).any()
     assert KairosEnv(TINY).render() is None
+
+
+def test_human_render_mode_prints_the_text_frame_at_every_reset_and_step(capsys):
+    """As Gymnasium's text envs: ``human`` renders by itself, to stdout, and ``render()`` returns None."""
+    env = gym.make("kairos_gym/Kairos-v0", scenario=TINY, render_mode="human")
+    assert "human" in env.metadata["render_modes"] and type(env.unwrapped) is KairosEnv  # no HumanRendering
+    ansi = KairosEnv(TINY, render_mode="ansi")
+    env.reset(seed=0)
+    ansi.reset(seed=0)
+    assert capsys.readouterr().out == ansi.render() + "\n"
+    env.step(1)
+    ansi.step(1)
+    out = capsys.readouterr().out
+    assert out == ansi.render() + "\n" and "last: deflect d0" in out
+    assert env.render() is None and capsys.readouterr().out == out
 
 
 def test_docs_list_every_feature_and_info_key():
