@@ -18,6 +18,7 @@ from kairos_gym.env.registration import env_ids, register_envs, scenario_env_id
 from kairos_gym.env.wrapper import KairosWrapper
 
 if TYPE_CHECKING:
+    from kairos_gym.env.actions import MaskedActionWarning
     from kairos_gym.env.core import KairosEnv
 
 register_envs()
@@ -29,6 +30,10 @@ def __getattr__(name: str) -> Any:
         from kairos_gym.env.core import KairosEnv
 
         return KairosEnv
+    if name == "MaskedActionWarning":
+        from kairos_gym.env.actions import MaskedActionWarning
+
+        return MaskedActionWarning
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["KairosEnv", "KairosWrapper", "env_ids", "register_envs", "scenario_env_id"]
+__all__ = ["KairosEnv", "KairosWrapper", "MaskedActionWarning", "env_ids", "register_envs", "scenario_env_id"]

@@ -13,11 +13,33 @@ An action is valid (mask 1) when it is the prefill path or its decode node accep
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import numpy as np
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig
 from kairos_gym.sim.hook import LARGEST_SAFE, Decision, DecisionContext
+
+
+class MaskedActionWarning(UserWarning):
+    """An env was stepped with an action its mask forbids (a client that does not read the mask, e.g. plain PPO or
+    CleanRL's ppo.py): the request goes down the prefill path and the step counts in ``n_invalid_actions``.
+    Warned once per env; silence it with ``warnings.filterwarnings("ignore", category=MaskedActionWarning)``."""
+
+
+def warn_masked_action(where: str, action: int, what: str) -> None:
+    """Issue the :class:`MaskedActionWarning` for ``action`` (``what``: its description), attributed to the first
+    caller outside kairos_gym and gymnasium (the client's own step call, not a wrapper's)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] in ("kairos_gym", "gymnasium"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"{where}: action {action} ({what}) is masked out at this decision; the request goes down the "
+                  "prefill path instead and the step counts in info['n_invalid_actions'] (info['invalid_action'] is "
+                  "True). Sample with env.action_space.sample(mask=info['action_mask']) or use a masking algorithm "
+                  "(MaskablePPO). Warned once per env (docs/env.md, Actions).", MaskedActionWarning, stacklevel=level)
+
 
 MAX_CACHED_MASKS = 4096
 """Mask rows kept per layout (one per pattern of deflectable nodes; with many decode nodes the patterns are

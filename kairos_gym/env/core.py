@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from kairos_gym.env.actions import ActionLayout
+from kairos_gym.env.actions import ActionLayout, warn_masked_action
 from kairos_gym.env.observation import ObservationLayout
 from kairos_gym.env.render import render_ansi, render_rgb
 from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
@@ -126,6 +126,10 @@ class KairosEnv(gym.Env):
         self._pull = sc.deflection.decision_points == "arrival+pull"  # info["pull"]: the step answered a pull
         self._faults = sc.faults.enabled  # info["reentry"]: the step answered a re-entry decision (a failure's victim)
         self._native_live = False  # a decision is pending
+        self.warn_masked = True
+        """Warn (:class:`MaskedActionWarning`, once) at the first step whose action the mask forbids; a vector env
+        turns it off in its envs and warns once itself."""
+        self._stale_seen = 0  # the core's n_stale_refusals at the last refused step (realistic track)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -149,6 +153,7 @@ class KairosEnv(gym.Env):
                               "node's KV cache")
         self._decisions = 0
         self._n_invalid = 0
+        self._stale_seen = 0
         self._slo = SloTracker(self.scenario.slo.ttft_s, self.scenario.slo.tbt_s)
         self._last = {}
         self._native_live = True
@@ -186,6 +191,9 @@ class KairosEnv(gym.Env):
         valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now = self._native.step(a)
         if not valid:
             self._n_invalid += 1
+            if self.warn_masked and self._was_masked():
+                self.warn_masked = False
+                warn_masked_action(WHERE, a, self.action_layout.describe(a))
         self._ctx = None  # built on demand by decision_context
         self._native_live = not terminated
         self._decisions += 1
@@ -223,6 +231,15 @@ class KairosEnv(gym.Env):
             info["reentry"] = was_reentry
         return self._end_step(obs, reward, terminated, truncated, info, a, valid,
                               (met, missed) if track else None)
+
+    def _was_masked(self) -> bool:
+        """The step just refused its action because the mask forbade it, not because the realistic track's stale
+        view offered a deflection the node refused (the core counts those in ``n_stale_refusals``). On the exact
+        track a refused action is always a masked one. Called on refused steps only (no cost otherwise)."""
+        if not self.scenario.information.realistic:
+            return True
+        seen, self._stale_seen = self._stale_seen, int(self.sim._core.n_stale_refusals)
+        return self._stale_seen == seen
 
     def render(self) -> str | np.ndarray | None:
         """The frame of ``render_mode``: ``"ansi"`` the text dashboard (str), ``"rgb_array"`` the timeline (uint8
@@ -275,6 +292,7 @@ class KairosEnv(gym.Env):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state = {"warn_masked": True, "_stale_seen": 0, **state}  # a pickle of an env from before these fields
         self.__dict__.update(state)
         if "_native" not in state:
             self._native = make_stepper(self.sim, self.obs_layout, self.action_layout)
@@ -308,6 +326,7 @@ class KairosEnv(gym.Env):
         self.sim.workload = state["workload"]
         self._decisions = state["decisions"]
         self._n_invalid = state["n_invalid"]
+        self._stale_seen = int(self.sim._core.n_stale_refusals) if self.scenario.information.realistic else 0
         self._sim_seed = state["sim_seed"]
         self._slo.set_state(state["slo"])
         self.np_random.bit_generator.state = copy.deepcopy(state["np_random"])

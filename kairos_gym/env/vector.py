@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from kairos_gym.env.actions import warn_masked_action
 from kairos_gym.env.core import KairosEnv
 from kairos_gym.errors import ConfigError
 
@@ -75,6 +76,12 @@ class KairosVectorEnv(VectorEnv):
             raise ConfigError(WHERE, "obs_mode", env_kwargs["obs_mode"], "flat (the batched observation is [N, F])")
         n = int(num_envs)
         self.envs = [KairosEnv(**env_kwargs) for _ in range(n)]
+        for e in self.envs:
+            e.warn_masked = False  # the vector env warns once for all of them (step)
+        self.warn_masked = True
+        """Warn (:class:`~kairos_gym.env.actions.MaskedActionWarning`, once for the vector env) at the first step
+        with an action the env's mask forbids."""
+        self._rows = np.arange(n)
         first = self.envs[0]
         self.num_envs = n
         self.autoreset_mode = _MODES[mode]
@@ -156,10 +163,23 @@ class KairosVectorEnv(VectorEnv):
             raise ConfigError(f"{WHERE}.step", "actions", actions, f"action indices in [0, {self._n_actions})")
         return a.astype(np.int64, copy=False)
 
+    def _warn_if_masked(self, acts: np.ndarray) -> None:
+        """Warn once if an env that steps now (not one awaiting its NEXT_STEP reset, whose action is ignored) is
+        given an action its current mask forbids."""
+        forbidden = self._masks[self._rows, acts] == 0
+        forbidden &= ~self._autoreset
+        if forbidden.any():
+            i = int(np.flatnonzero(forbidden)[0])
+            a = int(acts[i])
+            self.warn_masked = False
+            warn_masked_action(f"{WHERE} env {i}", a, self.envs[i].action_layout.describe(a))
+
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._started:
             raise RuntimeError("KairosVectorEnv.step() called before reset()")
         checked = self._check_actions(actions)
+        if self.warn_masked:
+            self._warn_if_masked(checked)
         if self._vs is not None:
             return self._step_batched(np.ascontiguousarray(checked, dtype=np.int64))
         acts = checked.tolist()

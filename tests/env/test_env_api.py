@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import kairos_gym.env as kenv
-from kairos_gym.env import KairosEnv
+from kairos_gym.env import KairosEnv, MaskedActionWarning
 from kairos_gym.scenario import scenario_names
 from tests.fixtures import silent_logger
 
@@ -38,6 +38,7 @@ def test_gymnasium_and_sb3_check_env(env_id):
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning fails the test
+        warnings.simplefilter("ignore", MaskedActionWarning)  # but this one: the checkers step unmasked
         env = make_or_skip(env_id, **SMALL_OVERRIDES)
         check_env(env.unwrapped)
         sb3_check_env(make_or_skip(env_id, **SMALL_OVERRIDES).unwrapped, warn=True)
@@ -46,6 +47,7 @@ def test_gymnasium_and_sb3_check_env(env_id):
 def test_check_env_dict_mode_oracle_and_largest_safe():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", MaskedActionWarning)
         check_env(gym.make("kairos_gym/Kairos-v0", scenario=TINY, obs_mode="dict").unwrapped)
         check_env(gym.make("kairos_gym/Kairos-v0", scenario=TINY, oracle=True, reward="slo",
                            deflection={"largest_safe_action": True}).unwrapped)

@@ -1,5 +1,5 @@
 """One id per env, every documented id registered by ``import kairos_gym``, and Gymnasium's env checker passes on
-every id."""
+the training id (on the KairosEnv ids: test_env_api.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import warnings
 from pathlib import Path
 
 import gymnasium as gym
-import pytest
 from gymnasium.utils.env_checker import check_env
 
+from kairos_gym.env import MaskedActionWarning
 from kairos_gym.env.registration import GENERAL_ENV_ID, NAMED_IDS, env_compatible, env_ids, scenario_env_id
 from kairos_gym.scenario import scenario_names
 
@@ -61,10 +61,11 @@ def test_one_id_per_scenario():
     assert len(set(scenarios)) == len(scenarios)
 
 
-@pytest.mark.parametrize("env_id", [*env_ids(), GENERAL_ENV_ID])
-def test_gymnasium_env_checker_passes(env_id):
+def test_gymnasium_env_checker_passes_on_the_general_id():
+    """The KairosEnv ids: tests/env/test_env_api.py (Gymnasium's and Stable-Baselines3's checkers)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the checker reports problems as warnings
-        env = gym.make(env_id)
+        warnings.simplefilter("ignore", MaskedActionWarning)  # it steps with unmasked random actions
+        env = gym.make(GENERAL_ENV_ID)
         check_env(env.unwrapped)
         env.close()
