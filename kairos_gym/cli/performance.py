@@ -111,6 +111,9 @@ def _add_perf_env(sub: Subparsers) -> None:
     p.add_argument("--vs-cartpole", action="store_true", help="time each id against CartPole-v1 in this process")
     p.add_argument("--vector", default=None, metavar="N",
                    help="time a KairosVectorEnv of N envs of each id (env-steps/s) against single-env CartPole-v1")
+    p.add_argument("--step-infos", action="store_true",
+                   help="with --vector: the vector env's per-step info keys on (gym.make_vec's default; without "
+                   "the flag: step_infos=False, summaries=False, the training configuration)")
 
 
 def cmd_perf_env(args: argparse.Namespace) -> int:
@@ -125,9 +128,9 @@ def cmd_perf_env(args: argparse.Namespace) -> int:
     vector = None if args.vector is None else parse_int(w, "--vector", args.vector, 1, MAX_NUM_ENVS)
     for env_id in args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]:
         if vector is not None and decisions is not None:
-            res = et.run_vector_steps(env_id, vector, decisions)
+            res = et.run_vector_steps(env_id, vector, decisions, step_infos=args.step_infos)
         elif vector is not None:
-            res = et.bench_vector_vs_cartpole(env_id, vector, seconds, repeats)
+            res = et.bench_vector_vs_cartpole(env_id, vector, seconds, repeats, step_infos=args.step_infos)
         elif args.vs_cartpole:
             res = et.bench_vs_cartpole(env_id, seconds, repeats)
         elif decisions is not None:

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from kairos_gym.env.vector import KairosVectorEnv
+from kairos_gym.env.vector_infos import unbatch_info
 from kairos_gym.errors import ConfigError
 from kairos_gym.extras import MissingExtraError, missing
 
@@ -37,7 +38,8 @@ class KairosVecEnv(VecEnv):
     """``num_envs`` KairosEnvs (built with ``env_kwargs``) as one SB3 VecEnv; see the module docstring."""
 
     def __init__(self, num_envs: int, *, summaries: bool = False, **env_kwargs: Any) -> None:
-        self.vec = KairosVectorEnv(num_envs, autoreset_mode="same_step", summaries=summaries, **env_kwargs)
+        self.vec = KairosVectorEnv(num_envs, autoreset_mode="same_step", summaries=summaries, step_infos=False,
+                                   **env_kwargs)
         self.envs = self.vec.envs
         super().__init__(self.vec.num_envs, self.vec.single_observation_space, self.vec.single_action_space)
         self._actions: np.ndarray | None = None
@@ -71,9 +73,9 @@ class KairosVecEnv(VecEnv):
             info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
             info["episode"] = {"r": round(float(self._ep_return[i]), 6), "l": int(self._ep_len[i]),
                                "t": round(time.time() - self._t0, 6)}
-            summary = infos["final_info"][i].get("summary")
-            if self.vec.summaries and summary is not None:
-                info["summary"] = summary
+            final = infos["final_info"]  # Gymnasium's vector layout: the summary is a dict of arrays
+            if self.vec.summaries and final["_summary"][i]:
+                info["summary"] = unbatch_info(final["summary"], i)
             self._ep_return[i] = 0.0
             self._ep_len[i] = 0
         return obs, rewards.astype(np.float32), dones, out

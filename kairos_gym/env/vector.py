@@ -17,13 +17,16 @@ observation with reward 0 and both flags false), or SAME_STEP (``autoreset_mode=
 reset in the step that ends its episode; ``infos["final_obs"]`` / ``infos["final_info"]`` hold the last
 observation and info, as in ``SyncVectorEnv``).
 
-``infos`` is a dict of arrays with ``_key`` masks (``VectorEnv._add_info``): ``action_mask`` ``[N, A]``
-always; ``summary`` (an object array of N, the env's summary dict where ``_summary`` is True, else None)
-only where an episode ended (and only with ``summaries=True``, the default; it costs hundreds of
-microseconds per episode end); on reset also ``sim_seed``, ``sim_time_s`` and ``n_requests``. In SAME_STEP
-mode ``final_obs`` is batched like the observations and ``final_info`` is an object array of the ending
-steps' info dicts (on the fast path only ``{"summary": ...}``, or ``{}`` with ``summaries=False``).
-The per-step scalar info keys of a single env (``rid``, ``interval_s``, ...) are not batched.
+``infos`` follow Gymnasium's vector layout (kairos_gym/env/vector_infos.py): a dict of arrays with ``_key`` bool
+masks, with the keys, dtypes and values ``gymnasium.vector.SyncVectorEnv`` gives over ``gym.make`` envs of the same
+id and seeds (tests/env/test_env_vector_infos.py compares them side by side): every per-step key of
+``KairosEnv.step``'s info (``action_mask`` ``[N, A]`` int8, ``invalid_action``, ``n_invalid_actions``,
+``deflected``, ``rid``, ``interval_s``, ...), the reset keys (``sim_seed``, ``sim_time_s``, ``n_requests``) for the
+envs that reset in the step, and where an episode ended ``summary`` (a dict of arrays, NEXT_STEP) or
+``final_obs`` and ``final_info`` (SAME_STEP). On the batched path the per-step keys are computed from arrays and
+the engine's counters, the same numbers ``KairosEnv.step`` returns. Two opt-outs, for speed: ``summaries=False``
+(no ``summary``: it costs hundreds of microseconds per episode end) and ``step_infos=False`` (only
+``action_mask`` and the episode-end keys: the per-step keys cost about a microsecond per env and step).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from kairos_gym.env.actions import warn_masked_action
 from kairos_gym.env.core import KairosEnv
+from kairos_gym.env.vector_infos import add_info, masked_arrays
 from kairos_gym.errors import ConfigError
 
 WHERE = "KairosVectorEnv"
@@ -53,6 +57,8 @@ class KairosVectorEnv(VectorEnv):
         autoreset_mode: ``"next_step"`` (default, Gymnasium 1.x's default) or ``"same_step"`` (or an
             ``AutoresetMode`` of those two).
         summaries: add ``infos["summary"]`` where an episode ends (default True).
+        step_infos: add the per-step keys of ``KairosEnv.step``'s info and the autoreset's reset keys (default
+            True, as ``SyncVectorEnv``); False leaves only ``action_mask`` and the episode-end keys.
         max_episode_steps: must be None (``gym.make_vec`` passes it); use ``max_decisions`` to truncate.
         **env_kwargs: passed to every :class:`KairosEnv` (``obs_mode`` must stay ``"flat"``).
     """
@@ -60,15 +66,17 @@ class KairosVectorEnv(VectorEnv):
     metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, num_envs: int = 1, *, autoreset_mode: str | AutoresetMode = "next_step",
-                 summaries: bool = True, max_episode_steps: int | None = None, **env_kwargs: Any) -> None:
+                 summaries: bool = True, step_infos: bool = True, max_episode_steps: int | None = None,
+                 **env_kwargs: Any) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) \
                 or not 1 <= num_envs <= MAX_NUM_ENVS:
             raise ConfigError(WHERE, "num_envs", num_envs, f"a whole number in [1, {MAX_NUM_ENVS}]")
         mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
         if not isinstance(mode, str) or mode not in _MODES:
             raise ConfigError(WHERE, "autoreset_mode", autoreset_mode, "next_step or same_step")
-        if not isinstance(summaries, bool):
-            raise ConfigError(WHERE, "summaries", summaries, "true or false")
+        for name, flag in (("summaries", summaries), ("step_infos", step_infos)):
+            if not isinstance(flag, bool):
+                raise ConfigError(WHERE, name, flag, "true or false")
         if max_episode_steps is not None:
             raise ConfigError(WHERE, "max_episode_steps", max_episode_steps,
                               "None (truncate episodes with max_decisions)")
@@ -88,6 +96,7 @@ class KairosVectorEnv(VectorEnv):
         self.metadata = {**first.metadata, "autoreset_mode": self.autoreset_mode}  # type: ignore[misc]
         self.render_mode = None
         self.summaries = summaries
+        self._step_infos = step_infos
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, n)
@@ -115,6 +124,15 @@ class KairosVectorEnv(VectorEnv):
         ``SyncVectorEnv``) or a callable ``i -> seed`` (kairos_gym.train.envs: held-out training seeds)."""
         self._dec = np.zeros(n, dtype=np.int64)  # decisions and invalid actions of the episodes (batched path)
         self._inv = np.zeros(n, dtype=np.int64)
+        # the batched path's per-step info keys: each env's engine state at its pending decision (time in s, tokens
+        # emitted, requests finished, the pending request and decision kind), read after every step and reset
+        self._cores = [e.sim._core for e in self.envs]
+        self._now = np.zeros(n, dtype=np.float64)
+        self._tok = np.zeros(n, dtype=np.int64)
+        self._fin = np.zeros(n, dtype=np.int64)
+        self._rid = np.zeros(n, dtype=np.int64)
+        self._kind = np.zeros(n, dtype=np.int64)
+        self._pull, self._faults = first._pull, first._faults  # the info keys "pull" and "reentry"
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -137,7 +155,7 @@ class KairosVectorEnv(VectorEnv):
         infos: dict[str, Any] = {}
         for i, (env, s) in enumerate(zip(self.envs, seeds, strict=True)):
             self._obs[i], info = env.reset(seed=s)
-            self._masks[i] = info.pop("action_mask")
+            self._masks[i] = info["action_mask"]
             infos = self._add_info(infos, info, i)
         self._terminated[:] = False
         self._truncated[:] = False
@@ -145,13 +163,39 @@ class KairosVectorEnv(VectorEnv):
         self._dec[:] = 0
         self._inv[:] = 0
         self._started = True
-        infos["action_mask"] = self._masks.copy()
+        if self._vs is not None:
+            self._read_engine(self._rows)
         return self._obs.copy(), infos
 
+    @property
+    def step_infos(self) -> bool:
+        """The per-step info keys are on (fixed when the env is built: the batched path reads the engine for them
+        after every step only then)."""
+        return self._step_infos
+
     def _autoreset_env(self, i: int) -> tuple[Any, dict[str, Any]]:
-        """Reset env ``i`` at an episode's end (seed from :attr:`autoreset_seed`, else its own draw)."""
+        """Reset env ``i`` at an episode's end (seed from :attr:`autoreset_seed`, else its own draw); returns the
+        observation and the reset info as :attr:`step_infos` keeps it."""
         src = self.autoreset_seed
-        return self.envs[i].reset(seed=None if src is None else src(i))
+        obs, info = self.envs[i].reset(seed=None if src is None else src(i))
+        self._masks[i] = info["action_mask"]
+        if self._vs is not None:
+            self._read_engine(self._rows[i:i + 1])
+        return obs, info if self.step_infos else {"action_mask": info["action_mask"]}
+
+    def _read_engine(self, idx: np.ndarray) -> None:
+        """Read the engine state of envs ``idx`` at their pending decisions into the arrays the next batched step's
+        info keys start from (the same reads ``_core.EnvStepper.step`` makes before and after a step)."""
+        if len(idx) == self.num_envs:
+            cores, at = self._cores, slice(None)
+        else:
+            cores, at = [self._cores[i] for i in idx.tolist()], idx
+        self._now[at] = [c.now for c in cores]
+        self._tok[at] = [c.tokens_out for c in cores]
+        self._fin[at] = [c.n_finished for c in cores]
+        self._rid[at] = [c.pending_rid for c in cores]
+        if self._pull or self._faults:
+            self._kind[at] = [c.pending_kind for c in cores]
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         """``actions`` as an int64 array of N valid action indices; anything else raises before any env moves."""
@@ -182,52 +226,48 @@ class KairosVectorEnv(VectorEnv):
             self._warn_if_masked(checked)
         if self._vs is not None:
             return self._step_batched(np.ascontiguousarray(checked, dtype=np.int64))
-        acts = checked.tolist()
+        return self._step_envs(checked.tolist())
+
+    def _info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """A step's info as :attr:`summaries` and :attr:`step_infos` keep it."""
+        if not self.step_infos:
+            info = {k: info[k] for k in ("action_mask", "summary") if k in info}
+        elif not self.summaries:
+            info.pop("summary", None)
+        return info
+
+    def _step_envs(self, acts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """:meth:`step` as ``SyncVectorEnv`` does it: ``KairosEnv.step`` (or the NEXT_STEP reset) env by env, each
+        info added to ``infos`` (the SLO rewards, a render mode)."""
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        summaries = self.summaries
         infos: dict[str, Any] = {}
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
-        fast = self._fast
         for i, env in enumerate(self.envs):
             if auto[i]:  # NEXT_STEP: this step resets the env and ignores its action
                 obs[i], info = self._autoreset_env(i)
-                masks[i] = info["action_mask"]
                 rewards[i] = 0.0
                 term[i] = trunc[i] = False
-                continue
-            if fast[i]:
-                te, tr = self._fast_step(env, acts[i], i)
-                if te or tr:
-                    infos = self._episode_end(env, i, infos, same_step)
-                continue
-            o, r, te, tr, info = env.step(acts[i])
-            rewards[i] = r
-            term[i], trunc[i] = te, tr
-            if te or tr:
-                if not summaries:
-                    info.pop("summary", None)
-                if same_step:
-                    infos = self._add_info(infos, {"final_obs": o}, i)
-                    self._add_object(infos, "final_info", info, i)
-                    o, reset_info = self._autoreset_env(i)
-                    masks[i] = reset_info["action_mask"]
-                    obs[i] = o
-                    continue
-                if summaries:
-                    self._add_object(infos, "summary", info["summary"], i)
-            obs[i] = o
-            masks[i] = info["action_mask"]
+            else:
+                o, rewards[i], te, tr, info = env.step(acts[i])
+                term[i], trunc[i] = te, tr
+                masks[i] = info["action_mask"]
+                info = self._info(info)
+                if (te or tr) and same_step:
+                    infos = self._add_info(infos, {"final_obs": o, "final_info": info}, i)
+                    o, info = self._autoreset_env(i)
+                obs[i] = o
+            infos = self._add_info(infos, info, i)
         if not same_step:
             np.logical_or(term, trunc, out=auto)
-        infos["action_mask"] = masks.copy()
         return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
 
     def _step_batched(self, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                           dict[str, Any]]:
         """:meth:`step` when every env is on the fast path: one ``_core.VecStepper.step`` call steps the envs not
         awaiting a NEXT_STEP reset; the reward is the ``ttft`` formula on arrays (the same IEEE operations as
-        the single env's scalars); Python updates each env's counters and does the resets and summaries."""
+        the single env's scalars); the info keys come from arrays and the engine's counters; Python updates each
+        env's counters at its episode's end and does the resets and summaries."""
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
@@ -237,6 +277,7 @@ class KairosVectorEnv(VectorEnv):
         md = env0.max_decisions
         any_auto = bool(auto.any())
         if not any_auto:  # every env steps (the common case): whole-array operations, no index arrays
+            stepped = self._rows
             self._vs.step(acts, self._all_active)
             rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
             np.copyto(obs, vobs)
@@ -250,20 +291,22 @@ class KairosVectorEnv(VectorEnv):
                 np.logical_and(~term, dec >= md, out=trunc)
         else:
             active = np.logical_not(auto)
-            idx = np.flatnonzero(active)
+            stepped = np.flatnonzero(active)
             self._vs.step(acts, active.view(np.uint8))
-            rewards[idx] = -(d_wait[idx] / env0._ttft_s) - env0.tbt_penalty * d_viol[idx]
-            obs[idx] = vobs[idx]
-            masks[idx] = vmask[idx]
-            dec[idx] += 1
-            inv[idx] += valid[idx] == 0
+            rewards[stepped] = -(d_wait[stepped] / env0._ttft_s) - env0.tbt_penalty * d_viol[stepped]
+            obs[stepped] = vobs[stepped]
+            masks[stepped] = vmask[stepped]
+            dec[stepped] += 1
+            inv[stepped] += valid[stepped] == 0
             np.logical_and(vterm, active, out=term)
             if md is None:
                 trunc[:] = False
             else:
                 np.logical_and(~term & active, dec >= md, out=trunc)
-        infos: dict[str, Any] = {}
         ended = term | trunc
+        step_info = self._batched_step_info(acts, stepped, ended if same_step else None) if self.step_infos else None
+        # the step keys first, then the episode ends' and resets' keys into them, as SyncVectorEnv adds them
+        infos: dict[str, Any] = dict(step_info[0]) if step_info is not None else {}
         for i in (np.flatnonzero(ended).tolist() if ended.any() else ()):  # counters reach the env at its end
             env = self.envs[i]
             te = bool(term[i])
@@ -272,61 +315,67 @@ class KairosVectorEnv(VectorEnv):
             env._ctx = None
             env._native_live = not te
             env._mask = env._native_mask
-            infos = self._episode_end(env, i, infos, same_step)
+            infos = self._episode_end(env, i, infos, same_step, step_info)
             if same_step:
                 dec[i] = inv[i] = 0
         for i in (np.flatnonzero(auto).tolist() if any_auto else ()):  # NEXT_STEP: reset, action ignored
             obs[i], info = self._autoreset_env(i)
-            masks[i] = info["action_mask"]
+            infos = self._add_info(infos, info, i)
             dec[i] = inv[i] = 0
             rewards[i] = 0.0
             term[i] = trunc[i] = False
         if not same_step:
             np.logical_or(term, trunc, out=auto)
         infos["action_mask"] = masks.copy()
+        infos["_action_mask"] = np.ones(self.num_envs, dtype=np.bool_)
         return obs.copy(), rewards.copy(), term.copy(), trunc.copy(), infos
 
-    def _episode_end(self, env: KairosEnv, i: int, infos: dict[str, Any], same_step: bool) -> dict[str, Any]:
-        """Env ``i``'s episode ended in this step: under SAME_STEP its final observation and info go into
-        ``infos`` and it resets now; otherwise its summary does (when summaries are on). Returns ``infos``."""
-        info = {"summary": env.summary()} if self.summaries else {}
-        if same_step:
-            infos = self._add_info(infos, {"final_obs": self._obs[i].copy()}, i)
-            self._add_object(infos, "final_info", info, i)
-            self._obs[i], reset_info = self._autoreset_env(i)
-            self._masks[i] = reset_info["action_mask"]
-        elif self.summaries:
-            self._add_object(infos, "summary", info["summary"], i)
-        return infos
+    def _batched_step_info(self, acts: np.ndarray, stepped: np.ndarray, final: np.ndarray | None
+                           ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The per-step info keys of ``KairosEnv.step`` for the envs ``stepped`` (indices), from the step's buffers,
+        the episode counters and the engine state before and after the step (read here). Returns the keys laid
+        out for ``infos`` (without the envs of ``final``, a bool mask: SAME_STEP ends, whose step info goes into
+        ``final_info``) and the per-env values, for those."""
+        _, _, valid, _, d_wait, d_viol = self._vbuf
+        now0, tok0, fin0, rid0, kind0 = self._now.copy(), self._tok.copy(), self._fin.copy(), self._rid.copy(), \
+            self._kind.copy()
+        self._read_engine(stepped)
+        has = np.zeros(self.num_envs, dtype=np.bool_)
+        has[stepped] = True
+        ok = valid != 0
+        values: dict[str, tuple[np.ndarray, type]] = {
+            "invalid_action": (~ok, bool), "n_invalid_actions": (self._inv, int), "deflected": (ok & (acts != 0), bool),
+            "rid": (rid0, int), "interval_s": (self._now - now0, float), "ttft_area_s": (d_wait, float),
+            "tbt_violations": (d_viol, int), "tokens_out": (self._tok - tok0, int), "finished": (self._fin - fin0, int),
+            "sim_time_s": (self._now, float), "decisions": (self._dec, int)}
+        if self._pull:
+            values["pull"] = (kind0 == 1, bool)
+        if self._faults:
+            values["reentry"] = (kind0 == 2, bool)
+        keys: dict[str, Any] = {"action_mask": None}  # first, as in KairosEnv.step's info (filled at the end)
+        masked_arrays(keys, values, has if final is None else has & ~final)
+        del keys["action_mask"]
+        return keys, values
 
-    def _fast_step(self, env: KairosEnv, a: int, i: int) -> tuple[bool, bool]:
-        """:meth:`KairosEnv.step` for the default ``ttft`` reward without render and without the info
-        dict (the vector env does not batch its keys): the same C++ call, counters, reward and flags, bit
-        for bit; writes obs, mask, reward and flags of row ``i``."""
-        if not env._native_live:
-            raise RuntimeError(f"KairosVectorEnv.step(): env {i} has no pending decision")
-        valid, terminated, d_wait, d_viol, _, _, _, _, _ = env._native.step(a)
-        if not valid:
-            env._n_invalid += 1
-        env._ctx = None
-        env._native_live = not terminated
-        env._decisions += 1
-        self._rewards[i] = -(d_wait / env._ttft_s) - env.tbt_penalty * d_viol
-        truncated = (not terminated) and env.max_decisions is not None and env._decisions >= env.max_decisions
-        env._mask = env._native_mask
-        self._obs[i] = env._native_obs
-        self._masks[i] = env._native_mask
-        self._terminated[i], self._truncated[i] = terminated, truncated
-        return terminated, truncated
+    def _episode_end(self, env: KairosEnv, i: int, infos: dict[str, Any], same_step: bool,
+                     step_info: tuple[dict[str, Any], dict[str, Any]] | None) -> dict[str, Any]:
+        """Env ``i``'s episode ended in this step (batched path): under SAME_STEP its final observation and info go
+        into ``infos`` and it resets now; otherwise its summary does (when summaries are on). Returns ``infos``."""
+        info: dict[str, Any] = {"action_mask": self._masks[i].copy()}
+        if step_info is not None:
+            info.update({k: kind(v[i]) for k, (v, kind) in step_info[1].items()})
+        if self.summaries:
+            info["summary"] = env.summary()
+        if not same_step:
+            return self._add_info(infos, {"summary": info["summary"]}, i) if self.summaries else infos
+        infos = self._add_info(infos, {"final_obs": self._obs[i].copy(), "final_info": info}, i)
+        self._obs[i], reset_info = self._autoreset_env(i)
+        return self._add_info(infos, reset_info, i)
 
-    def _add_object(self, infos: dict[str, Any], key: str, value: dict[str, Any], i: int) -> None:
-        """``infos[key][i] = value`` in an object array of N (None elsewhere), with the ``_key`` bool mask: a
-        summary holds None, lists and nested dicts, which ``_add_info`` cannot batch key by key."""
-        if key not in infos:
-            infos[key] = np.full(self.num_envs, None, dtype=object)
-            infos["_" + key] = np.zeros(self.num_envs, dtype=np.bool_)
-        infos[key][i] = value
-        infos["_" + key][i] = True
+    def _add_info(self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int) -> dict[str, Any]:
+        """Gymnasium's ``VectorEnv._add_info`` (kairos_gym/env/vector_infos.py: the same layout, and a value of
+        another type than its key's array makes it an object array instead of failing)."""
+        return add_info(self.num_envs, vector_infos, env_info, env_num)
 
     def action_masks(self) -> np.ndarray:
         """int8 masks ``[N, A]`` of the valid actions at every env's pending decision (MaskablePPO)."""

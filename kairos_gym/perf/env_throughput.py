@@ -175,13 +175,15 @@ def bench_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 3.0
             "cartpole_runs": [round(r) for r in cart]}
 
 
-def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int) -> tuple[float, int]:
+def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int, step_infos: bool = False
+                 ) -> tuple[float, int]:
     """Env-steps per second (``num_envs`` per ``step`` call, NEXT_STEP autoreset steps included) of a
     :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``env_id`` under a uniform random masked policy
-    (vectorized: per row, the ``floor(u * n_valid)``-th valid action), and the episodes ended."""
+    (vectorized: per row, the ``floor(u * n_valid)``-th valid action), and the episodes ended. No summaries; the
+    per-step info keys only with ``step_infos``."""
     from kairos_gym.env.vector import make_vector_env
 
-    vec = make_vector_env(env_id, num_envs, summaries=False)
+    vec = make_vector_env(env_id, num_envs, summaries=False, step_infos=step_infos)
     rng = np.random.default_rng(seed)
     pc = time.perf_counter
     _, info = vec.reset(seed=seed)
@@ -202,7 +204,7 @@ def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int) -> tuple
 
 
 def run_vector_steps(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, steps: int = 300,
-                     seed: int = 0) -> dict[str, Any]:
+                     seed: int = 0, step_infos: bool = False) -> dict[str, Any]:
     """Exactly ``steps`` steps of a :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``num_envs`` envs under
     :func:`_vector_rate`'s policy (a fixed amount of work: what callgrind measures, e.g.
     ``valgrind --tool=callgrind --toggle-collect='*VecStepper::step*' kairos-gym perf-env --vector
@@ -213,7 +215,7 @@ def run_vector_steps(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, s
     check_decisions(steps, "run_vector_steps")
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or not 1 <= num_envs <= MAX_NUM_ENVS:
         raise ConfigError("run_vector_steps", "num_envs", num_envs, f"a whole number in [1, {MAX_NUM_ENVS}]")
-    vec = make_vector_env(env_id, num_envs, summaries=False)
+    vec = make_vector_env(env_id, num_envs, summaries=False, step_infos=step_infos)
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
     _, info = vec.reset(seed=seed)
@@ -237,10 +239,11 @@ def _vector_pick(masks: np.ndarray, rng: np.random.Generator, num_envs: int) -> 
 
 
 def bench_vector_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, seconds: float = 3.0,
-                             repeats: int = 3, seed: int = 0) -> dict[str, Any]:
+                             repeats: int = 3, seed: int = 0, step_infos: bool = False) -> dict[str, Any]:
     """A :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``num_envs`` (1..MAX_NUM_ENVS) envs of ``env_id``
-    (default engine) against single-env CartPole-v1 in this process, alternating ``repeats`` runs of
-    ``seconds`` (medians): env-steps per second of both and their ratio (the target: >= 2 at N=64)."""
+    (default engine; no summaries, the per-step info keys only with ``step_infos``) against single-env
+    CartPole-v1 in this process, alternating ``repeats`` runs of ``seconds`` (medians): env-steps per second of
+    both and their ratio (the target: >= 2 at N=64, without ``step_infos``)."""
     from kairos_gym.env.vector import MAX_NUM_ENVS
 
     check_bench_args(seconds, repeats, "bench_vector_vs_cartpole")
@@ -251,11 +254,12 @@ def bench_vector_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", num_envs: int
     episodes = 0
     for _ in range(repeats):
         cart.append(_cartpole_rate(seconds, seed))
-        rate, ep = _vector_rate(env_id, num_envs, seconds, seed)
+        rate, ep = _vector_rate(env_id, num_envs, seconds, seed, step_infos)
         vec.append(rate)
         episodes += ep
     v, c = float(np.median(vec)), float(np.median(cart))
-    return {"env_id": env_id, "num_envs": num_envs, "env_steps_per_s": round(v), "cartpole_steps_per_s": round(c),
+    return {"env_id": env_id, "num_envs": num_envs, "step_infos": step_infos, "env_steps_per_s": round(v),
+            "cartpole_steps_per_s": round(c),
             "ratio": round(v / c, 3), "env_steps_per_s_runs": [round(r) for r in vec],
             "cartpole_runs": [round(r) for r in cart], "episodes": episodes}
 
