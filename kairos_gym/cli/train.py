@@ -150,16 +150,21 @@ def _add_distill(sub: Subparsers) -> None:
     p.add_argument("--config", required=True, help="YAML file with a distill: section (configs/ppo/distill.yaml)")
     p.add_argument("--out", required=True, help="run folder (data.npz, seed<s>/, meta.json)")
     p.add_argument("--data", help="a data.npz of an earlier run: skip round 0's label collection")
+    from kairos_gym.evaluation.backends import add_backend_flags
+
+    add_backend_flags(p)  # the label instances (the Oracle's runs) on a process pool or Ray: the serial labels
 
 
 def cmd_distill(args: argparse.Namespace) -> int:
     """``kairos-gym distill``: the run's log lines on stdout."""
+    from kairos_gym.evaluation.backends import backend_from_args
     from kairos_gym.train.distill import load_config, run
 
     cfg = load_config(args.config)
     if args.data is not None and not Path(args.data).is_file():
         raise ConfigError("distill", "--data", args.data, "an existing data.npz")
-    run(cfg, args.out, args.data, log=lambda s: print(s, flush=True))
+    with backend_from_args("distill", args) as backend:
+        run(cfg, args.out, args.data, log=lambda s: print(s, flush=True), backend=backend)
     return 0
 
 
