@@ -203,6 +203,9 @@ def _add_perf_oracle(sub: Subparsers) -> None:
                    help=f"the bounded search on the first N requests of --scenario for each N (1-{MAX_REQUESTS:,}): "
                    "cost and its growth exponent")
     p.add_argument("--plot", default=None, metavar="PNG", help="--growth: a log-log plot of the cost (PNG)")
+    p.add_argument("--empty", action="store_true",
+                   help="instead: per suite task, the share of arrivals finding the cluster empty under kairos-exact "
+                   "(--instances, --tasks), where a rollout's state could repeat another's")
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
 
 
@@ -216,8 +219,8 @@ def cmd_perf_oracle(args: argparse.Namespace) -> int:
     from kairos_gym.scenario import load_scenario
 
     w = "perf-oracle"
-    if args.suite and args.growth:
-        raise ConfigError(w, "--growth", args.growth, "absent with --suite (one measurement per run)")
+    if sum(map(bool, (args.suite, args.growth, args.empty))) > 1:
+        raise ConfigError(w, "--suite/--growth/--empty", "more than one", "one measurement per run")
     if args.plot and not args.growth:
         raise ConfigError(w, "--plot", args.plot, "only with --growth")
     requests = parse_int(w, "--requests", args.requests, 1, MAX_REQUESTS)
@@ -233,6 +236,16 @@ def cmd_perf_oracle(args: argparse.Namespace) -> int:
     def note(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    if args.empty:
+        from kairos_gym.benchmark.suite import select_tasks
+        from kairos_gym.perf.oracle_speed import empty_arrivals
+
+        rows_e = empty_arrivals("kairos-exact", instances, select_tasks(args.tasks, where=w) if args.tasks else None)
+        for r in rows_e:
+            print(f"{r['task']:<24} {r['empty']:>5,} of {r['arrivals']:>6,} arrivals find the cluster empty "
+                  f"({100 * r['share']:5.1f}%), busy periods of {r['busy_period']:6.1f} arrivals on average")
+        write_json(args.json, rows_e, where=w)
+        return 0
     if args.suite:
         from kairos_gym.benchmark.suite import select_tasks
 

@@ -12,8 +12,8 @@ Three measurements, each in one process, each checking that what it compares giv
 
 The cost is counted two ways: ``rollout_decisions`` (decisions simulated inside rollouts: about the simulated
 requests, a count that does not depend on the machine) and wall time (seconds, this machine, noisy).
-Usage: ``kairos-gym perf-oracle [--scenario bursty] [--requests 500] [--threads 1,2]``, ``--suite`` or
-``--growth 250,500,1000``.
+Usage: ``kairos-gym perf-oracle [--scenario bursty] [--requests 500] [--threads 1,2]``, ``--suite``,
+``--growth 250,500,1000`` or ``--empty`` (:func:`empty_arrivals`: how often an arrival finds the cluster empty).
 """
 
 from __future__ import annotations
@@ -115,6 +115,38 @@ def measure_suite(instances: int = 1, tasks: Sequence[Any] | None = None,
     return {"tasks": out, "total": tot}
 
 
+def empty_arrivals(policy: str = "kairos-exact", instances: int = 1, tasks: Sequence[Any] | None = None
+                   ) -> list[dict[str, Any]]:
+    """Per task of the suite, the share of arrivals that find the cluster empty (every earlier request finished,
+    rejected or timed out before the arrival: no request in flight) under ``policy`` on the first ``instances``
+    test instances, and the mean busy period (arrivals from one empty arrival to the next). A rollout could stop
+    where its state equals another's (the same future), and an empty cluster is the state most likely to repeat;
+    these figures say how often one occurs."""
+    import numpy as np
+
+    from kairos_gym.agents.runner import simulate
+    from kairos_gym.benchmark.suite import SUITE
+
+    out = []
+    for task in (SUITE if tasks is None else tasks):
+        base = task.base()
+        n_arr = n_empty = 0
+        for inst in task.test[:instances]:
+            _, sim = simulate(policy, inst.scenario(base), inst.seed)
+            t = sim.requests_table()
+            arr = np.asarray(t["arrival_s"], dtype=np.float64)
+            fin = np.asarray(t["finish_s"], dtype=np.float64)
+            end = np.where(np.isnan(fin), arr, fin)  # a rejected or timed-out request: gone at its arrival
+            done_by = np.maximum.accumulate(end)  # when the requests up to i are all gone
+            empty = np.ones(len(arr), dtype=bool)
+            empty[1:] = done_by[:-1] < arr[1:]
+            n_arr += len(arr)
+            n_empty += int(empty.sum())
+        out.append({"task": task.name, "arrivals": n_arr, "empty": n_empty, "share": n_empty / max(n_arr, 1),
+                    "busy_period": n_arr / max(n_empty, 1)})
+    return out
+
+
 def growth_exponent(ns: Sequence[float], costs: Sequence[float]) -> float:
     """Least-squares slope of log(cost) on log(n): the exponent p of cost ~ n^p (at least two sizes)."""
     if len(ns) < 2 or len(ns) != len(costs) or min(ns) <= 0 or min(costs) <= 0:
@@ -175,4 +207,5 @@ def plot_growth(res: dict[str, Any], path: str) -> None:  # matplotlib: the [plo
     plt.close(fig)
 
 
-__all__ = ["MAX_REQUESTS", "SEARCHES", "growth_exponent", "measure", "measure_growth", "measure_suite", "plot_growth"]
+__all__ = ["MAX_REQUESTS", "SEARCHES", "empty_arrivals", "growth_exponent", "measure", "measure_growth",
+           "measure_suite", "plot_growth"]
