@@ -175,8 +175,7 @@ def write_report(out: str, markdown: str, res: dict[str, Any], counts: str = "")
 def _add_leaderboard(sub: Subparsers) -> None:
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES, REQUIRED
 
-    p = add_command(sub, "leaderboard", cmd_leaderboard,
-                    "run the standard suite and write results/leaderboard.md (docs/benchmark.md)")
+    p = add_command(sub, "leaderboard", cmd_leaderboard)
     add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static (the static rule tuned on the train "
                     f"instances), each once; must include {', '.join(REQUIRED)}. Every one runs every task of the "
                     "suite (docs/benchmark.md)")
@@ -215,8 +214,7 @@ def _add_precision(sub: Subparsers) -> None:
     from kairos_gym.benchmark import precision
     from kairos_gym.benchmark.precision import DEFAULT_MAX_INSTANCES, DEFAULT_POLICIES, MAX_INSTANCES
 
-    p = add_command(sub, "precision", cmd_precision, "Stein's two-stage protocol: enough instances per task for "
-                    "the target interval of each policy's mean (docs/benchmark.md); writes results/precision.md")
+    p = add_command(sub, "precision", cmd_precision)
     add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static, each once (the Oracle is refused: 2-60 s "
                     "per instance); default: the leaderboard's default policies but the Oracle")
     add_external_flags(p, "measure")
@@ -284,9 +282,7 @@ def _add_oracle_precision(sub: Subparsers) -> None:
     from kairos_gym.benchmark.precision import MAX_INSTANCES
     from kairos_gym.benchmark.suite import TRACKS
 
-    p = add_command(sub, "oracle-precision", cmd_oracle_precision, "two-phase sampling of the Oracle's per-task "
-                    "means, headroom and normalised scores to a target interval (docs/benchmark.md); writes "
-                    "results/oracle-precision.md")
+    p = add_command(sub, "oracle-precision", cmd_oracle_precision)
     add_suite_flags(p, DEFAULT_POLICIES, "phase-1 policies: registry names and best-static, each once, including "
                     "the Oracle's bases (no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls, best-static); "
                     "default: the leaderboard's default policies but the Oracle")
@@ -364,8 +360,7 @@ def cmd_oracle_precision(args: argparse.Namespace) -> int:
 def _add_oracle_cache(sub: Subparsers) -> None:
     from kairos_gym.benchmark.oracle_cache import CACHE
 
-    p = add_command(sub, "oracle-cache", cmd_oracle_cache, "regenerate the leaderboard Oracle's cached scores "
-                    "(kairos_gym/benchmark/oracle_cache.json; hours for the whole suite)")
+    p = add_command(sub, "oracle-cache", cmd_oracle_cache)
     p.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
     p.add_argument("--max-requests", help="only instances of at most this many requests")
     p.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
@@ -392,8 +387,7 @@ def _add_pull_compare(sub: Subparsers) -> None:
     from kairos_gym.benchmark.pull_compare import DEFAULT_TASKS
     from kairos_gym.benchmark.suite import TIER_NAMES
 
-    p = add_command(sub, "pull-compare", cmd_pull_compare, "Kairos against Kairos-pull on the suite's prefill-bound "
-                    "tasks: SLO attainment with 95% intervals, paired differences (the table of docs/policies.md)")
+    p = add_command(sub, "pull-compare", cmd_pull_compare)
     p.add_argument("--tasks", default=DEFAULT_TASKS, help=f"task or family names (default {DEFAULT_TASKS})")
     p.add_argument("--tier", default="default", choices=TIER_NAMES, help="SLO tier of the tasks (default: default)")
 
@@ -409,8 +403,7 @@ def cmd_pull_compare(args: argparse.Namespace) -> int:
 
 
 def _add_results(sub: Subparsers) -> None:
-    p = add_command(sub, "results", cmd_results, "regenerate results/paper-claims.md: the paper's claims next to the "
-                    "simulator's")
+    p = add_command(sub, "results", cmd_results)
     p.add_argument("--out", default="results/paper-claims.md",
                    help="markdown file to write (default results/paper-claims.md)")
     p.add_argument("--seeds", default="0-4", help="instances of the synthetic scenarios and of the Oracle "

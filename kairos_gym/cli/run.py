@@ -48,7 +48,7 @@ def add_commands(sub: Subparsers) -> None:
 
 
 def _add_simulate(sub: Subparsers) -> None:
-    p = add_command(sub, "simulate", cmd_simulate, "run one policy on one scenario and print the summary")
+    p = add_command(sub, "simulate", cmd_simulate)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--policy", default="no-deflect", help="registry name of the policy (docs/policies.md)")
     p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
@@ -107,7 +107,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _add_sweep(sub: Subparsers) -> None:
     from kairos_gym.evaluation.sweep import MAX_LOAD, MAX_THRESHOLD
 
-    p = add_command(sub, "sweep", cmd_sweep, "load sweep and SQ/SL threshold sweeps against Kairos (and the Oracle)")
+    p = add_command(sub, "sweep", cmd_sweep)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--loads", default="0.5,0.75,1.0,1.25",
                    help=f"multipliers of the arrival rate, each in (0, {MAX_LOAD:g}], at most {MAX_LIST} ('' for no "
@@ -157,7 +157,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _add_evaluate(sub: Subparsers) -> None:
-    p = add_command(sub, "evaluate", cmd_evaluate, "every policy on the same workloads; table, JSON, plots")
+    p = add_command(sub, "evaluate", cmd_evaluate)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo",
                    help="comma-separated registry names (docs/policies.md), each once")
@@ -190,7 +190,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _add_demo(sub: Subparsers) -> None:
-    p = add_command(sub, "demo", cmd_demo, "the main job: evaluate the policies on the default bursty scenario")
+    p = add_command(sub, "demo", cmd_demo)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--out", default="out/demo", help="folder for the plots and evaluate.json (default out/demo)")
     p.add_argument("--seeds", default="0-2", help=SEEDS_HELP + "; the Oracle runs on the first")
@@ -261,8 +261,7 @@ def _oracle_prefix(scenario: str, seed: int, limit: int = ORACLE_PREFIX) -> tupl
 def _add_measure(sub: Subparsers) -> None:
     from kairos_gym.workload.config import MAX_REQUESTS
 
-    p = add_command(sub, "measure", cmd_measure, "the baselines on one scenario: P95 TTFT, TBT violations, SLO "
-                    "attainment, deflection and decision cost per policy; --acceptance: the acceptance criteria")
+    p = add_command(sub, "measure", cmd_measure)
     p.add_argument("--scenario", help="a scenario name or YAML path (default: the bursty stand-in dict scenario)")
     p.add_argument("--requests", default="3000",
                    help=f"requests of the dict scenario, 1..{MAX_REQUESTS} (default 3000)")

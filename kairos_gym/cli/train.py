@@ -22,8 +22,7 @@ def add_commands(sub: Subparsers) -> None:
 
 
 def _add_train(sub: Subparsers) -> None:
-    p = add_command(sub, "train", cmd_train, "train a PPO / MaskablePPO agent from a training config "
-                    "(configs/ppo/*.yaml)")
+    p = add_command(sub, "train", cmd_train)
     p.add_argument("--config", required=True, help="training config YAML, e.g. configs/ppo/kairos-v0.yaml")
     p.add_argument("--env-id", help="the config section to use (default: its only env id)")
     p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
@@ -145,8 +144,7 @@ def _scale_out(args: argparse.Namespace, cfg: Any) -> int | None:
 
 
 def _add_distill(sub: Subparsers) -> None:
-    p = add_command(sub, "distill", cmd_distill, "distil the clairvoyant Oracle into a masked MLP policy: labels, "
-                    "training, validation (configs/ppo/distill.yaml)")
+    p = add_command(sub, "distill", cmd_distill)
     p.add_argument("--config", required=True, help="YAML file with a distill: section (configs/ppo/distill.yaml)")
     p.add_argument("--out", required=True, help="run folder (data.npz, seed<s>/, meta.json)")
     p.add_argument("--data", help="a data.npz of an earlier run: skip round 0's label collection")
@@ -167,8 +165,7 @@ def _add_select(sub: Subparsers) -> None:
     from kairos_gym.agents.ppo import GENERAL_CHECKPOINT
     from kairos_gym.train.selection import DEFAULT_INSTANCES, MAX_INSTANCES
 
-    p = add_command(sub, "select", cmd_select, "choose between two distilled students on the train-side selection "
-                    "set (docs/training.md, \"A second selection protocol\")")
+    p = add_command(sub, "select", cmd_select)
     p.add_argument("--candidate", required=True, help="the candidate's checkpoint folder (policy.json)")
     p.add_argument("--incumbent", default=str(GENERAL_CHECKPOINT.parent),
                    help="the incumbent's checkpoint folder (default: the shipped ppo-general)")
@@ -191,8 +188,7 @@ def _add_compare(sub: Subparsers) -> None:
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
     from kairos_gym.evaluation.compare import DEFAULT_SCENARIOS
 
-    p = add_command(sub, "compare", cmd_compare, "a trained checkpoint against the baselines on several scenarios "
-                    "and loads (the generalisation table)")
+    p = add_command(sub, "compare", cmd_compare)
     p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
                    help="safe checkpoint folder (policy.json) or run folder (default: the shipped agent); an SB3 "
                    "model zip needs --trust-checkpoint")
@@ -238,8 +234,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _add_convert(sub: Subparsers) -> None:
-    p = add_command(sub, "convert", cmd_convert, "convert a Stable-Baselines3 checkpoint (model zip + "
-                    "vecnormalize.pkl) to the safe format (policy.json, policy.npz, normalize.json)")
+    p = add_command(sub, "convert", cmd_convert)
     p.add_argument("src", help="SB3 model zip, a folder with model.zip, or a run folder")
     p.add_argument("dest", help="folder to write the safe checkpoint into")
     p.add_argument("--trust-checkpoint", action="store_true",
