@@ -4,14 +4,13 @@
 
 The three suite commands share their flags and the handling of them: the policies and tasks, the external
 policies (``--policy``/``--checkpoint``, at most ``MAX_EXTERNAL`` in all), the Oracle cache, the report and JSON
-outputs and the backend (:func:`add_suite_flags`, :func:`add_external_flags`, :func:`add_report_flags`,
-:func:`add_sizing_flags`, :func:`suite_selection`, :func:`external_policies`, :func:`oracle_cache_path`,
-:func:`run_suite`)."""
+outputs and the backend (:func:`add_suite_flags`, :func:`add_report_flags`, :func:`add_sizing_flags`,
+:func:`suite_selection`, :func:`oracle_cache_path`, :func:`run_suite`; the external policies' flags are those of
+every command that runs policies, kairos_gym/cli/external.py)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -28,12 +27,11 @@ from kairos_gym.cli.common import (
     write_json,
     write_text,
 )
-from kairos_gym.errors import ConfigError
+from kairos_gym.cli.external import add_external_flags, external_policies
 from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
 from kairos_gym.flags import check_outputs, parse_float, parse_int, parse_seeds
 
 if TYPE_CHECKING:
-    from kairos_gym.agents.policy_file_loader import ExternalPolicy
     from kairos_gym.benchmark.suite import Task
 
 CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (default: "
@@ -59,37 +57,6 @@ def add_suite_flags(p: argparse.ArgumentParser, policies_default: str, policies_
                    help="run only these tasks (comma-separated): task names, family names (every tier of it: "
                    + ", ".join(dict.fromkeys(t.family for t in SUITE)) + ") or tier names (every family at it: "
                    + ", ".join(TIER_NAMES) + "); default: the whole suite")
-
-
-def add_external_flags(p: argparse.ArgumentParser, verb: str) -> None:
-    """``--policy FILE.py:CLASS`` and ``--checkpoint DIR`` (repeatable): policies from outside the registry that
-    the command ``verb``s (rank, measure) beside the others."""
-    from kairos_gym.benchmark.entries import MAX_EXTERNAL
-
-    p.add_argument("--policy", action="append", default=[], metavar="FILE.py:CLASS",
-                   help=f"also {verb} the class CLASS of the Python file FILE.py (repeatable). This RUNS the file, as "
-                   "'python FILE.py' would: only your own or trusted code. The class needs decide(ctx) -> Decision; "
-                   f"it is built with scenario= and seed= when its __init__ takes them (at most {MAX_EXTERNAL} "
-                   "--policy/--checkpoint in all)")
-    p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
-                   help=f"also {verb} the trained agent of this safe-format checkpoint folder (policy.json, "
-                   "policy.npz; or a run folder), repeatable; nothing is unpickled")
-    from kairos_gym.agents.policy_guard import DEFAULT_DECISION_S, DEFAULT_RUN_S, MAX_LIMIT_S
-    from kairos_gym.agents.policy_isolation import DEFAULT_MEMORY_BYTES
-
-    p.add_argument("--decision-time-limit", default=str(DEFAULT_DECISION_S), metavar="S",
-                   help=f"wall-time limit of one decide(ctx) call of a --policy/--checkpoint entry, seconds in "
-                   f"(0, {MAX_LIMIT_S:g}] (default {DEFAULT_DECISION_S:g}); past it the entry's run stops with an "
-                   "error naming it")
-    p.add_argument("--run-time-limit", default=str(DEFAULT_RUN_S), metavar="S",
-                   help=f"wall-time limit of one run (one instance) of such an entry, seconds in (0, {MAX_LIMIT_S:g}] "
-                   f"(default {DEFAULT_RUN_S:g})")
-    p.add_argument("--isolate", action="store_true",
-                   help="run each --policy/--checkpoint entry in a process of its own, under the memory limit of "
-                   "--isolate-memory and a CPU-time limit (POSIX): a crash or an exit of the entry cannot stop "
-                   "this command")
-    p.add_argument("--isolate-memory", default=str(DEFAULT_MEMORY_BYTES), metavar="BYTES",
-                   help=f"address-space limit of an isolated entry (bytes; default {DEFAULT_MEMORY_BYTES})")
 
 
 def add_report_flags(p: argparse.ArgumentParser, out_default: str | None, out_help: str, json_help: str) -> None:
@@ -120,33 +87,6 @@ def suite_selection(args: argparse.Namespace, where: str) -> tuple[list[str], tu
 
     policies = parse_names(where, "--policies", args.policies, [*POLICIES, BEST_STATIC])
     return policies, (None if args.tasks is None else select_tasks(args.tasks, where=where))
-
-
-def external_policies(args: argparse.Namespace, where: str) -> list[ExternalPolicy]:
-    """The ``--policy`` and ``--checkpoint`` entries, loaded (a ``--policy`` file is run: it is the user's code),
-    at most ``MAX_EXTERNAL`` in all."""
-    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint, policy_from_file
-    from kairos_gym.benchmark.entries import MAX_EXTERNAL
-
-    if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
-        raise ConfigError(where, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
-                          f"at most {MAX_EXTERNAL} entries in all")
-    limits, memory = external_limits(args, where)
-    externals = [policy_from_file(s, where, "--policy") for s in args.policy]
-    externals += [policy_from_checkpoint(d, where, "--checkpoint") for d in args.checkpoint]
-    return [dataclasses.replace(e, limits=limits, isolate_memory=memory) for e in externals]
-
-
-def external_limits(args: argparse.Namespace, where: str) -> tuple[Any, int | None]:
-    """The guard's :class:`~kairos_gym.agents.policy_guard.Limits` of ``--decision-time-limit`` and
-    ``--run-time-limit``, and ``--isolate-memory`` when ``--isolate`` is on (None: in this process)."""
-    from kairos_gym.agents.policy_guard import MAX_LIMIT_S, Limits
-    from kairos_gym.agents.policy_isolation import MAX_MEMORY_BYTES, MIN_MEMORY_BYTES, check_isolation
-
-    decision = parse_float(where, "--decision-time-limit", args.decision_time_limit, 0.0, MAX_LIMIT_S)
-    run = parse_float(where, "--run-time-limit", args.run_time_limit, 0.0, MAX_LIMIT_S)
-    memory = parse_int(where, "--isolate-memory", args.isolate_memory, MIN_MEMORY_BYTES, MAX_MEMORY_BYTES)
-    return Limits(decision_s=decision, run_s=run), (check_isolation(where, memory) if args.isolate else None)
 
 
 def oracle_cache_path(args: argparse.Namespace) -> Path:

@@ -41,9 +41,10 @@ def test_every_default_is_stated_in_help():
     assert checked >= 60
 
 
-def test_simulate_help_says_its_default_policy(capsys):
+def test_simulate_help_says_its_default_policy(capsys, monkeypatch):
     from kairos_gym.cli.main import main
 
+    monkeypatch.setenv("COLUMNS", "400")  # no line breaks inside a value (argparse breaks at hyphens)
     try:
         main(["simulate", "--help"])
     except SystemExit:
