@@ -8,7 +8,7 @@ import json
 
 import kairos_gym.agents.runner as runner
 import pytest
-from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
+from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT, GENERAL_CHECKPOINT
 
 import kairos_gym.evaluation.compare as compare_mod
 import kairos_gym.evaluation.evaluate as evaluate_mod
@@ -75,6 +75,17 @@ def test_simulate_runs_one_of_a_name_a_file_a_checkpoint(flags, label, files, ca
     s = _json(capsys)
     assert s["policy"] == label and s["n_requests"] == 60
     assert len((files / "r.csv").read_text().splitlines()) == 61
+
+
+def test_the_shipped_general_agent_as_a_checkpoint_is_ppo_general(files, capsys):
+    """agents/checkpoints/ppo-general (inputs: observation+kairos) through --checkpoint acts as the registry's."""
+    general = str(GENERAL_CHECKPOINT.parent)
+    assert main(["evaluate", "--scenario", "tiny.yaml", "--policies", "ppo-general", "--checkpoint", general,
+                 "--seeds", "0,1", "--json", "-"]) == 0
+    runs = _json(capsys)["runs"]
+    mine = [(r["ttft_p95"], r["deflection_rate"]) for r in runs if r["policy"] == f"checkpoint:{general}"]
+    assert mine == [(r["ttft_p95"], r["deflection_rate"]) for r in runs if r["policy"] == "ppo-general"]
+    assert len(mine) == 2
 
 
 def test_compare_takes_checkpoints_and_files(files, capsys):
