@@ -22,7 +22,7 @@ def add_commands(sub: Subparsers) -> None:
 
 
 def _add_perf(sub: Subparsers) -> None:
-    p = add_command(sub, "perf", cmd_perf, "throughput of the simulator, the pricing and the env on this machine")
+    p = add_command(sub, "perf", cmd_perf)
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
     p.add_argument("--env-seconds", default="3.0",
                    help=f"length of one env timing run (seconds, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
@@ -65,8 +65,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
 
 def _add_soak(sub: Subparsers) -> None:
-    p = add_command(sub, "soak", cmd_soak, "run a long scenario and report peak memory at simulated-time "
-                    "checkpoints, plus the request accounting (exit status 1 if it does not add up)")
+    p = add_command(sub, "soak", cmd_soak)
     p.add_argument("--scenario", default="soak-24h", help="shipped scenario name or YAML path (default: soak-24h)")
     p.add_argument("--checkpoints", default="1h,24h", help="simulated times to report at (default: 1h,24h)")
     p.add_argument("--seed", default="0", help="workload seed, a whole number >= 0")
@@ -82,8 +81,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 
 def _add_perf_scenario(sub: Subparsers) -> None:
-    p = add_command(sub, "perf-scenario", cmd_perf_scenario, "wall time of a whole scenario under no-deflect "
-                    "(JSON on stdout)")
+    p = add_command(sub, "perf-scenario", cmd_perf_scenario)
     p.add_argument("--scenario", default="azure-conv", help="shipped scenario name or YAML path (default: azure-conv)")
     p.add_argument("--repeats", default="3", metavar="1..10", help="timed runs (default 3)")
 
@@ -98,8 +96,7 @@ def cmd_perf_scenario(args: argparse.Namespace) -> int:
 
 
 def _add_perf_env(sub: Subparsers) -> None:
-    p = add_command(sub, "perf-env", cmd_perf_env, "the env's decisions per second under a random masked policy, "
-                    "on one core (a JSON line per env id)")
+    p = add_command(sub, "perf-env", cmd_perf_env)
     p.add_argument("--seconds", default="5.0",
                    help=f"length of one timing run (s, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
     p.add_argument("--repeats", default="3",
@@ -141,8 +138,7 @@ def cmd_perf_env(args: argparse.Namespace) -> int:
 def _add_perf_components(sub: Subparsers) -> None:
     from kairos_gym.perf.components import MAX_HEAP, MAX_OPS, MAX_REPEATS
 
-    p = add_command(sub, "perf-components", cmd_perf_components, "operations per second of the C++ core's "
-                    "components (link, event queue) against their Python counterparts")
+    p = add_command(sub, "perf-components", cmd_perf_components)
     p.add_argument("--ops", default="200000", help=f"operations per sequence (1000..{MAX_OPS:,}; default 200,000)")
     p.add_argument("--repeats", default="5",
                    help=f"timed runs of each variant, the fastest reported (1..{MAX_REPEATS}; default 5)")
@@ -165,8 +161,7 @@ def cmd_perf_components(args: argparse.Namespace) -> int:
 def _add_perf_pool(sub: Subparsers) -> None:
     from kairos_gym.perf.pool import MAX_TASKS, MAX_WORKERS
 
-    p = add_command(sub, "perf-pool", cmd_perf_pool, "the process pool's driver cost (CPU s, wall s) on a large map "
-                    "of trivial tasks")
+    p = add_command(sub, "perf-pool", cmd_perf_pool)
     p.add_argument("--tasks", default="20000", help=f"tasks in the map (1-{MAX_TASKS:,}; default 20,000)")
     p.add_argument("--workers", default="2", help=f"worker processes (1-{MAX_WORKERS}; default 2)")
 
@@ -185,9 +180,7 @@ def cmd_perf_pool(args: argparse.Namespace) -> int:
 def _add_perf_oracle(sub: Subparsers) -> None:
     from kairos_gym.perf.oracle_speed import MAX_REQUESTS
 
-    p = add_command(sub, "perf-oracle", cmd_perf_oracle, "the rollout Oracle's cost: the exhaustive and the bounded "
-                    "search on one instance per thread count (the same result for each, checked), on the suite's "
-                    "instances (--suite), or its growth in the requests (--growth)")
+    p = add_command(sub, "perf-oracle", cmd_perf_oracle)
     p.add_argument("--scenario", default="bursty", help="a shipped scenario name or a YAML path (default bursty)")
     p.add_argument("--requests", default="500", help=f"requests of the instance (1-{MAX_REQUESTS:,}; default 500)")
     p.add_argument("--seed", default="0", help=f"workload seed, 0..{SEED_LIMIT - 1} (default 0)")

@@ -21,15 +21,33 @@ tests/env/test_env_make_vec.py).
 
 from __future__ import annotations
 
-import gymnasium as gym
-from gymnasium.envs.registration import WrapperSpec
+import functools
+from typing import TYPE_CHECKING, Any
 
 from kairos_gym.configs import SCENARIO_DIR
+
+if TYPE_CHECKING:
+    from gymnasium.envs.registration import WrapperSpec
 
 NAMESPACE = "kairos_gym"
 ENTRY_POINT = "kairos_gym.env.core:KairosEnv"
 VECTOR_ENTRY_POINT = "kairos_gym.env.vector:KairosVectorEnv"
-WRAPPER = WrapperSpec("KairosWrapper", "kairos_gym.env.wrapper:KairosWrapper", {})
+
+
+@functools.cache
+def _wrapper_spec() -> WrapperSpec:
+    from gymnasium.envs.registration import WrapperSpec
+
+    return WrapperSpec("KairosWrapper", "kairos_gym.env.wrapper:KairosWrapper", {})
+
+
+def __getattr__(name: str) -> Any:
+    """``WRAPPER``, the ids' additional wrapper: built on first use, so importing this module imports no
+    gymnasium (``import kairos_gym`` registers the ids right after gymnasium's import, with this module:
+    kairos_gym/post_import.py)."""
+    if name == "WRAPPER":
+        return _wrapper_spec()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _EnvOnlyWrappers(tuple):
@@ -60,6 +78,8 @@ def env_compatible(name: str) -> bool:
 
 def register_envs() -> list[str]:
     """Register every kairos-gym id not yet registered; returns all kairos-gym ids (sorted)."""
+    import gymnasium as gym
+
     wanted = dict(FIXED_IDS)
     for name in sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")):
         if env_compatible(name):
@@ -67,10 +87,13 @@ def register_envs() -> list[str]:
     for env_id, scenario in wanted.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario},
-                         additional_wrappers=_EnvOnlyWrappers((WRAPPER,)), vector_entry_point=VECTOR_ENTRY_POINT)
+                         additional_wrappers=_EnvOnlyWrappers((_wrapper_spec(),)),
+                         vector_entry_point=VECTOR_ENTRY_POINT)
     return env_ids()
 
 
 def env_ids() -> list[str]:
     """All registered kairos-gym ids."""
+    import gymnasium as gym
+
     return sorted(k for k in gym.registry if k.startswith(NAMESPACE + "/"))
