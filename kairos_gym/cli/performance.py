@@ -206,9 +206,10 @@ def cmd_perf_oracle(args: argparse.Namespace) -> int:
     """``kairos-gym perf-oracle``."""
     import sys
 
+    from kairos_gym.benchmark.oracle_cost import measure_suite
     from kairos_gym.errors import ConfigError
     from kairos_gym.flags import parse_int_list
-    from kairos_gym.perf.oracle_speed import MAX_REQUESTS, SEARCHES, measure, measure_growth, measure_suite, plot_growth
+    from kairos_gym.perf.oracle_speed import MAX_REQUESTS, SEARCHES, measure, measure_growth, plot_growth
     from kairos_gym.scenario import load_scenario
 
     w = "perf-oracle"
@@ -230,8 +231,8 @@ def cmd_perf_oracle(args: argparse.Namespace) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     if args.empty:
+        from kairos_gym.benchmark.oracle_cost import empty_arrivals
         from kairos_gym.benchmark.suite import select_tasks
-        from kairos_gym.perf.oracle_speed import empty_arrivals
 
         rows_e = empty_arrivals("kairos-exact", instances, select_tasks(args.tasks, where=w) if args.tasks else None)
         for r in rows_e:

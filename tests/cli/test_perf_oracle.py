@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import kairos_gym.benchmark.oracle_cost as cost
 import kairos_gym.perf.oracle_speed as speed
 from kairos_gym.benchmark.suite import select_tasks
 from kairos_gym.cli.main import main
@@ -32,14 +33,14 @@ def test_measure_runs_both_searches_on_each_thread_count_with_one_result() -> No
 
 def test_suite_growth_and_empty_measurements(tmp_path, capsys) -> None:
     tasks = select_tasks("decode-bound/relaxed")
-    res = speed.measure_suite(1, [*tasks])
+    res = cost.measure_suite(1, [*tasks])
     (row,) = res["tasks"]
     assert row["task"] == "decode-bound/relaxed" and row["instances"] == 1 and row["requests"] == 500
     assert row["bounded_rollout_decisions"] < row["exhaustive_rollout_decisions"]  # all ties: stopped at once
     assert res["total"]["cost_ratio"] == row["cost_ratio"]
     g = speed.measure_growth("bursty", [30, 60], 0)
     assert [r["requests"] for r in g["rows"]] == [30, 60] and g["exponent_rollout_decisions"] > 0
-    (e,) = speed.empty_arrivals(tasks=select_tasks("long-tail"))[:1]
+    (e,) = cost.empty_arrivals(tasks=select_tasks("long-tail"))[:1]
     assert e["task"] == "long-tail/strict" and 0 < e["empty"] < e["arrivals"]
     out = tmp_path / "g.json"
     assert main(["perf-oracle", "--scenario", "bursty", "--growth", "30,40", "--json", str(out)]) == 0
@@ -54,7 +55,8 @@ def test_bad_flags_stop_before_any_run(flags, monkeypatch, capsys) -> None:
     def boom(*a, **k):
         raise AssertionError("ran")
 
-    for name in ("measure", "measure_suite", "measure_growth", "empty_arrivals"):
-        monkeypatch.setattr(speed, name, boom)
+    for mod, name in ((speed, "measure"), (speed, "measure_growth"), (cost, "measure_suite"),
+                      (cost, "empty_arrivals")):
+        monkeypatch.setattr(mod, name, boom)
     assert main(["perf-oracle", *flags]) == 2
     assert "perf-oracle" in capsys.readouterr().err
