@@ -134,10 +134,12 @@ class Oracle(BasePolicy):
     name = "oracle"
 
     def __init__(self, scenario: Any = "bursty", seed: int | None = 0, bases: Any = DEFAULT_BASES,
-                 fixed_chunks: bool = True, threads: int = 1) -> None:
+                 fixed_chunks: bool = True, threads: int = 1, exhaustive: bool = False) -> None:
         """``threads``: the rollouts of one decision run on this many threads (1 to ``MAX_ROLLOUT_THREADS``, 64);
-        the decisions and scores are the same for any number (an execution setting, not part of
-        :meth:`describe`)."""
+        the decisions and scores are the same for any number. ``exhaustive``: every rollout runs to the end, so
+        :meth:`last_scores` holds every candidate's value under every base (the distillation labels need them);
+        by default the bounded search stops the rollouts that cannot be chosen (the same decisions, see the
+        module docstring). Both are execution settings, not part of :meth:`describe`."""
         super().__init__(seed)
         from kairos_gym.agents.registry import make_policy
 
@@ -156,6 +158,9 @@ class Oracle(BasePolicy):
         if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= most:
             raise ConfigError("policy oracle", "threads", threads, f"a whole number from 1 to {most}")
         self.threads = threads
+        if not isinstance(exhaustive, bool):
+            raise ConfigError("policy oracle", "exhaustive", exhaustive, "true or false")
+        self.exhaustive = exhaustive
         self.bases = base_policies(sc, bases)
         self.specs: list[dict[str, Any]] = []
         for n, p in self.bases:  # a rule given twice under two spellings (sl-ls, [sl-ls, {length_threshold: 2048}])
@@ -177,11 +182,13 @@ class Oracle(BasePolicy):
         self.sim = sim
         slo = self.scenario.slo
         self._oracle = _native_core().RolloutOracle(core, self.specs, float(slo.ttft_s), float(slo.tbt_s),
-                                                    self.fixed_chunks, self.threads)
+                                                    self.fixed_chunks, self.threads, self.exhaustive)
 
     @property
     def stats(self) -> dict[str, int]:
-        """Decisions, searched decisions (more than one candidate), rollouts and candidates of this run."""
+        """This run's decisions, searched decisions (more than one candidate), rollouts started, candidates,
+        rollouts the bound stopped (``n_pruned``), values reused from the previous decision (``n_reused``) and
+        decisions simulated inside rollouts (``n_rollout_decisions``: the cost, about the simulated requests)."""
         return dict(self._oracle.stats) if self._oracle is not None else {}
 
     def _reset_state(self) -> None:
@@ -198,7 +205,9 @@ class Oracle(BasePolicy):
         return _decision(*self._oracle.decide(core))
 
     def last_scores(self) -> list[tuple[Decision, list[tuple[int, int]]]]:
-        """The last searched decision: per candidate, its (n_ok, n_partial) under each base (in base order)."""
+        """The last searched decision: per candidate, its (n_ok, n_partial) under each base (in base order);
+        ``(-1, -1)`` where the bounded search stopped the rollout (it could not be chosen: worse than the chosen
+        candidate's value, or equal to it and later in the tie-break order). ``exhaustive=True``: every value."""
         if self._oracle is None:
             return []
         cands = self._oracle.last_candidates()

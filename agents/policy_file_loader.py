@@ -14,12 +14,20 @@ for every run, so per-run state cannot leak from one instance of the suite to th
 only, nothing executed. It is read and checked once when the flag is parsed (a malformed file or an unknown
 ``inputs`` layout is refused before any run); its input layout (``inputs``: the observation, or the observation
 plus the one-hot of Kairos's action on the run's track, :mod:`kairos_gym.agents.inputs`) is applied by PPOAgent.
-A Stable-Baselines3 zip is refused (it carries pickles).
+A Stable-Baselines3 zip (it carries pickles) is refused, unless the command offers ``--trust-checkpoint`` and it
+is given.
+
+Rows are labelled by what they are: ``file:FILE.py:CLASS`` and ``checkpoint:DIR`` (the folder as given). Every
+command that takes these flags (``simulate``, ``evaluate``, ``sweep``, ``compare``, ``leaderboard``,
+``precision``; kairos_gym/cli/external.py) loads them here and runs them through :func:`run_external` under the
+guard of :mod:`kairos_gym.agents.policy_guard`.
 
 Every problem is a :class:`~kairos_gym.errors.ConfigError` naming the flag and the value: a malformed spec, a
 missing or oversized file, a file that fails to run, a missing name, a name that is not a class, a class that
-does not build or has no ``decide``. :func:`probe` runs a policy on a short prefix of a scenario, so a
-``decide`` that raises or returns something other than a valid ``Decision`` is reported before the real runs.
+does not build or has no ``decide``, a missing or malformed checkpoint. :func:`probe` runs a policy on a short
+prefix of a scenario, so a ``decide`` that raises or returns something other than a valid ``Decision`` is
+reported before the real runs; a ``decide`` that raises is reported with the line of the user's file it came
+from (:mod:`kairos_gym.agents.policy_crash`).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.agents.policy_crash import crash_report
 from kairos_gym.agents.policy_guard import Limits, PolicyFailure, PolicyTimeout, guard
 
 from kairos_gym.errors import ConfigError
@@ -40,6 +49,9 @@ from kairos_gym.scenario import ScenarioConfig
 
 MAX_POLICY_FILE_BYTES = 1 << 20
 """Largest policy file ``--policy`` runs (bytes)."""
+
+MAX_EXTERNAL = 16
+"""Most ``--policy`` plus ``--checkpoint`` entries of one command."""
 
 PROBE_REQUESTS = 40
 """Requests of the :func:`probe` run (the first ones of the scenario's workload)."""
@@ -50,7 +62,8 @@ SPEC_ALLOWED = "path/to/file.py:ClassName (an existing .py file, a colon, a Pyth
 @dataclass(frozen=True)
 class ExternalPolicy:
     """A policy from outside the registry: ``label`` names it in tables, ``build(scenario, seed)`` makes a
-    fresh instance for one run, ``spec`` is the flag value as given."""
+    fresh instance for one run, ``spec`` is the flag value as given, ``source`` the resolved path of a
+    ``--policy`` file (its frames locate a crash; None for a checkpoint)."""
 
     label: str
     spec: str
@@ -59,6 +72,7 @@ class ExternalPolicy:
     build: Callable[[ScenarioConfig, int], Any]
     limits: Limits = field(default_factory=Limits)
     isolate_memory: int | None = None  # bytes: run in a child process under this address-space limit (--isolate)
+    source: str | None = None
 
 
 def parse_policy_spec(spec: Any, where: str = "leaderboard", flag: str = "--policy") -> tuple[Path, str]:
@@ -149,32 +163,47 @@ def policy_from_file(spec: str, where: str = "leaderboard", flag: str = "--polic
         return policy
 
     path, cls_name = parse_policy_spec(spec, where, flag)
-    return ExternalPolicy(label=f"{path.name}:{cls_name}", spec=spec, flag=flag, where=where, build=build)
+    return ExternalPolicy(label=f"file:{path.name}:{cls_name}", spec=spec, flag=flag, where=where, build=build,
+                          source=str(path.resolve()))
 
 
-def policy_from_checkpoint(folder: str, where: str = "leaderboard", flag: str = "--checkpoint") -> ExternalPolicy:
+def policy_from_checkpoint(folder: str, where: str = "leaderboard", flag: str = "--checkpoint", *,
+                           trust_checkpoint: bool | None = None) -> ExternalPolicy:
     """The :class:`ExternalPolicy` of ``--checkpoint DIR``: a safe-format checkpoint (or a run folder with one)
-    as :class:`~kairos_gym.agents.ppo.PPOAgent`; never unpickles (no ``trust_checkpoint``)."""
-    from kairos_gym.agents.checkpoint import load_policy, resolve_checkpoint
+    as :class:`~kairos_gym.agents.ppo.PPOAgent`. ``trust_checkpoint``: None where the command has no
+    ``--trust-checkpoint`` (a Stable-Baselines3 zip is refused), False where it has one that was not given (refused,
+    naming the flag), True where it was given (the zip is unpickled: it can execute code stored in it)."""
+    from kairos_gym.agents.checkpoint import load_policy, require_trust, resolve_checkpoint
     from kairos_gym.agents.ppo import PPOAgent
 
     if not isinstance(folder, str) or not folder:
         raise ConfigError(where, flag, folder, "a checkpoint folder in the safe format (policy.json, policy.npz)")
     try:
         kind, target = resolve_checkpoint(folder, f"{where} {flag}")
-    except ConfigError as e:
-        raise ConfigError(where, flag, folder, f"a safe-format checkpoint folder: {e}") from e
-    if kind != "safe":
+    except ConfigError:
+        what = "no such file or folder" if not Path(folder).exists() else "no checkpoint found there"
+        raise ConfigError(where, flag, folder, "a checkpoint folder with policy.json (+ policy.npz, normalize.json) "
+                          "or a run folder holding one" + ("" if trust_checkpoint is None else ", or with "
+                          "--trust-checkpoint a Stable-Baselines3 model .zip") + f" ({what})") from None
+    if kind != "safe" and trust_checkpoint is None:
         raise ConfigError(where, flag, folder, "a checkpoint in the safe format (policy.json + policy.npz); a "
                           "Stable-Baselines3 zip carries pickles: convert it (docs/training.md, Checkpoints and trust)")
+    if kind != "safe":
+        require_trust(target, bool(trust_checkpoint), where, flag, "--trust-checkpoint")
     try:  # read (and check: sizes, arrays, its input layout) once, before any run
-        load_policy(target)
+        if kind == "safe":
+            load_policy(target)
+        else:
+            from kairos_gym.agents.sb3_checkpoint import load_actor
+
+            load_actor(target, trust_checkpoint=True)
     except ConfigError as e:
-        raise ConfigError(where, flag, folder, f"a safe-format checkpoint that loads: {e}") from e
+        raise ConfigError(where, flag, folder, f"a checkpoint that loads: {e}") from e
+    trusted = kind != "safe"
 
     def build(scenario: ScenarioConfig, seed: int) -> Any:
         try:
-            return PPOAgent(scenario, seed=seed, path=folder)
+            return PPOAgent(scenario, seed=seed, path=folder, trust_checkpoint=trusted)
         except ConfigError as e:
             raise ConfigError(where, flag, folder, f"a checkpoint that loads for scenario {scenario.name}: {e}") from e
 
@@ -191,20 +220,33 @@ def probe(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int = 0, reque
 
 def run_checked(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int,
                 progress: Callable[[], Any] | None = None) -> dict[str, Any]:
-    """One run of a fresh instance through :func:`kairos_gym.agents.runner.simulate` (the built-ins' runner);
-    any error of the user's code becomes a ConfigError naming the flag and the spec."""
+    """The summary of :func:`run_external` (summary ``policy``: the instance's ``name``, else its class name)."""
+    return run_external(policy, scenario, seed, progress=progress)[0]
+
+
+def run_external(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int, *,
+                 progress: Callable[[], Any] | None = None, record_timeline: bool = False,
+                 setup: Callable[[Any], Any] | None = None) -> tuple[dict[str, Any], Any]:
+    """One run of a fresh instance under the guard, through :func:`kairos_gym.agents.runner.simulate` (the
+    built-ins' runner; ``progress``, ``record_timeline`` and ``setup`` as there): ``(summary, simulator)``, the
+    simulator None for an isolated run (``--isolate``: in a child process, which takes neither ``setup`` nor
+    ``record_timeline``). Any error of the user's code becomes a ConfigError naming the flag and the spec; a
+    ``decide`` that raises is reported with its exception and the line of the user's file it came from."""
     from kairos_gym.agents.runner import simulate
 
     if policy.isolate_memory is not None:
         from kairos_gym.agents.policy_isolation import run_isolated
 
+        if setup is not None or record_timeline:
+            raise ConfigError(policy.where, "--isolate", True, "a run whose simulator stays in this process: not "
+                              "with outputs that need it (per-request records, plots)")
         out = run_isolated(policy, scenario, seed, policy.isolate_memory)
         if progress is not None:
             progress()
-        return out
+        return out, None
     instance = guard(policy.build(scenario, seed), policy.limits)
     try:
-        return simulate(instance, scenario, seed, progress=progress)[0]
+        return simulate(instance, scenario, seed, progress=progress, record_timeline=record_timeline, setup=setup)
     except (PolicyTimeout, PolicyFailure) as e:
         raise ConfigError(policy.where, policy.flag, policy.spec,
                           f"a policy within its limits; on scenario {scenario.name} seed {seed}: {e}") from None
@@ -214,4 +256,4 @@ def run_checked(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int,
     except Exception as e:
         raise ConfigError(policy.where, policy.flag, policy.spec,
                           f"a policy whose decide(ctx) runs; on scenario {scenario.name} seed {seed} it raised "
-                          f"{type(e).__name__}: {e}") from e
+                          f"{crash_report(e, policy.source)}") from e

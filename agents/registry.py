@@ -69,6 +69,27 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
 }
 
 
+DESCRIPTIONS: dict[str, str] = {
+    "no-deflect": "plain disaggregation: every prefill on a prefill node (join-shortest-queue)",
+    "always-deflect": "deflect whenever a decode node can take one, in fixed chunks (chunk, default 512 tokens)",
+    "always-deflect-ls": "always-deflect with LargestSafe chunks",
+    "random": "uniform over the valid routes (prefill path or a decode node that can take one); seeded",
+    "sq": "static queue threshold: deflect when the shortest prefill queue exceeds queue_threshold",
+    "sq-ls": "sq with LargestSafe chunks",
+    "sl": "static length threshold: deflect prompts shorter than length_threshold tokens",
+    "sl-ls": "sl with LargestSafe chunks",
+    "pending-switch": "deflect while the decode nodes' pending admissions reach k (a stalled P->D link)",
+    "kairos": "Kairos: deflect (LargestSafe) when its own latency model prices the first token at most alpha x "
+              "the prefill path's and within the TTFT SLO",
+    "kairos-exact": "Kairos on the exact information track (refuses a realistic-track scenario)",
+    "kairos-pull": "Kairos that also answers pull decisions (deflection.decision_points: arrival+pull)",
+    "oracle": "clairvoyant rollout Oracle: every action rolled out to the end under base policies (slow)",
+    "ppo": "the shipped PPO agent (agents/checkpoints/ppo-kairos-v0); path= for another safe checkpoint",
+    "ppo-general": "the general agent distilled from the Oracle (agents/checkpoints/ppo-general)",
+}
+"""One line per registry name: what the policy does (``kairos-gym list policies``; docs/policies.md in full)."""
+
+
 def policy_params(name: str) -> list[str]:
     """The keyword parameters of policy ``name`` (besides scenario and seed)."""
     factory = _factory(name)

@@ -2,27 +2,37 @@
 
 ``import kairos_gym`` registers the Gymnasium ids, one per env (``kairos_gym/Kairos-v0`` for the bursty scenario,
 ``kairos_gym/KairosSmall-v0``, ``kairos_gym/Kairos-<scenario>-v0``, ``kairos_train/KairosGeneral-v0``), as
-``import minigrid`` does. Registration imports neither the simulator, the env nor the training code: those load
-on the first ``gym.make``. The simulator core
-(``kairos_gym.sim``, ``kairos_gym.latency``, ``kairos_gym.workload``) never imports gymnasium itself.
+``import minigrid`` does: at once when gymnasium is already imported, else right after the process's first
+``import gymnasium`` (:mod:`kairos_gym.post_import`), so a process that never touches gymnasium (``kairos-gym
+--help``, the simulator alone) does not pay for importing it. Registration imports neither the simulator, the env
+nor the training code: those load on the first ``gym.make``. The simulator
+core (``kairos_gym.sim``, ``kairos_gym.latency``, ``kairos_gym.workload``) never imports gymnasium itself.
+``kairos_gym.__version__`` is read from the installed metadata on first access.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-try:
-    __version__ = version("kairos-gym")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from kairos_gym.post_import import when_imported
 
 
 def _register_gymnasium_ids() -> None:
-    try:
-        import gymnasium  # noqa: F401
-    except ImportError:  # the simulator core works without gymnasium
-        return
     from kairos_gym.env.registration import register_envs
 
     register_envs()
 
 
-_register_gymnasium_ids()
+def __getattr__(name: str) -> Any:
+    """``__version__``, looked up once (importlib.metadata costs ~30 ms: not paid by an import that never asks)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'kairos_gym' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("kairos-gym")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        value = "0.0.0+unknown"
+    globals()["__version__"] = value
+    return value
+
+
+when_imported("gymnasium", _register_gymnasium_ids)

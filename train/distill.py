@@ -268,7 +268,7 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
             raise ConfigError("distill", "views", v, "exact or realistic")
     sc_r = on_track(sc, "realistic")
     sim_e, sim_r = Simulator(sc, seed=seed), Simulator(sc_r, seed=seed)
-    oracle = Oracle(sc)
+    oracle = Oracle(sc, exhaustive=True)  # labels need every candidate's value (last_scores)
     oracle.reset()
     oracle.attach(sim_e)
     obs_l = ObservationLayout(sc, max_context=build_model(sc).model.max_context)
@@ -371,16 +371,32 @@ def label_jobs(cfg: DistillConfig, per_task: int, rng: np.random.Generator) -> l
     return jobs
 
 
-def collect(jobs: Sequence[LabelJob], student: Any = None, log: Callable[[str], Any] | None = None
-            ) -> dict[str, np.ndarray]:
-    """The concatenated labels of ``jobs`` (``task`` = the job's index)."""
+def _label_job(arg: tuple[LabelJob, int, Any], tick: Callable[[], Any] | None) -> dict[str, Any]:
+    """One backend task: :func:`collect_instance` of a job (``arg``: the job, its index, the student or None),
+    with its wall time (``seconds``: a machine timing, not part of the labels)."""
+    job, i, student = arg
+    t0 = time.perf_counter()
+    part = collect_instance(job.scenario(), job.instance.seed, i, student)
+    return {"part": part, "seconds": time.perf_counter() - t0}
+
+
+def collect(jobs: Sequence[LabelJob], student: Any = None, log: Callable[[str], Any] | None = None,
+            backend: Any = None) -> dict[str, np.ndarray]:
+    """The concatenated labels of ``jobs`` (``task`` = the job's index). The instances run on ``backend`` (a
+    :class:`kairos_gym.evaluation.backends.Backend`; None: serially, in this process): each is independent
+    and the results come back in the jobs' order, so every backend gives the serial run's arrays, bit for bit."""
+    from kairos_gym.evaluation.backends import SerialBackend
+    from kairos_gym.evaluation.backends import Task as BackendTask
+
     if len(jobs) > MAX_INSTANCES:
         raise ConfigError("distill", "instances", len(jobs), f"at most {MAX_INSTANCES} per round")
+    run = backend or SerialBackend(retries=0)
+    done = run.map([BackendTask(_label_job, (job, i, student), f"{job.family}/{job.tier} {job.instance.label}",
+                                policy="oracle") for i, job in enumerate(jobs)])
     parts = []
     total = 0
-    for i, job in enumerate(jobs):
-        t0 = time.perf_counter()
-        part = collect_instance(job.scenario(), job.instance.seed, i, student)
+    for i, (job, res) in enumerate(zip(jobs, done, strict=True)):
+        part = res["part"]
         total += len(part["hard"])
         if total > MAX_SAMPLES:
             raise ConfigError("distill", "samples", total, f"at most {MAX_SAMPLES} labelled decisions")
@@ -388,7 +404,7 @@ def collect(jobs: Sequence[LabelJob], student: Any = None, log: Callable[[str], 
         if log is not None:
             log(f"[{i + 1}/{len(jobs)}] {job.family}/{job.tier} load {job.load:.2f} {job.instance.label}: "
                 f"{len(part['hard'])} samples, behaviour SLO {float(part['summary_slo']):.3f}, "
-                f"{time.perf_counter() - t0:.1f} s")
+                f"{res['seconds']:.1f} s")
     return {k: np.concatenate([p[k] for p in parts]) for k in (*DATASET_KEYS, *OPTIONAL_KEYS)}
 
 
@@ -643,10 +659,11 @@ def validate_actor(actor: Any, cases: Sequence[Any], kairos: Mapping[str, float]
 
 # ---------------------------------------------------------------------------------------------- pipeline
 def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None,
-        log: Callable[[str], Any] = print) -> dict[str, Any]:
+        log: Callable[[str], Any] = print, backend: Any = None) -> dict[str, Any]:
     """Collect labels (or load ``data_path``), the DAgger rounds, then train one student per seed; write
     ``out/data.npz``, ``out/seed<s>/`` (safe checkpoint of the best validation epoch, ``history.jsonl``,
-    ``tb/``) and ``out/meta.json``. Returns the meta."""
+    ``tb/``) and ``out/meta.json``. Returns the meta. The label instances run on ``backend`` (:func:`collect`;
+    None: serially), with the serial run's labels."""
     import torch
 
     torch.set_num_threads(1)
@@ -662,7 +679,7 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
     else:
         jobs = label_jobs(cfg, cfg.instances_per_task, rng)
         log(f"round 0: {len(jobs)} instances, Oracle behaviour")
-        data = collect(jobs, None, log)
+        data = collect(jobs, None, log, backend)
         meta["rounds"].append({"round": 0, "instances": len(jobs), "samples": len(data["hard"]),
                                "seconds": time.perf_counter() - t0})
     student_inputs(data, cfg.inputs)  # a dataset without the kairos array: refused before any training
@@ -678,7 +695,7 @@ def run(cfg: DistillConfig, out: str | Path, data_path: str | Path | None = None
         student = train_student(data, cfg, cfg.seeds[0], validate, log=log).actor
         jobs = label_jobs(cfg, cfg.dagger_instances_per_task, rng)
         log(f"round {r}: {len(jobs)} instances, student behaviour (DAgger)")
-        extra = collect(jobs, student, log)
+        extra = collect(jobs, student, log, backend)
         extra["task"] = extra["task"] + int(data["task"].max()) + 1
         data = {k: np.concatenate([data[k], extra[k]]) for k in (*DATASET_KEYS, *OPTIONAL_KEYS)
                 if k in data and k in extra}

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kairos_gym.agents.policy_file_loader import ExternalPolicy, run_checked
+from kairos_gym.agents.policy_file_loader import MAX_EXTERNAL, ExternalPolicy, run_checked
 from kairos_gym.benchmark.scoring import BASELINE, COMPARISON, REFERENCE, run_scores
 from kairos_gym.benchmark.suite import Task, on_track
 from kairos_gym.errors import ConfigError
@@ -39,8 +39,6 @@ REFUSED: dict[str, str] = {}
 PINNED_TRACK = {REFERENCE: "exact", "kairos-exact": "exact"}
 """Entries whose name fixes their track: run on it whatever the section's track (the Oracle is clairvoyant, so
 exact; ``kairos-exact`` names the exact-track rule, the "same rule with exact information" anchor)."""
-MAX_EXTERNAL = 16
-"""Most ``--policy`` plus ``--checkpoint`` entries of one leaderboard run."""
 
 
 # ---------------------------------------------------------------------------------------------- best-static grid

@@ -152,16 +152,14 @@ def _ppo_tables(specs: list[str], seeds: list[int], bar: RunProgress) -> list[di
     """:func:`compare` of :data:`PPO_POLICIES` on ``specs``: the exact-track rows, then the realistic ones (the
     same specs with ``information.track=realistic``), merged per scenario; run policies are labelled with their
     track."""
-    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
     from kairos_gym.evaluation.compare import compare
 
-    ckpt = str(DEFAULT_CHECKPOINT.parent)  # the shipped agent, wherever the package is installed
-    log = _LogToProgress(bar, len(seeds))
+    log = _LogToProgress(bar, len(seeds))  # ppo: the registry's, the shipped agent wherever the package is installed
     merged = [{"scenario": s, "seeds": list(seeds), "policies": [], "runs": []} for s in specs]
     for track in ("exact", "realistic"):
         pols = [p for p, t in PPO_POLICIES if t == track]
         run_specs = specs if track == "exact" else [f"{s}:information.track=realistic" for s in specs]
-        for out, res in zip(merged, compare(ckpt, run_specs, pols, seeds, log=log), strict=True):
+        for out, res in zip(merged, compare(run_specs, pols, seeds, log=log), strict=True):
             for p in pols:
                 out["policies"].append(f"{p} ({track})")
             for r in res["runs"]:

@@ -4,14 +4,13 @@
 
 The three suite commands share their flags and the handling of them: the policies and tasks, the external
 policies (``--policy``/``--checkpoint``, at most ``MAX_EXTERNAL`` in all), the Oracle cache, the report and JSON
-outputs and the backend (:func:`add_suite_flags`, :func:`add_external_flags`, :func:`add_report_flags`,
-:func:`add_sizing_flags`, :func:`suite_selection`, :func:`external_policies`, :func:`oracle_cache_path`,
-:func:`run_suite`)."""
+outputs and the backend (:func:`add_suite_flags`, :func:`add_report_flags`, :func:`add_sizing_flags`,
+:func:`suite_selection`, :func:`oracle_cache_path`, :func:`run_suite`; the external policies' flags are those of
+every command that runs policies, kairos_gym/cli/external.py)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -28,12 +27,11 @@ from kairos_gym.cli.common import (
     write_json,
     write_text,
 )
-from kairos_gym.errors import ConfigError
+from kairos_gym.cli.external import add_external_flags, external_policies
 from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
 from kairos_gym.flags import check_outputs, parse_float, parse_int, parse_seeds
 
 if TYPE_CHECKING:
-    from kairos_gym.agents.policy_file_loader import ExternalPolicy
     from kairos_gym.benchmark.suite import Task
 
 CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (default: "
@@ -59,37 +57,6 @@ def add_suite_flags(p: argparse.ArgumentParser, policies_default: str, policies_
                    help="run only these tasks (comma-separated): task names, family names (every tier of it: "
                    + ", ".join(dict.fromkeys(t.family for t in SUITE)) + ") or tier names (every family at it: "
                    + ", ".join(TIER_NAMES) + "); default: the whole suite")
-
-
-def add_external_flags(p: argparse.ArgumentParser, verb: str) -> None:
-    """``--policy FILE.py:CLASS`` and ``--checkpoint DIR`` (repeatable): policies from outside the registry that
-    the command ``verb``s (rank, measure) beside the others."""
-    from kairos_gym.benchmark.entries import MAX_EXTERNAL
-
-    p.add_argument("--policy", action="append", default=[], metavar="FILE.py:CLASS",
-                   help=f"also {verb} the class CLASS of the Python file FILE.py (repeatable). This RUNS the file, as "
-                   "'python FILE.py' would: only your own or trusted code. The class needs decide(ctx) -> Decision; "
-                   f"it is built with scenario= and seed= when its __init__ takes them (at most {MAX_EXTERNAL} "
-                   "--policy/--checkpoint in all)")
-    p.add_argument("--checkpoint", action="append", default=[], metavar="DIR",
-                   help=f"also {verb} the trained agent of this safe-format checkpoint folder (policy.json, "
-                   "policy.npz; or a run folder), repeatable; nothing is unpickled")
-    from kairos_gym.agents.policy_guard import DEFAULT_DECISION_S, DEFAULT_RUN_S, MAX_LIMIT_S
-    from kairos_gym.agents.policy_isolation import DEFAULT_MEMORY_BYTES
-
-    p.add_argument("--decision-time-limit", default=str(DEFAULT_DECISION_S), metavar="S",
-                   help=f"wall-time limit of one decide(ctx) call of a --policy/--checkpoint entry, seconds in "
-                   f"(0, {MAX_LIMIT_S:g}] (default {DEFAULT_DECISION_S:g}); past it the entry's run stops with an "
-                   "error naming it")
-    p.add_argument("--run-time-limit", default=str(DEFAULT_RUN_S), metavar="S",
-                   help=f"wall-time limit of one run (one instance) of such an entry, seconds in (0, {MAX_LIMIT_S:g}] "
-                   f"(default {DEFAULT_RUN_S:g})")
-    p.add_argument("--isolate", action="store_true",
-                   help="run each --policy/--checkpoint entry in a process of its own, under the memory limit of "
-                   "--isolate-memory and a CPU-time limit (POSIX): a crash or an exit of the entry cannot stop "
-                   "this command")
-    p.add_argument("--isolate-memory", default=str(DEFAULT_MEMORY_BYTES), metavar="BYTES",
-                   help=f"address-space limit of an isolated entry (bytes; default {DEFAULT_MEMORY_BYTES})")
 
 
 def add_report_flags(p: argparse.ArgumentParser, out_default: str | None, out_help: str, json_help: str) -> None:
@@ -122,33 +89,6 @@ def suite_selection(args: argparse.Namespace, where: str) -> tuple[list[str], tu
     return policies, (None if args.tasks is None else select_tasks(args.tasks, where=where))
 
 
-def external_policies(args: argparse.Namespace, where: str) -> list[ExternalPolicy]:
-    """The ``--policy`` and ``--checkpoint`` entries, loaded (a ``--policy`` file is run: it is the user's code),
-    at most ``MAX_EXTERNAL`` in all."""
-    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint, policy_from_file
-    from kairos_gym.benchmark.entries import MAX_EXTERNAL
-
-    if len(args.policy) + len(args.checkpoint) > MAX_EXTERNAL:
-        raise ConfigError(where, "--policy/--checkpoint", len(args.policy) + len(args.checkpoint),
-                          f"at most {MAX_EXTERNAL} entries in all")
-    limits, memory = external_limits(args, where)
-    externals = [policy_from_file(s, where, "--policy") for s in args.policy]
-    externals += [policy_from_checkpoint(d, where, "--checkpoint") for d in args.checkpoint]
-    return [dataclasses.replace(e, limits=limits, isolate_memory=memory) for e in externals]
-
-
-def external_limits(args: argparse.Namespace, where: str) -> tuple[Any, int | None]:
-    """The guard's :class:`~kairos_gym.agents.policy_guard.Limits` of ``--decision-time-limit`` and
-    ``--run-time-limit``, and ``--isolate-memory`` when ``--isolate`` is on (None: in this process)."""
-    from kairos_gym.agents.policy_guard import MAX_LIMIT_S, Limits
-    from kairos_gym.agents.policy_isolation import MAX_MEMORY_BYTES, MIN_MEMORY_BYTES, check_isolation
-
-    decision = parse_float(where, "--decision-time-limit", args.decision_time_limit, 0.0, MAX_LIMIT_S)
-    run = parse_float(where, "--run-time-limit", args.run_time_limit, 0.0, MAX_LIMIT_S)
-    memory = parse_int(where, "--isolate-memory", args.isolate_memory, MIN_MEMORY_BYTES, MAX_MEMORY_BYTES)
-    return Limits(decision_s=decision, run_s=run), (check_isolation(where, memory) if args.isolate else None)
-
-
 def oracle_cache_path(args: argparse.Namespace) -> Path:
     """``--oracle-cache`` (default: the committed cache), read once so that a bad file fails before any run."""
     from kairos_gym.benchmark import oracle_cache
@@ -175,8 +115,7 @@ def write_report(out: str, markdown: str, res: dict[str, Any], counts: str = "")
 def _add_leaderboard(sub: Subparsers) -> None:
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES, REQUIRED
 
-    p = add_command(sub, "leaderboard", cmd_leaderboard,
-                    "run the standard suite and write results/leaderboard.md (docs/benchmark.md)")
+    p = add_command(sub, "leaderboard", cmd_leaderboard)
     add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static (the static rule tuned on the train "
                     f"instances), each once; must include {', '.join(REQUIRED)}. Every one runs every task of the "
                     "suite (docs/benchmark.md)")
@@ -215,8 +154,7 @@ def _add_precision(sub: Subparsers) -> None:
     from kairos_gym.benchmark import precision
     from kairos_gym.benchmark.precision import DEFAULT_MAX_INSTANCES, DEFAULT_POLICIES, MAX_INSTANCES
 
-    p = add_command(sub, "precision", cmd_precision, "Stein's two-stage protocol: enough instances per task for "
-                    "the target interval of each policy's mean (docs/benchmark.md); writes results/precision.md")
+    p = add_command(sub, "precision", cmd_precision)
     add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static, each once (the Oracle is refused: 2-60 s "
                     "per instance); default: the leaderboard's default policies but the Oracle")
     add_external_flags(p, "measure")
@@ -284,9 +222,7 @@ def _add_oracle_precision(sub: Subparsers) -> None:
     from kairos_gym.benchmark.precision import MAX_INSTANCES
     from kairos_gym.benchmark.suite import TRACKS
 
-    p = add_command(sub, "oracle-precision", cmd_oracle_precision, "two-phase sampling of the Oracle's per-task "
-                    "means, headroom and normalised scores to a target interval (docs/benchmark.md); writes "
-                    "results/oracle-precision.md")
+    p = add_command(sub, "oracle-precision", cmd_oracle_precision)
     add_suite_flags(p, DEFAULT_POLICIES, "phase-1 policies: registry names and best-static, each once, including "
                     "the Oracle's bases (no-deflect, kairos-exact, always-deflect-ls, sq-ls, sl-ls, best-static); "
                     "default: the leaderboard's default policies but the Oracle")
@@ -364,8 +300,7 @@ def cmd_oracle_precision(args: argparse.Namespace) -> int:
 def _add_oracle_cache(sub: Subparsers) -> None:
     from kairos_gym.benchmark.oracle_cache import CACHE
 
-    p = add_command(sub, "oracle-cache", cmd_oracle_cache, "regenerate the leaderboard Oracle's cached scores "
-                    "(kairos_gym/benchmark/oracle_cache.json; hours for the whole suite)")
+    p = add_command(sub, "oracle-cache", cmd_oracle_cache)
     p.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
     p.add_argument("--max-requests", help="only instances of at most this many requests")
     p.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
@@ -392,8 +327,7 @@ def _add_pull_compare(sub: Subparsers) -> None:
     from kairos_gym.benchmark.pull_compare import DEFAULT_TASKS
     from kairos_gym.benchmark.suite import TIER_NAMES
 
-    p = add_command(sub, "pull-compare", cmd_pull_compare, "Kairos against Kairos-pull on the suite's prefill-bound "
-                    "tasks: SLO attainment with 95% intervals, paired differences (the table of docs/policies.md)")
+    p = add_command(sub, "pull-compare", cmd_pull_compare)
     p.add_argument("--tasks", default=DEFAULT_TASKS, help=f"task or family names (default {DEFAULT_TASKS})")
     p.add_argument("--tier", default="default", choices=TIER_NAMES, help="SLO tier of the tasks (default: default)")
 
@@ -409,8 +343,7 @@ def cmd_pull_compare(args: argparse.Namespace) -> int:
 
 
 def _add_results(sub: Subparsers) -> None:
-    p = add_command(sub, "results", cmd_results, "regenerate results/paper-claims.md: the paper's claims next to the "
-                    "simulator's")
+    p = add_command(sub, "results", cmd_results)
     p.add_argument("--out", default="results/paper-claims.md",
                    help="markdown file to write (default results/paper-claims.md)")
     p.add_argument("--seeds", default="0-4", help="instances of the synthetic scenarios and of the Oracle "

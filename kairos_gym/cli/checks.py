@@ -16,8 +16,7 @@ PREFIX = "check "
 
 def add_commands(sub: Subparsers) -> None:
     """Register ``check`` and its subcommands."""
-    text = "the benchmark's design checks: fault-switch, mix-shift, regime-shift, normalised-sizing (markdown tables)"
-    p = sub.add_parser("check", help=text, description=text)
+    p = add_command(sub, "check", None)
     checks = p.add_subparsers(dest="check", required=True, metavar="NAME")
     for add in (_add_fault_switch, _add_mix_shift, _add_regime_shift, _add_normalised_sizing):
         add(checks)

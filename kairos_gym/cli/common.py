@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kairos_gym.cli.commands import description
+from kairos_gym.cli.help_format import DefaultsHelpFormatter
 from kairos_gym.flags import MAX_SEEDS, SEED_LIMIT
 
 if TYPE_CHECKING:
@@ -26,11 +28,17 @@ Handler = Callable[[argparse.Namespace], int]
 """A command: the parsed flags in, the exit status out (0 ok, 1 a failed check or run, 2 bad input)."""
 
 
-def add_command(sub: Subparsers, name: str, func: Handler, help: str, *, prefix: str = "") -> argparse.ArgumentParser:
+def add_command(sub: Subparsers, name: str, func: Handler | None, help: str | None = None, *,
+                prefix: str = "") -> argparse.ArgumentParser:
     """Register the command ``name`` (``prefix`` + ``name`` in messages, e.g. ``check fault-switch``) running
-    ``func``; ``help`` is its line in ``kairos-gym --help`` and the description of its own ``--help``."""
-    p = sub.add_parser(name, help=help, description=help)
-    p.set_defaults(func=func, command_name=f"{prefix}{name}")
+    ``func`` (None: a command that only holds subcommands). ``help``, the description of its own ``--help``,
+    defaults to its line in the command table (:mod:`kairos_gym.cli.commands`, what ``kairos-gym --help``
+    shows); a subcommand (``prefix``) gives its own. Every option's default is stated in the help
+    (:class:`~kairos_gym.cli.help_format.DefaultsHelpFormatter`)."""
+    text = help if help is not None else description(name)
+    p = sub.add_parser(name, help=text, description=text, formatter_class=DefaultsHelpFormatter)
+    if func is not None:
+        p.set_defaults(func=func, command_name=f"{prefix}{name}")
     return p
 
 

@@ -17,8 +17,7 @@ MAX_CONTEXT = 1 << 20
 
 def add_commands(sub: Subparsers) -> None:
     """Register ``latency`` and ``verify``."""
-    p = add_command(sub, "latency", cmd_latency,
-                    "step-latency table of a model/GPU/TP preset; calibration report and fit")
+    p = add_command(sub, "latency", cmd_latency)
     p.add_argument("--model", default="deepseek-v2-lite", help="model preset (kairos_gym/data/models.yaml)")
     p.add_argument("--gpu", default="a100-80gb", help="GPU preset (kairos_gym/data/hardware.yaml)")
     p.add_argument("--tp", default="1", help="tensor-parallel degree: 1, 2, 4 or 8")
@@ -34,8 +33,7 @@ def add_commands(sub: Subparsers) -> None:
     p.add_argument("--fit", action="store_true", help="refit the dense-GEMM parameters to the Vidur data")
     p.add_argument("--bench", action="store_true", help="time the pricing of one Kairos decision")
 
-    p = add_command(sub, "verify", cmd_verify,
-                    "does this machine reproduce the published results? (a few seconds; docs/reliability.md)")
+    p = add_command(sub, "verify", cmd_verify)
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
     p.add_argument("--reference", metavar="PATH", help="the reference hashes to compare with (default: the "
                    "package's kairos_gym/data/verify.json)")

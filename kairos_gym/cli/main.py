@@ -3,33 +3,28 @@
 Every flag value and every output path is checked before any work starts (:mod:`kairos_gym.flags`): a bad
 one exits with status 2 and one line naming the flag, the value and what is allowed. Tables go to stdout
 (:func:`kairos_gym.table.render_table`, at most 120 columns); progress bars to stderr, only on a terminal
-(``--no-progress`` turns them off). The commands come in groups, one module each; a command imports what it
-runs inside its function, so ``kairos-gym --help`` loads no torch, Stable-Baselines3 or matplotlib. A command
-that needs a pip extra which is not installed (:mod:`kairos_gym.extras`) stops the same way, naming the extra.
+(``--no-progress`` turns them off). The commands come in groups, one module each.
+
+Lazy by design: the top-level parser is built from the command table (:mod:`kairos_gym.cli.commands`) alone,
+and only the module of the command being run (or asked for its ``--help``) is imported, inside which a command
+imports what it runs. So ``kairos-gym --help`` imports no numpy, gymnasium, torch or C++ core (~0.1 s). A command
+that needs a pip extra which is not installed (:mod:`kairos_gym.extras`) stops like a bad flag, naming the extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
-from kairos_gym.cli import benchmark, checks, machine, performance, run, train
-from kairos_gym.cli.common import Subparsers
+from kairos_gym.cli.commands import BY_NAME, COMMANDS, GROUPS, MODULES
 from kairos_gym.errors import ConfigError
-from kairos_gym.evaluation.backends import BackendError
 from kairos_gym.extras import MissingExtraError
 
-GROUPS: tuple[tuple[str, str, tuple[Callable[[Subparsers], None], ...]], ...] = (
-    ("run", "policies on scenarios", (run.add_commands,)),
-    ("benchmark", "the standard suite, its reports and design checks", (benchmark.add_commands, checks.add_commands)),
-    ("train", "agents: training, distillation, selection, conversion", (train.add_commands,)),
-    ("performance", "throughput and memory on this machine", (performance.add_commands,)),
-    ("machine", "the step-latency model; does this machine reproduce the results?", (machine.add_commands,)),
-)
-"""The command groups of ``kairos-gym --help``: (title, what its commands do, the functions registering them)."""
 WIDTH = 110
 """Width of the grouped command list (characters)."""
 NAME_WIDTH = 20
@@ -38,46 +33,71 @@ DESCRIPTION = ("kairos-gym: a Gymnasium environment, simulator and benchmark for
                "disaggregated LLM serving.")
 
 
-def _command_list(sub: Subparsers, groups: list[tuple[str, str, list[str]]]) -> str:
-    """The grouped list of commands, each with its one-line help (wrapped to :data:`WIDTH`)."""
+class _VersionAction(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked (importlib.metadata: ~30 ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str = "show the version and exit") -> None:
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from kairos_gym import __version__
+
+        print(f"kairos-gym {__version__}")
+        parser.exit()
+
+
+def _command_list() -> str:
+    """The grouped list of commands, each with its one-line description (wrapped to :data:`WIDTH`)."""
     lines = []
-    for title, what, names in groups:
+    for title, what in GROUPS:
         lines.append(f"{title} ({what}):")
-        for name in names:
-            text = sub.choices[name].description or ""
-            lines += textwrap.wrap(text, WIDTH, initial_indent=f"  {name:<{NAME_WIDTH - 3}} ",
-                                   subsequent_indent=" " * NAME_WIDTH)
+        for c in COMMANDS:
+            if c.group == title:
+                lines += textwrap.wrap(c.description, WIDTH, initial_indent=f"  {c.name:<{NAME_WIDTH - 3}} ",
+                                       subsequent_indent=" " * NAME_WIDTH)
         lines.append("")
     lines.append("kairos-gym COMMAND --help shows a command's flags.")
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every command, listed by group in its help."""
-    from kairos_gym import __version__
-
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser, its commands listed by group in its help. ``commands``: the commands whose flags are
+    registered (their modules imported; each module registers all of its commands); the others are present by
+    name and description only. None: every command, fully (tests, docs)."""
+    wanted = set(MODULES) if commands is None else {BY_NAME[c].module for c in commands}
     parser = argparse.ArgumentParser(prog="kairos-gym", usage="kairos-gym [-h] [--version] COMMAND ...",
-                                     description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"kairos-gym {__version__}")
+                                     description=DESCRIPTION, epilog=_command_list(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS,
-                               prog="kairos-gym")
-    groups = []
-    for title, what, adders in GROUPS:
-        before = set(sub.choices)
-        for add in adders:
-            add(sub)
-        groups.append((title, what, [n for n in sub.choices if n not in before]))
-    parser.epilog = _command_list(sub, groups)
+                                prog="kairos-gym")
+    for module in MODULES:
+        if module in wanted:
+            importlib.import_module(f"kairos_gym.cli.{module}").add_commands(sub)
+    for c in COMMANDS:
+        if c.name not in sub.choices:  # listed, not loaded: parsing it would need its module
+            sub.add_parser(c.name, help=c.description, description=c.description)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command an argument list runs: its first word that is not an option (the top-level options, -h and
+    --version, take no value); None when there is none or it is not a command (argparse then says so)."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in BY_NAME else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kairos-gym`` console script: the command's exit status (2: bad input, one
     ``error:`` line on stderr)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    command = command_of(given)
+    parser = build_parser([] if command is None else [command])
+    args = parser.parse_args(given)
     # the exact command, for headers that record it (leaderboard): as typed, or as main() was called
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = given
     args.prog = ("python -m kairos_gym.cli" if argv is None and Path(sys.argv[0]).name == "__main__.py"
                  else "kairos-gym")
     try:
@@ -91,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, MissingExtraError) as e:  # bad input, or a pip extra the command needs is not installed
         print(f"kairos-gym {args.command_name}: error: {e}", file=sys.stderr)
         return 2
-    except BackendError as e:  # a run still failed after its retries (docs/scale-out.md)
-        print(f"kairos-gym {args.command_name}: error: {e}", file=sys.stderr)
-        return 1
+    except Exception as e:
+        backends = sys.modules.get("kairos_gym.evaluation.backends.base")  # loaded by any command that can raise it
+        if backends is not None and isinstance(e, backends.BackendError):  # a run failed past its retries
+            print(f"kairos-gym {args.command_name}: error: {e}", file=sys.stderr)
+            return 1
+        raise

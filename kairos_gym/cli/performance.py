@@ -22,7 +22,7 @@ def add_commands(sub: Subparsers) -> None:
 
 
 def _add_perf(sub: Subparsers) -> None:
-    p = add_command(sub, "perf", cmd_perf, "throughput of the simulator, the pricing and the env on this machine")
+    p = add_command(sub, "perf", cmd_perf)
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
     p.add_argument("--env-seconds", default="3.0",
                    help=f"length of one env timing run (seconds, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
@@ -65,8 +65,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
 
 def _add_soak(sub: Subparsers) -> None:
-    p = add_command(sub, "soak", cmd_soak, "run a long scenario and report peak memory at simulated-time "
-                    "checkpoints, plus the request accounting (exit status 1 if it does not add up)")
+    p = add_command(sub, "soak", cmd_soak)
     p.add_argument("--scenario", default="soak-24h", help="shipped scenario name or YAML path (default: soak-24h)")
     p.add_argument("--checkpoints", default="1h,24h", help="simulated times to report at (default: 1h,24h)")
     p.add_argument("--seed", default="0", help="workload seed, a whole number >= 0")
@@ -82,8 +81,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 
 def _add_perf_scenario(sub: Subparsers) -> None:
-    p = add_command(sub, "perf-scenario", cmd_perf_scenario, "wall time of a whole scenario under no-deflect "
-                    "(JSON on stdout)")
+    p = add_command(sub, "perf-scenario", cmd_perf_scenario)
     p.add_argument("--scenario", default="azure-conv", help="shipped scenario name or YAML path (default: azure-conv)")
     p.add_argument("--repeats", default="3", metavar="1..10", help="timed runs (default 3)")
 
@@ -98,8 +96,7 @@ def cmd_perf_scenario(args: argparse.Namespace) -> int:
 
 
 def _add_perf_env(sub: Subparsers) -> None:
-    p = add_command(sub, "perf-env", cmd_perf_env, "the env's decisions per second under a random masked policy, "
-                    "on one core (a JSON line per env id)")
+    p = add_command(sub, "perf-env", cmd_perf_env)
     p.add_argument("--seconds", default="5.0",
                    help=f"length of one timing run (s, finite, > 0 and <= {MAX_BENCH_SECONDS:g})")
     p.add_argument("--repeats", default="3",
@@ -144,8 +141,7 @@ def cmd_perf_env(args: argparse.Namespace) -> int:
 def _add_perf_components(sub: Subparsers) -> None:
     from kairos_gym.perf.components import MAX_HEAP, MAX_OPS, MAX_REPEATS
 
-    p = add_command(sub, "perf-components", cmd_perf_components, "operations per second of the C++ core's "
-                    "components (link, event queue) against their Python counterparts")
+    p = add_command(sub, "perf-components", cmd_perf_components)
     p.add_argument("--ops", default="200000", help=f"operations per sequence (1000..{MAX_OPS:,}; default 200,000)")
     p.add_argument("--repeats", default="5",
                    help=f"timed runs of each variant, the fastest reported (1..{MAX_REPEATS}; default 5)")
@@ -168,8 +164,7 @@ def cmd_perf_components(args: argparse.Namespace) -> int:
 def _add_perf_pool(sub: Subparsers) -> None:
     from kairos_gym.perf.pool import MAX_TASKS, MAX_WORKERS
 
-    p = add_command(sub, "perf-pool", cmd_perf_pool, "the process pool's driver cost (CPU s, wall s) on a large map "
-                    "of trivial tasks")
+    p = add_command(sub, "perf-pool", cmd_perf_pool)
     p.add_argument("--tasks", default="20000", help=f"tasks in the map (1-{MAX_TASKS:,}; default 20,000)")
     p.add_argument("--workers", default="2", help=f"worker processes (1-{MAX_WORKERS}; default 2)")
 
@@ -188,35 +183,99 @@ def cmd_perf_pool(args: argparse.Namespace) -> int:
 def _add_perf_oracle(sub: Subparsers) -> None:
     from kairos_gym.perf.oracle_speed import MAX_REQUESTS
 
-    p = add_command(sub, "perf-oracle", cmd_perf_oracle, "the rollout Oracle's wall time on one instance for each "
-                    "number of rollout threads (the same result for every count, checked)")
+    p = add_command(sub, "perf-oracle", cmd_perf_oracle)
     p.add_argument("--scenario", default="bursty", help="a shipped scenario name or a YAML path (default bursty)")
     p.add_argument("--requests", default="500", help=f"requests of the instance (1-{MAX_REQUESTS:,}; default 500)")
     p.add_argument("--seed", default="0", help=f"workload seed, 0..{SEED_LIMIT - 1} (default 0)")
-    p.add_argument("--threads", default="1,2", help="comma-separated rollout thread counts, each 1-64 (default 1,2)")
+    p.add_argument("--threads", default="1,2", help="comma-separated rollout thread counts, each 1-64 (default 1,2; "
+                   "--growth: the first)")
+    p.add_argument("--search", default="exhaustive,bounded",
+                   help="comma-separated searches: exhaustive (every rollout to the end), bounded (default both)")
+    p.add_argument("--suite", action="store_true",
+                   help="both searches on the benchmark suite's instances instead (one thread): cost ratio per task")
+    p.add_argument("--instances", default="1", help="--suite: test instances per task, 1-30 (default 1)")
+    p.add_argument("--tasks", default=None, help="--suite: a comma-separated task list (default: every task)")
+    p.add_argument("--growth", default=None, metavar="N,N,...",
+                   help=f"the bounded search on the first N requests of --scenario for each N (1-{MAX_REQUESTS:,}): "
+                   "cost and its growth exponent")
+    p.add_argument("--plot", default=None, metavar="PNG", help="--growth: a log-log plot of the cost (PNG)")
+    p.add_argument("--empty", action="store_true",
+                   help="instead: per suite task, the share of arrivals finding the cluster empty under kairos-exact "
+                   "(--instances, --tasks), where a rollout's state could repeat another's")
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
 
 
 def cmd_perf_oracle(args: argparse.Namespace) -> int:
     """``kairos-gym perf-oracle``."""
-    from kairos_gym.perf.oracle_speed import MAX_REQUESTS, measure
+    import sys
+
+    from kairos_gym.benchmark.oracle_cost import measure_suite
+    from kairos_gym.errors import ConfigError
+    from kairos_gym.flags import parse_int_list
+    from kairos_gym.perf.oracle_speed import MAX_REQUESTS, SEARCHES, measure, measure_growth, plot_growth
     from kairos_gym.scenario import load_scenario
 
     w = "perf-oracle"
+    if sum(map(bool, (args.suite, args.growth, args.empty))) > 1:
+        raise ConfigError(w, "--suite/--growth/--empty", "more than one", "one measurement per run")
+    if args.plot and not args.growth:
+        raise ConfigError(w, "--plot", args.plot, "only with --growth")
     requests = parse_int(w, "--requests", args.requests, 1, MAX_REQUESTS)
     seed = parse_int(w, "--seed", args.seed, 0, SEED_LIMIT - 1)
-    parts = [s.strip() for s in str(args.threads).split(",")]
-    threads = [parse_int(w, "--threads", s, 1, 64) for s in parts]
-    if len(set(threads)) != len(threads):
-        from kairos_gym.errors import ConfigError
+    threads = parse_int_list(w, "--threads", str(args.threads), 1, 64)
+    searches = [s.strip() for s in str(args.search).split(",")]
+    if not searches or any(s not in SEARCHES for s in searches) or len(set(searches)) != len(searches):
+        raise ConfigError(w, "--search", args.search, "a comma-separated list of distinct " + " / ".join(SEARCHES))
+    instances = parse_int(w, "--instances", args.instances, 1, 30)
+    sizes = parse_int_list(w, "--growth", args.growth, 1, MAX_REQUESTS) if args.growth else ()
+    check_outputs(w, {"--json": args.json, "--plot": args.plot}, stdout_ok=["--json"])
 
-        raise ConfigError(w, "--threads", args.threads, "distinct thread counts")
-    check_outputs(w, {"--json": args.json}, stdout_ok=["--json"])
+    def note(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    if args.empty:
+        from kairos_gym.benchmark.oracle_cost import empty_arrivals
+        from kairos_gym.benchmark.suite import select_tasks
+
+        rows_e = empty_arrivals("kairos-exact", instances, select_tasks(args.tasks, where=w) if args.tasks else None)
+        for r in rows_e:
+            print(f"{r['task']:<24} {r['empty']:>5,} of {r['arrivals']:>6,} arrivals find the cluster empty "
+                  f"({100 * r['share']:5.1f}%), busy periods of {r['busy_period']:6.1f} arrivals on average")
+        write_json(args.json, rows_e, where=w)
+        return 0
+    if args.suite:
+        from kairos_gym.benchmark.suite import select_tasks
+
+        tasks = select_tasks(args.tasks, where=w) if args.tasks else None
+        res = measure_suite(instances, tasks, progress=note)
+        for a in res["tasks"]:
+            print(f"{a['task']:<24} {a['instances']:>2} inst  {a['exhaustive_rollout_decisions']:>13,.0f} -> "
+                  f"{a['bounded_rollout_decisions']:>12,.0f} rollout decisions ({a['cost_ratio']:>8.1f}x)  "
+                  f"{a['exhaustive_wall_s']:7.1f} -> {a['bounded_wall_s']:6.1f} s ({a['wall_ratio']:.1f}x)")
+        t = res["total"]
+        print(f"{'suite':<24} {t['instances']:>2} inst  {t['exhaustive_rollout_decisions']:>13,.0f} -> "
+              f"{t['bounded_rollout_decisions']:>12,.0f} rollout decisions ({t['cost_ratio']:>8.1f}x)  "
+              f"{t['exhaustive_wall_s']:7.1f} -> {t['bounded_wall_s']:6.1f} s ({t['wall_ratio']:.1f}x)")
+        write_json(args.json, res, where=w)
+        return 0
     load_scenario(args.scenario)  # a bad scenario fails here, before any run
-    rows = measure(args.scenario, requests, seed, threads)
+    if sizes:
+        res = measure_growth(args.scenario, sizes, seed, threads[0], progress=note)
+        for r in res["rows"]:
+            print(f"{r['requests']:>7,} requests: {r['wall_s']:8.2f} s wall, {r['rollout_decisions']:>14,} rollout "
+                  f"decisions, SLO attainment {r['slo_attainment']:.4f}")
+        if "exponent_wall" in res:
+            print(f"growth exponent: wall {res['exponent_wall']:.2f}, rollout decisions "
+                  f"{res['exponent_rollout_decisions']:.2f}")
+        if args.plot:
+            plot_growth(res, args.plot)
+        write_json(args.json, res, where=w)
+        return 0
+    rows = measure(args.scenario, requests, seed, threads, searches)
     for r in rows:
-        print(f"{r['threads']:>3} threads: {r['wall_s']:7.2f} s wall, {r['rollouts']:,} rollouts over "
-              f"{r['searched']:,} searched decisions, speed-up {r['speedup']:.2f}x, SLO attainment "
+        print(f"{r['search']:>10}, {r['threads']:>2} threads: {r['wall_s']:7.2f} s wall, {r['rollouts']:,} rollouts "
+              f"({r['pruned']:,} stopped, {r['reused']:,} values reused), {r['rollout_decisions']:,} rollout "
+              f"decisions; ratio {r['cost_ratio']:.2f}x decisions, {r['speedup']:.2f}x wall; SLO attainment "
               f"{r['slo_attainment']:.4f}")
     write_json(args.json, {"scenario": args.scenario, "requests": requests, "seed": seed, "runs": rows}, where=w)
     return 0

@@ -1,6 +1,7 @@
 """The "run" commands: ``simulate`` (one policy, one scenario), ``evaluate`` (every policy on the same workloads),
 ``sweep`` (loads and SQ/SL thresholds), ``demo`` (the main job) and ``measure`` (the baselines' table, the
-acceptance criteria)."""
+acceptance criteria). ``simulate``, ``evaluate`` and ``sweep`` also run a user's policy file (``--policy
+FILE.py:CLASS``) and trained checkpoints (``--checkpoint DIR``) beside the registry's (kairos_gym/cli/external.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from kairos_gym.cli.common import (
     progress,
     write_json,
 )
+from kairos_gym.cli.external import TRUST_HELP, add_external_flags, add_limit_flags, external_policies, one_external
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
 from kairos_gym.extras import available, require
@@ -49,32 +51,53 @@ def add_commands(sub: Subparsers) -> None:
 
 
 def _add_simulate(sub: Subparsers) -> None:
-    p = add_command(sub, "simulate", cmd_simulate, "run one policy on one scenario and print the summary")
+    p = add_command(sub, "simulate", cmd_simulate)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
-    p.add_argument("--policy", default="no-deflect", help="registry name of the policy (docs/policies.md)")
+    p.add_argument("--policy", default=None, metavar="NAME|FILE.py:CLASS",
+                   help="the policy: a registry name (kairos-gym list policies; docs/policies.md) or the class CLASS "
+                   "of the Python file FILE.py, which this RUNS as 'python FILE.py' would: only your own or trusted "
+                   "code (default: no-deflect)")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="instead of --policy: the trained agent of this checkpoint folder (policy.json, policy.npz; "
+                   "or a run folder such as runs/ppo/fast/final)")
+    p.add_argument("--trust-checkpoint", action="store_true", help=TRUST_HELP)
     p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT})")
     p.add_argument("--json", metavar="PATH", help="write the summary JSON ('-' for stdout)")
     p.add_argument("--requests-csv", metavar="PATH", help="write the per-request record as CSV (with metrics.mode: "
                    "streaming, row by row as requests settle, in that order)")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_limit_flags(p, isolate=False)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from kairos_gym.agents.registry import make_policy
-    from kairos_gym.agents.runner import simulate
+    """``kairos-gym simulate``: the policy (a registry name, a file's class or a checkpoint) built and checked
+    before the run; the summary on stdout."""
+    from kairos_gym.agents.registry import POLICIES, make_policy
     from kairos_gym.scenario import load_scenario
     from kairos_gym.sim.requests_csv import write_requests_csv
     from kairos_gym.table import format_summary
 
-    seed = parse_int("simulate", "--seed", args.seed, 0, SEED_LIMIT - 1)
-    check_outputs("simulate", {"--json": args.json, "--requests-csv": args.requests_csv}, stdout_ok=["--json"])
+    w = "simulate"
+    seed = parse_int(w, "--seed", args.seed, 0, SEED_LIMIT - 1)
+    check_outputs(w, {"--json": args.json, "--requests-csv": args.requests_csv}, stdout_ok=["--json"])
+    ext = one_external(args, w)
+    name = "no-deflect" if args.policy is None else args.policy
+    if ext is None and name not in POLICIES:
+        raise ConfigError(w, "--policy", name, "a registry name (" + ", ".join(POLICIES) + ") or FILE.py:CLASS, a "
+                          "class in a Python file")
     sc = load_scenario(args.scenario)
-    make_policy(args.policy, sc, seed)  # a bad name or parameter fails here, before the run
+    if ext is None:
+        make_policy(name, sc, seed)  # a bad parameter fails here, before the run
+    else:
+        from kairos_gym.agents.policy_file_loader import probe
+
+        probe(ext, sc, seed)  # a class that does not build, or a decide that fails early, before the run
+    label = name if ext is None else ext.label
     bar = None
     if not args.no_progress and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(desc=f"{sc.name}/{args.policy}", unit="req", file=sys.stderr, mininterval=0.5)
+        bar = tqdm(desc=f"{sc.name}/{label}", unit="req", file=sys.stderr, mininterval=0.5)
     stream = bool(args.requests_csv) and sc.metrics.mode == "streaming"  # rows written as requests settle
     with contextlib.ExitStack() as stack:
         setup = None
@@ -89,13 +112,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
             def setup(sim: Simulator) -> None:
                 writer.writerow(sim.stream_requests_csv(writer.writerow))
+        tick = bar.update if bar is not None else None
         try:
-            summary, sim = simulate(args.policy, sc, seed, progress=bar.update if bar is not None else None,
-                                    setup=setup)
+            if ext is None:
+                from kairos_gym.agents.runner import simulate
+
+                summary, sim = simulate(name, sc, seed, progress=tick, setup=setup)
+            else:
+                from kairos_gym.agents.policy_file_loader import run_external
+
+                summary, sim = run_external(ext, sc, seed, progress=tick, setup=setup)
         finally:
             if bar is not None:
                 bar.close()
-    summary["policy"] = args.policy
+    summary["policy"] = label
     if args.json != "-":
         print(format_summary(summary))
     write_json(args.json, summary, where="simulate")
@@ -108,12 +138,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _add_sweep(sub: Subparsers) -> None:
     from kairos_gym.evaluation.sweep import MAX_LOAD, MAX_THRESHOLD
 
-    p = add_command(sub, "sweep", cmd_sweep, "load sweep and SQ/SL threshold sweeps against Kairos (and the Oracle)")
+    p = add_command(sub, "sweep", cmd_sweep)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--loads", default="0.5,0.75,1.0,1.25",
                    help=f"multipliers of the arrival rate, each in (0, {MAX_LOAD:g}], at most {MAX_LIST} ('' for no "
                    "load sweep)")
-    p.add_argument("--policies", default="no-deflect,sq,sl,kairos", help="policies of the load sweep (registry names)")
+    p.add_argument("--policies", default="no-deflect,sq,sl,kairos", help="policies of the load sweep (registry names; "
+                   "'' for none but --policy/--checkpoint)")
     p.add_argument("--sq-thresholds", default="2048,8192,32768",
                    help=f"SQ queue thresholds (tokens), each in [0, {MAX_THRESHOLD:g}], at most {MAX_LIST}")
     p.add_argument("--sl-thresholds", default="1024,2048,8192",
@@ -127,6 +158,8 @@ def _add_sweep(sub: Subparsers) -> None:
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
     p.add_argument("--plots", metavar="DIR", help="write slo_vs_load.png and pareto_ttft_tbt.png into this folder")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_external_flags(p, "sweep (in the load sweep, and beside the references of the threshold sweep)",
+                       isolate=False, trust=True)
     add_backend_flags(p)
 
 
@@ -141,15 +174,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sq = parse_float_list(w, "--sq-thresholds", args.sq_thresholds, 0.0, MAX_THRESHOLD, lo_open=False)
     sl = parse_float_list(w, "--sl-thresholds", args.sl_thresholds, 0.0, MAX_THRESHOLD, lo_open=False)
     chunks = parse_int_list(w, "--chunks", args.chunks, 0, MAX_CHUNK, empty_ok=True)
-    policies = parse_names(w, "--policies", args.policies, POLICIES, empty_ok=not loads)
+    given = bool(args.policy or args.checkpoint)
+    policies = parse_names(w, "--policies", args.policies, POLICIES, empty_ok=not loads or given)
     refs = parse_names(w, "--references", args.references, POLICIES, empty_ok=True)
     check_outputs(w, {"--json": args.json}, {"--plots": (args.plots, ("slo_vs_load.png", "pareto_ttft_tbt.png"))},
                   stdout_ok=["--json"])
     if args.plots:
         require("plots", "--plots")
+    externals = external_policies(args, w)  # after the flags: a --policy file is run here
     with backend_from_args(w, args) as backend, progress(args, "sweep") as bar:
         res = sweep(args.scenario, list(loads), policies, seeds, sq, sl, chunks if (sq or sl) else (), refs,
-                    args.plots, progress=bar, backend=backend)
+                    args.plots, progress=bar, backend=backend, externals=externals)
     if args.json != "-":
         print(format_sweep(res))
         if res.get("plots"):
@@ -160,32 +195,39 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _add_evaluate(sub: Subparsers) -> None:
-    p = add_command(sub, "evaluate", cmd_evaluate, "every policy on the same workloads; table, JSON, plots")
+    p = add_command(sub, "evaluate", cmd_evaluate)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--policies", default="no-deflect,always-deflect,sq,sl,kairos,ppo",
-                   help="comma-separated registry names (docs/policies.md), each once")
+                   help="comma-separated registry names (kairos-gym list policies; docs/policies.md), each once ('' "
+                   "for none but --policy/--checkpoint)")
     p.add_argument("--seeds", default="0-4", help=SEEDS_HELP)
     p.add_argument("--json", metavar="PATH", help="write every run's summary as JSON ('-': print it instead of the "
                    "table)")
     p.add_argument("--plots", metavar="DIR", help="write the plots of the first seed's runs into this folder: "
                    "ttft_cdf.png, tbt_cdf.png, utilization.png, timeline.png")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_external_flags(p, "evaluate", isolate=False, trust=True)
     add_backend_flags(p)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    """``kairos-gym evaluate``: the flags, the outputs and every policy (registry names, files, checkpoints)
+    checked before the first run; the table on stdout."""
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.evaluation.evaluate import evaluate, format_table
     from kairos_gym.evaluation.plots import PLOT_FILES
     from kairos_gym.flags import parse_names
 
     seeds = parse_seeds(args.seeds, "--seeds", "evaluate")
-    policies = parse_names("evaluate", "--policies", args.policies, POLICIES)
+    policies = parse_names("evaluate", "--policies", args.policies, POLICIES,
+                           empty_ok=bool(args.policy or args.checkpoint))
     check_outputs("evaluate", {"--json": args.json}, {"--plots": (args.plots, PLOT_FILES)}, stdout_ok=["--json"])
     if args.plots:
         require("plots", "--plots")
+    externals = external_policies(args, "evaluate")  # after the flags: a --policy file is run here
     with backend_from_args("evaluate", args) as backend, progress(args, "evaluate") as bar:
-        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar, backend=backend)
+        result = evaluate(args.scenario, policies, seeds, args.plots, progress=bar, backend=backend,
+                          externals=externals)
     if args.json != "-":
         print(format_table(result))
         if result.get("plots"):
@@ -195,7 +237,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _add_demo(sub: Subparsers) -> None:
-    p = add_command(sub, "demo", cmd_demo, "the main job: evaluate the policies on the default bursty scenario")
+    p = add_command(sub, "demo", cmd_demo)
     p.add_argument("--scenario", default="bursty", help=SCENARIO_HELP)
     p.add_argument("--out", default="out/demo", help="folder for the plots and evaluate.json (default out/demo)")
     p.add_argument("--seeds", default="0-2", help=SEEDS_HELP + "; the Oracle runs on the first")
@@ -271,8 +313,7 @@ def _oracle_prefix(scenario: str, seed: int, limit: int = ORACLE_PREFIX) -> tupl
 def _add_measure(sub: Subparsers) -> None:
     from kairos_gym.workload.config import MAX_REQUESTS
 
-    p = add_command(sub, "measure", cmd_measure, "the baselines on one scenario: P95 TTFT, TBT violations, SLO "
-                    "attainment, deflection and decision cost per policy; --acceptance: the acceptance criteria")
+    p = add_command(sub, "measure", cmd_measure)
     p.add_argument("--scenario", help="a scenario name or YAML path (default: the bursty stand-in dict scenario)")
     p.add_argument("--requests", default="3000",
                    help=f"requests of the dict scenario, 1..{MAX_REQUESTS} (default 3000)")

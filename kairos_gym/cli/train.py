@@ -1,6 +1,7 @@
 """The "train" commands: ``train`` (PPO from a training config, docs/training.md), ``distill`` (the Oracle into a
-masked MLP), ``select`` (two distilled students on the train-side selection set), ``compare`` (a checkpoint
-against the baselines on several scenarios and loads) and ``convert`` (an SB3 checkpoint to the safe format)."""
+masked MLP), ``select`` (two distilled students on the train-side selection set), ``compare`` (checkpoints and
+policy files against the baselines on several scenarios and loads) and ``convert`` (an SB3 checkpoint to the safe
+format)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kairos_gym.cli.common import Subparsers, add_command, command_line, write_text
+from kairos_gym.cli.external import add_external_flags, external_policies
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends.base import MAX_WORKERS
 from kairos_gym.extras import installed, require
@@ -23,8 +25,7 @@ def add_commands(sub: Subparsers) -> None:
 
 
 def _add_train(sub: Subparsers) -> None:
-    p = add_command(sub, "train", cmd_train, "train a PPO / MaskablePPO agent from a training config "
-                    "(configs/ppo/*.yaml)")
+    p = add_command(sub, "train", cmd_train)
     p.add_argument("--config", required=True, help="training config YAML, e.g. configs/ppo/kairos-v0.yaml")
     p.add_argument("--env-id", help="the config section to use (default: its only env id)")
     p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
@@ -147,22 +148,26 @@ def _scale_out(args: argparse.Namespace, cfg: Any) -> int | None:
 
 
 def _add_distill(sub: Subparsers) -> None:
-    p = add_command(sub, "distill", cmd_distill, "distil the clairvoyant Oracle into a masked MLP policy: labels, "
-                    "training, validation (configs/ppo/distill.yaml)")
+    p = add_command(sub, "distill", cmd_distill)
     p.add_argument("--config", required=True, help="YAML file with a distill: section (configs/ppo/distill.yaml)")
     p.add_argument("--out", required=True, help="run folder (data.npz, seed<s>/, meta.json)")
     p.add_argument("--data", help="a data.npz of an earlier run: skip round 0's label collection")
+    from kairos_gym.evaluation.backends import add_backend_flags
+
+    add_backend_flags(p)  # the label instances (the Oracle's runs) on a process pool or Ray: the serial labels
 
 
 def cmd_distill(args: argparse.Namespace) -> int:
     """``kairos-gym distill``: the run's log lines on stdout."""
     require("train", "distillation")
+    from kairos_gym.evaluation.backends import backend_from_args
     from kairos_gym.train.distill import load_config, run
 
     cfg = load_config(args.config)
     if args.data is not None and not Path(args.data).is_file():
         raise ConfigError("distill", "--data", args.data, "an existing data.npz")
-    run(cfg, args.out, args.data, log=lambda s: print(s, flush=True))
+    with backend_from_args("distill", args) as backend:
+        run(cfg, args.out, args.data, log=lambda s: print(s, flush=True), backend=backend)
     return 0
 
 
@@ -170,8 +175,7 @@ def _add_select(sub: Subparsers) -> None:
     from kairos_gym.agents.ppo import GENERAL_CHECKPOINT
     from kairos_gym.train.selection import DEFAULT_INSTANCES, MAX_INSTANCES
 
-    p = add_command(sub, "select", cmd_select, "choose between two distilled students on the train-side selection "
-                    "set (docs/training.md, \"A second selection protocol\")")
+    p = add_command(sub, "select", cmd_select)
     p.add_argument("--candidate", required=True, help="the candidate's checkpoint folder (policy.json)")
     p.add_argument("--incumbent", default=str(GENERAL_CHECKPOINT.parent),
                    help="the incumbent's checkpoint folder (default: the shipped ppo-general)")
@@ -191,30 +195,24 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def _add_compare(sub: Subparsers) -> None:
-    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
     from kairos_gym.evaluation.compare import DEFAULT_SCENARIOS
 
-    p = add_command(sub, "compare", cmd_compare, "a trained checkpoint against the baselines on several scenarios "
-                    "and loads (the generalisation table)")
-    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT.parent),
-                   help="safe checkpoint folder (policy.json) or run folder (default: the shipped agent); an SB3 "
-                   "model zip needs --trust-checkpoint")
-    p.add_argument("--trust-checkpoint", action="store_true",
-                   help="allow an SB3 zip / vecnormalize.pkl checkpoint: it is unpickled, which can execute code "
-                   "stored in the file, so only for files you made or trust")
+    p = add_command(sub, "compare", cmd_compare)
     p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
                    help="scenario specs, comma-separated: a shipped name or YAML path, optionally with "
                    ":section.key=value overrides (one ':' per override)")
     p.add_argument("--policies", default="no-deflect,kairos,ppo",
-                   help="policy specs, comma-separated: registry names with optional :param=value parameters; ppo "
-                   "is the checkpoint")
+                   help="policy specs, comma-separated: registry names with optional :param=value parameters (ppo: "
+                   "the shipped agent); '' for none but --checkpoint/--policy")
+    add_external_flags(p, "compare", isolate=False, trust=True)
     p.add_argument("--seeds", default="0-4", help="seeds, e.g. 0-4 or 0,3,7 (distinct; see kairos_gym.flags)")
     p.add_argument("--json", metavar="PATH", help="write the runs as JSON to this file")
     p.add_argument("--markdown", metavar="PATH", help="write the markdown table to this file")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """``kairos-gym compare``: a table per scenario, then the markdown table of all."""
+    """``kairos-gym compare``: a table per scenario, then the markdown table of all; every flag, output, scenario
+    and policy checked before the first run."""
     import json
 
     from kairos_gym.evaluation.compare import compare, markdown
@@ -222,13 +220,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     seeds = parse_seeds(args.seeds, "--seeds", "compare")
     check_outputs("compare", {"--json": args.json, "--markdown": args.markdown})
-    if installed("torch"):  # a Stable-Baselines3 checkpoint acts through torch; shipped agents need none
-        import torch  # after the checks: a bad flag fails before the seconds of torch's import
+    if args.trust_checkpoint and installed("torch"):  # an SB3 zip loads through torch: one thread (2 fight the
+        # runs on 2 cores); without torch the loader says which extra it needs
+        import torch
 
         torch.set_num_threads(1)
-    results = compare(args.checkpoint, [s for s in args.scenarios.split(",") if s],
-                      [s for s in args.policies.split(",") if s], seeds, log=sys.stderr,
-                      trust_checkpoint=args.trust_checkpoint)
+    externals = external_policies(args, "compare")
+    results = compare([s for s in args.scenarios.split(",") if s], [s for s in args.policies.split(",") if s], seeds,
+                      externals=externals, log=sys.stderr)
     for res in results:
         print(format_table(res))
         print()
@@ -242,8 +241,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _add_convert(sub: Subparsers) -> None:
-    p = add_command(sub, "convert", cmd_convert, "convert a Stable-Baselines3 checkpoint (model zip + "
-                    "vecnormalize.pkl) to the safe format (policy.json, policy.npz, normalize.json)")
+    p = add_command(sub, "convert", cmd_convert)
     p.add_argument("src", help="SB3 model zip, a folder with model.zip, or a run folder")
     p.add_argument("dest", help="folder to write the safe checkpoint into")
     p.add_argument("--trust-checkpoint", action="store_true",

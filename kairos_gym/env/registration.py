@@ -6,8 +6,9 @@ One id per env: ``kairos_gym/Kairos-v0`` (scenario ``bursty``, the default), ``k
 streaming-metrics scenarios have none). ``kairos_train/KairosGeneral-v0`` (domain randomisation over the
 benchmark's train split, :mod:`kairos_gym.train.domain`) is registered here too, by its entry-point string:
 ``gym.make`` imports the training package, ``import kairos_gym`` does not (neither needs torch). It runs on
-``import kairos_gym``; call it again to pick up scenario files added later. A missing scenario file only fails
-``gym.make`` of its id, with a ConfigError.
+``import kairos_gym`` (right after gymnasium's import: kairos_gym/post_import.py); call it again to pick up
+scenario files added later. A missing scenario file only fails ``gym.make`` of its id, with a ConfigError.
+Importing this module imports no gymnasium.
 
 Every id's spec carries :class:`~kairos_gym.env.wrapper.KairosWrapper` as an additional wrapper, so
 ``gym.make`` returns an env with ``action_masks()`` whose truncating steps (``max_episode_steps``) have
@@ -25,15 +26,33 @@ tests/env/test_env_make_vec.py).
 
 from __future__ import annotations
 
-import gymnasium as gym
-from gymnasium.envs.registration import WrapperSpec
+import functools
+from typing import TYPE_CHECKING, Any
 
 from kairos_gym.configs import SCENARIO_DIR
+
+if TYPE_CHECKING:
+    from gymnasium.envs.registration import WrapperSpec
 
 NAMESPACE = "kairos_gym"
 ENTRY_POINT = "kairos_gym.env.core:KairosEnv"
 VECTOR_ENTRY_POINT = "kairos_gym.env.vector:KairosVectorEnv"
-WRAPPER = WrapperSpec("KairosWrapper", "kairos_gym.env.wrapper:KairosWrapper", {})
+
+
+@functools.cache
+def _wrapper_spec() -> WrapperSpec:
+    from gymnasium.envs.registration import WrapperSpec
+
+    return WrapperSpec("KairosWrapper", "kairos_gym.env.wrapper:KairosWrapper", {})
+
+
+def __getattr__(name: str) -> Any:
+    """``WRAPPER``, the ids' additional wrapper: built on first use, so importing this module imports no
+    gymnasium (``import kairos_gym`` registers the ids right after gymnasium's import, with this module:
+    kairos_gym/post_import.py)."""
+    if name == "WRAPPER":
+        return _wrapper_spec()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _EnvOnlyWrappers(tuple):
@@ -44,6 +63,8 @@ class _EnvOnlyWrappers(tuple):
 
     def __len__(self) -> int:
         return 0
+
+
 NAMED_IDS = {"bursty": f"{NAMESPACE}/Kairos-v0", "small": f"{NAMESPACE}/KairosSmall-v0"}
 """The scenarios whose id is a name of its own (the default scenario and the small one of tests and quick
 training); every other shipped scenario's id is ``kairos_gym/Kairos-<name>-v0``."""
@@ -72,6 +93,8 @@ def env_compatible(name: str) -> bool:
 def register_envs() -> list[str]:
     """Register every kairos-gym id not yet registered (and :data:`GENERAL_ENV_ID`); returns the KairosEnv ids
     (:func:`env_ids`)."""
+    import gymnasium as gym
+
     wanted = {env_id: name for name, env_id in NAMED_IDS.items()}
     for name in sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")):
         if env_compatible(name):
@@ -79,7 +102,8 @@ def register_envs() -> list[str]:
     for env_id, scenario in wanted.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"scenario": scenario},
-                         additional_wrappers=_EnvOnlyWrappers((WRAPPER,)), vector_entry_point=VECTOR_ENTRY_POINT)
+                         additional_wrappers=_EnvOnlyWrappers((_wrapper_spec(),)),
+                         vector_entry_point=VECTOR_ENTRY_POINT)
     if GENERAL_ENV_ID not in gym.registry:
         gym.register(id=GENERAL_ENV_ID, entry_point=GENERAL_ENTRY_POINT)
     return env_ids()
@@ -87,4 +111,6 @@ def register_envs() -> list[str]:
 
 def env_ids() -> list[str]:
     """The registered KairosEnv ids (namespace ``kairos_gym``), one per scenario, sorted."""
+    import gymnasium as gym
+
     return sorted(k for k in gym.registry if k.startswith(NAMESPACE + "/"))

@@ -1,15 +1,18 @@
-"""A trained checkpoint against the baselines on several scenarios and loads (the generalisation table).
+"""Trained checkpoints (and policies from files) against the baselines on several scenarios and loads (the
+generalisation table).
 
-    kairos-gym compare --checkpoint agents/checkpoints/ppo-kairos-v0 --seeds 0-4 \\
+    kairos-gym compare --checkpoint runs/ppo/fast/final --seeds 0-4 \\
         --scenarios bursty,bursty:workload.arrival.rate=30,azure-conv,mooncake --markdown out/compare.md
 
 A scenario spec is a shipped name or YAML path, optionally followed by ``:section.key=value`` overrides
 (one ``:`` per override; specs are separated by ``,``), e.g. ``azure-conv:workload.arrival.rate_scale=6``
 or ``bursty:workload.arrival.rate=30:workload.num_requests=2000``.
-A policy spec is a registry name with optional ``:param=value`` parameters, e.g. ``always-deflect:chunk=1024``;
-``ppo`` is the checkpoint: a safe checkpoint folder (policy.json + policy.npz) or a run folder; a
-Stable-Baselines3 zip only with ``--trust-checkpoint`` (it is unpickled, which can execute code stored in it).
-Every policy runs on the same workloads (same seeds) through the simulator's policy hook.
+A policy spec is a registry name with optional ``:param=value`` parameters, e.g. ``always-deflect:chunk=1024``
+(``ppo`` is the shipped agent). Policies from outside the registry (``externals``: ``--checkpoint DIR``, a safe
+checkpoint folder or a run folder, a Stable-Baselines3 zip only with ``--trust-checkpoint``; ``--policy
+FILE.py:CLASS``) come after them, labelled ``checkpoint:DIR`` / ``file:FILE.py:CLASS``, and run under their guard.
+Every policy runs on the same workloads (same seeds) through the simulator's policy hook; every spec and external
+policy is checked before the first run.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.yaml_io import load_yaml_text
+
+if TYPE_CHECKING:
+    from kairos_gym.agents.policy_file_loader import ExternalPolicy
 
 MD_KEYS = (("ttft_p95", "TTFT P95 s", "{:.3g}"), ("slo_attainment", "SLO att", "{:.3f}"),
            ("tbt_violation_rate", "TBT viol", "{:.4f}"), ("deflection_rate", "deflect", "{:.3f}"))
@@ -63,33 +68,55 @@ def parse_policy(spec: str) -> tuple[str, dict[str, Any]]:
     return name, out
 
 
-def compare(checkpoint: str | Path, scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int],
-            *, log: Any = None, trust_checkpoint: bool = False) -> list[dict[str, Any]]:
-    """``[{"scenario": label, "seeds": [...], "policies": [...], "runs": [summary, ...]}, ...]``.
-    The checkpoint is checked (and an SB3 zip refused without ``trust_checkpoint``) before any run."""
+def compare(scenarios: Sequence[str], policies: Sequence[str], seeds: Sequence[int], *,
+            externals: Sequence[ExternalPolicy] = (), log: Any = None) -> list[dict[str, Any]]:
+    """``[{"scenario": label, "seeds": [...], "policies": [labels], "runs": [summary, ...]}, ...]``: the policy
+    specs ``policies``, then ``externals``, on every scenario spec and seed (none: no runs). Before any run: every
+    scenario spec loads, every policy spec builds for the first scenario, and every external policy runs on a short
+    prefix of it (ConfigError). ``log``: a line per (scenario, policy) with its wall time (s)."""
+    from kairos_gym.agents.policy_file_loader import probe, run_checked
+    from kairos_gym.agents.registry import make_policy
     from kairos_gym.agents.runner import run_policy
-    from kairos_gym.agents.sb3_checkpoint import load_actor, make_ppo_agent
 
-    if any(parse_policy(name)[0] == "ppo" for name in policies):
-        load_actor(checkpoint, trust_checkpoint=trust_checkpoint)
+    if not seeds:
+        raise ConfigError("compare", "--seeds", list(seeds), "at least one seed")
+    if not policies and not externals:
+        raise ConfigError("compare", "--policies", list(policies), "at least one policy (or --checkpoint/--policy)")
+    parsed = [parse_scenario(spec) for spec in scenarios]
+    if not parsed:
+        return []
+    specs = [(name, *parse_policy(name)) for name in policies]
+    for name, base, params in specs:
+        try:
+            make_policy(base, parsed[0][1], seeds[0], **params)
+        except ConfigError as e:
+            raise ConfigError("compare", "--policies", name, f"a registry name with valid parameters ({e})") from e
+    labels = [*policies, *(e.label for e in externals)]
+    if len(set(labels)) != len(labels):
+        raise ConfigError("compare", "--policies", ",".join(labels), "each policy once")
+    for e in externals:
+        probe(e, parsed[0][1], seeds[0])
 
     out = []
-    for spec in scenarios:
-        label, sc = parse_scenario(spec)
+    for label, sc in parsed:
         runs = []
-        for name in policies:
+        for name, base, params in specs:
             t0 = time.perf_counter()
-            base, params = parse_policy(name)
             for s in seeds:
-                if base == "ppo":
-                    r = run_policy(make_ppo_agent(checkpoint, sc, seed=s, trust_checkpoint=trust_checkpoint), sc, s)
-                else:
-                    r = run_policy(base, sc, s, **params)
+                r = run_policy(base, sc, s, **params)
                 r["policy"] = name
                 runs.append(r)
             if log is not None:
                 print(f"{label}: {name} {time.perf_counter() - t0:.1f} s", file=log, flush=True)
-        out.append({"scenario": label, "seeds": list(seeds), "policies": list(policies), "runs": runs})
+        for e in externals:
+            t0 = time.perf_counter()
+            for s in seeds:
+                r = run_checked(e, sc, s)
+                r["policy"] = e.label
+                runs.append(r)
+            if log is not None:
+                print(f"{label}: {e.label} {time.perf_counter() - t0:.1f} s", file=log, flush=True)
+        out.append({"scenario": label, "seeds": list(seeds), "policies": labels, "runs": runs})
     return out
 
 

@@ -1,6 +1,11 @@
 """The evaluation harness: every policy on the same workloads (same seeds), one table, JSON and plots.
 
 ``kairos-gym evaluate --scenario bursty --policies no-deflect,sq,sl,kairos --seeds 0-4``
+``kairos-gym evaluate --policies kairos --policy my_policy.py:MyPolicy --checkpoint runs/ppo/fast/final``
+
+Policies are registry names and, beside them, policies from a user's file or checkpoint
+(:class:`~kairos_gym.agents.policy_file_loader.ExternalPolicy`, ``externals``): those run in this process under
+their guard, their rows labelled ``file:FILE.py:CLASS`` and ``checkpoint:DIR``.
 
 The seed-list parser (:func:`parse_seeds`) and the interval (:func:`mean_ci`, Student-t 95% over the seeds)
 live in :mod:`kairos_gym.flags` and :mod:`kairos_gym.evaluation.stats`; they are re-exported here.
@@ -8,19 +13,22 @@ live in :mod:`kairos_gym.flags` and :mod:`kairos_gym.evaluation.stats`; they are
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
-from kairos_gym.evaluation.backends.runs import RunSpec, run_task
+from kairos_gym.evaluation.backends.runs import policy_label, policy_task
 from kairos_gym.evaluation.stats import INTERVAL_LABEL, mean_ci
 from kairos_gym.extras import require
 from kairos_gym.flags import format_seeds, parse_seeds
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.table import ci_cell, render_table
+
+if TYPE_CHECKING:
+    from kairos_gym.agents.policy_file_loader import ExternalPolicy
 
 TABLE_KEYS = (
     ("ttft_p50", "TTFT P50\n(s)"), ("ttft_p95", "TTFT P95\n(s)"), ("tbt_p99", "TBT P99\n(s)"),
@@ -51,47 +59,63 @@ def run_one(scenario: ScenarioConfig, policy_name: str, seed: int, *, keep: bool
     return summary, (sim if keep else None)
 
 
-def check_policies(where: str, flag: str, policies: list[str], scenario: ScenarioConfig, seed: int = 0) -> None:
+def check_policies(where: str, flag: str, policies: list[str], scenario: ScenarioConfig, seed: int = 0,
+                   externals: Sequence[ExternalPolicy] = ()) -> None:
     """Before any run: every name is registered and builds for ``scenario`` (e.g. ppo finds its checkpoint);
-    each name once."""
+    each name once; each external policy runs on a short prefix of ``scenario``
+    (:func:`kairos_gym.agents.policy_file_loader.probe`: a constructor or a ``decide`` that fails is reported
+    now, naming its flag)."""
     from kairos_gym.agents.registry import POLICIES, make_policy
 
-    if not policies:
-        raise ConfigError(where, flag, policies, "at least one of " + ", ".join(POLICIES))
+    if not policies and not externals:
+        raise ConfigError(where, flag, policies, "at least one of " + ", ".join(POLICIES)
+                          + " (or a --policy FILE.py:CLASS / --checkpoint DIR)")
     for p in policies:
         if p not in POLICIES:
             raise ConfigError(where, flag, p, "names from " + ", ".join(POLICIES))
     if len(set(policies)) != len(policies):
         raise ConfigError(where, flag, ",".join(policies), "each policy once")
+    labels = [e.label for e in externals]
+    for i, e in enumerate(externals):
+        if e.label in labels[:i]:
+            raise ConfigError(where, e.flag, e.spec, f"each policy once ({e.label} is given twice)")
     for p in policies:
         make_policy(p, scenario, seed)
+    if externals:
+        from kairos_gym.agents.policy_file_loader import probe
+
+        for e in externals:
+            probe(e, scenario, seed)
 
 
 def evaluate(scenario: str | ScenarioConfig, policies: list[str], seeds: list[int],
              plots_dir: str | Path | None = None, progress: RunProgress | None = None,
-             backend: Backend | None = None) -> dict[str, Any]:
-    """Run every policy on every seed; returns ``{"scenario", "seeds", "policies", "runs": [summary, ...]}``;
-    optionally writes plots of the first seed's runs (``"plots"``: their paths). ``progress`` counts the runs;
-    ``backend`` runs them (default: serially in this process; the result is the same on every backend). Plots
+             backend: Backend | None = None, externals: Sequence[ExternalPolicy] = ()) -> dict[str, Any]:
+    """Run every policy (the registry names ``policies``, then ``externals``) on every seed; returns
+    ``{"scenario", "seeds", "policies": labels, "runs": [summary, ...]}``; optionally writes plots of the first
+    seed's runs (``"plots"``: their paths). ``progress`` counts the runs; ``backend`` runs them (default: serially
+    in this process; the result is the same on every backend; external policies run in this process). Plots
     need the [plots] extra (matplotlib): without it ``plots_dir`` raises MissingExtraError before any run."""
     if plots_dir is not None:
         require("plots", "plots (plots_dir)")
     sc = load_scenario(scenario)
-    check_policies("evaluate", "--policies", policies, sc, seeds[0] if seeds else 0)
     if not seeds:
         raise ConfigError("evaluate", "--seeds", seeds, "at least one seed")
+    check_policies("evaluate", "--policies", policies, sc, seeds[0], externals)
+    entries: list[str | ExternalPolicy] = [*policies, *externals]
     bar = or_silent(progress)
-    bar.start(len(policies) * len(seeds))
+    bar.start(len(entries) * len(seeds))
     runs = []
     kept: dict[str, Any] = {}
-    tasks = [run_task(RunSpec(sc, name, seed, keep=plots_dir is not None and i == 0), f"{sc.name} {name} seed {seed}")
-             for name in policies for i, seed in enumerate(seeds)]
-    for task, out in zip(tasks, (backend or SerialBackend(retries=0)).map(tasks, bar), strict=True):
-        summary, sim = out if task.arg.keep else (out, None)
+    plan = [(policy_label(p), plots_dir is not None and i == 0) for p in entries for i in range(len(seeds))]
+    tasks = [policy_task(p, sc, seed, f"{sc.name} {policy_label(p)} seed {seed}", keep=plots_dir is not None and i == 0)
+             for p in entries for i, seed in enumerate(seeds)]
+    for (label, keep), out in zip(plan, (backend or SerialBackend(retries=0)).map(tasks, bar), strict=True):
+        summary, sim = out if keep else (out, None)
         runs.append(summary)
         if sim is not None:
-            kept[task.arg.policy] = sim
-    result = {"scenario": sc.name, "seeds": list(seeds), "policies": policies, "runs": runs}
+            kept[label] = sim
+    result = {"scenario": sc.name, "seeds": list(seeds), "policies": [policy_label(p) for p in entries], "runs": runs}
     if plots_dir is not None:
         from kairos_gym.evaluation.plots import write_plots
 

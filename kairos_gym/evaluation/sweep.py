@@ -1,17 +1,22 @@
 """Sweeps: SLO attainment against load, and SQ/SL thresholds against Kairos and the Oracle.
 
 ``kairos-gym sweep --scenario bursty --loads 0.5,0.75,1,1.25 --seeds 0-2 --plots out/sweep``
+
+A policy from a user's file or checkpoint (``--policy FILE.py:CLASS``, ``--checkpoint DIR``: ``externals``) runs in
+the load sweep beside the registry policies and in the threshold sweep beside the references, labelled
+``file:FILE.py:CLASS`` / ``checkpoint:DIR``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
-from kairos_gym.evaluation.backends.runs import RunSpec, run_task
+from kairos_gym.evaluation.backends.runs import policy_label, policy_task
 from kairos_gym.evaluation.evaluate import check_policies, interval_title
 from kairos_gym.evaluation.stats import mean_ci, nan_to_none
 from kairos_gym.extras import require
@@ -20,6 +25,11 @@ from kairos_gym.output_file import save_figure
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.table import ci_cell, render_table
+
+if TYPE_CHECKING:
+    from kairos_gym.agents.policy_file_loader import ExternalPolicy
+
+    Entry = str | ExternalPolicy
 
 DEFAULT_SQ = (2048.0, 8192.0, 32768.0)
 DEFAULT_SL = (1024.0, 2048.0, 8192.0)
@@ -53,12 +63,12 @@ def _row(runs: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return out
 
 
-def _run_groups(groups: list[tuple[ScenarioConfig, str, dict[str, Any] | None, str]], seeds: list[int],
+def _run_groups(groups: list[tuple[ScenarioConfig, Entry, dict[str, Any] | None, str]], seeds: list[int],
                 bar: RunProgress, backend: Backend | None) -> list[list[dict[str, Any]]]:
     """The summaries of every ``(scenario, policy, params, label)`` group on every seed, one list per group, all
-    runs handed to ``backend`` at once (default: serially, here)."""
-    tasks = [run_task(RunSpec(sc, p, s, dict(params or {})), f"{label} seed {s}")
-             for sc, p, params, label in groups for s in seeds]
+    runs handed to ``backend`` at once (default: serially, here; an external policy in this process)."""
+    tasks = [policy_task(p, sc, s, f"{label} seed {s}", params=params) for sc, p, params, label in groups
+             for s in seeds]
     out = (backend or SerialBackend(retries=0)).map(tasks, bar)
     n = len(seeds)
     return [out[k * n:(k + 1) * n] for k in range(len(groups))]
@@ -73,28 +83,30 @@ def _threshold_settings(sq: tuple[float, ...], sl: tuple[float, ...],
     return out
 
 
-def load_sweep(scenario: ScenarioConfig, loads: list[float], policies: list[str], seeds: list[int],
+def load_sweep(scenario: ScenarioConfig, loads: list[float], policies: Sequence[Entry], seeds: list[int],
                progress: RunProgress | None = None, backend: Backend | None = None) -> list[dict]:
-    """Mean figures of each policy at each load multiplier."""
+    """Mean figures of each policy (a registry name or an external policy) at each load multiplier."""
     bar = or_silent(progress)
     scaled = [scale_load(scenario, f) for f in loads]  # every load checked before the first run
-    keys = [(f, p) for f in loads for p in policies]
-    groups = [(sc, p, None, f"load {f:g} {p}") for f, sc in zip(loads, scaled, strict=True) for p in policies]
+    keys = [(f, policy_label(p)) for f in loads for p in policies]
+    groups = [(sc, p, None, f"load {f:g} {policy_label(p)}") for f, sc in zip(loads, scaled, strict=True)
+              for p in policies]
     return [_row(runs, load=f, policy=p)
             for (f, p), runs in zip(keys, _run_groups(groups, seeds, bar, backend), strict=True)]
 
 
 def threshold_sweep(scenario: ScenarioConfig, seeds: list[int], sq: tuple[float, ...], sl: tuple[float, ...],
-                    chunks: tuple[int, ...], references: list[str], progress: RunProgress | None = None,
+                    chunks: tuple[int, ...], references: Sequence[Entry], progress: RunProgress | None = None,
                     backend: Backend | None = None) -> list[dict]:
-    """SQ and SL at each (threshold, chunk), plus the reference policies (e.g. kairos, oracle)."""
+    """SQ and SL at each (threshold, chunk), plus the reference policies (e.g. kairos, oracle, a user's)."""
     bar = or_silent(progress)
     settings = _threshold_settings(sq, sl, chunks)
-    groups = [(scenario, p, params, f"{p} {t:g}/{c}") for p, t, c, params in settings]
-    groups += [(scenario, p, None, p) for p in references]
+    groups: list[tuple[ScenarioConfig, Entry, dict[str, Any] | None, str]] = [
+        (scenario, p, params, f"{p} {t:g}/{c}") for p, t, c, params in settings]
+    groups += [(scenario, p, None, policy_label(p)) for p in references]
     runs = _run_groups(groups, seeds, bar, backend)
     rows = [_row(r, policy=p, threshold=t, chunk=c) for (p, t, c, _), r in zip(settings, runs, strict=False)]
-    return rows + [_row(r, policy=p) for p, r in zip(references, runs[len(settings):], strict=True)]
+    return rows + [_row(r, policy=policy_label(p)) for p, r in zip(references, runs[len(settings):], strict=True)]
 
 
 def classify(rows: list[dict], reference: str = "kairos", tbt_limit: float = 0.01) -> list[dict]:
@@ -191,28 +203,34 @@ def sweep(scenario: str | ScenarioConfig, loads: list[float], policies: list[str
           sq: tuple[float, ...] = DEFAULT_SQ, sl: tuple[float, ...] = DEFAULT_SL,
           chunks: tuple[int, ...] = DEFAULT_CHUNKS, references: list[str] | None = None,
           plots_dir: str | Path | None = None, progress: RunProgress | None = None,
-          backend: Backend | None = None) -> dict[str, Any]:
-    """Both sweeps; ``{"load": rows, "thresholds": rows, "plots": paths}``. ``backend`` runs the runs (default:
-    serially, here; every backend gives the same result).
+          backend: Backend | None = None, externals: Sequence[ExternalPolicy] = ()) -> dict[str, Any]:
+    """Both sweeps; ``{"load": rows, "thresholds": rows, "plots": paths}``. ``externals`` (policies from a user's
+    file or checkpoint) run after ``policies`` in the load sweep and after ``references`` in the threshold sweep.
+    ``backend`` runs the runs (default: serially, here; every backend gives the same result).
 
     Every input is checked before the first run: the load multipliers (finite, in (0, MAX_LOAD]), the policy
-    and reference names, and each SQ/SL setting (threshold, chunk from the scenario's menu) by building it, and
-    that matplotlib (the [plots] extra) is installed when ``plots_dir`` is given.
+    and reference names, each SQ/SL setting (threshold, chunk from the scenario's menu) by building it, each
+    external policy on a short prefix of the scenario, and that matplotlib (the [plots] extra) is installed when
+    ``plots_dir`` is given.
     """
     if plots_dir is not None:
         require("plots", "plots (plots_dir)")
     sc = load_scenario(scenario)
     if not seeds:
         raise ConfigError("sweep", "--seeds", seeds, "at least one seed")
-    refs = references if references is not None else ["no-deflect", "kairos"]
+    refs: list[Entry] = list(references if references is not None else ["no-deflect", "kairos"])
     for f in loads:
         scale_load(sc, f)
-    if loads:
-        check_policies("sweep", "--policies", policies, sc, seeds[0])
     settings = _threshold_settings(sq, sl, chunks) if (sq or sl) else []
+    if loads:
+        check_policies("sweep", "--policies", policies, sc, seeds[0], externals)
+    elif externals and settings:
+        check_policies("sweep", "--references", [], sc, seeds[0], externals)
+    load_policies: list[Entry] = [*policies, *externals]
     if settings:
         if refs:
             check_policies("sweep", "--references", refs, sc, seeds[0])
+        refs += externals
         from kairos_gym.agents.registry import make_policy
 
         for p, t, c, params in settings:
@@ -224,8 +242,8 @@ def sweep(scenario: str | ScenarioConfig, loads: list[float], policies: list[str
                 flag = "--chunks" if e.field == "chunk" else f"--{p}-thresholds"
                 raise ConfigError("sweep", flag, c if flag == "--chunks" else t, e.allowed) from None
     bar = or_silent(progress)
-    bar.start(len(seeds) * (len(loads) * len(policies) + (len(settings) + len(refs) if settings else 0)))
-    load_rows = load_sweep(sc, loads, policies, seeds, bar, backend) if loads else []
+    bar.start(len(seeds) * (len(loads) * len(load_policies) + (len(settings) + len(refs) if settings else 0)))
+    load_rows = load_sweep(sc, loads, load_policies, seeds, bar, backend) if loads else []
     thr_rows = classify(threshold_sweep(sc, seeds, sq, sl, chunks, refs, bar, backend)) if settings else []
     res: dict[str, Any] = {"scenario": sc.name, "seeds": list(seeds), "load": load_rows, "thresholds": thr_rows}
     if plots_dir is not None:

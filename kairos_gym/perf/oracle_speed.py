@@ -1,50 +1,115 @@
-"""The rollout Oracle's cost on one instance, for each number of rollout threads (a measurement for
-docs/performance.md, not a test).
+"""The rollout Oracle's cost (a measurement for docs/performance.md and docs/policies.md, not a test).
 
-Runs the Oracle (agents/oracle.py, its default bases) on ``--requests`` requests of ``--scenario`` at ``--seed``
-once per thread count, in this process, and reports per count the wall time (s), the rollouts, the searched
-decisions and the ratio of wall times against the first count, after checking that every count gave the same
-run bit for bit (the summary's figures). Usage: ``kairos-gym perf-oracle [--scenario bursty] [--requests 500]
-[--threads 1,2]``.
+Three measurements, each in one process, each checking that what it compares gives the same run:
+
+- :func:`measure`: one instance, every (search, threads) pair: the exhaustive search (every rollout to the end:
+  the Oracle before the bounded search) and the bounded one (src/core/rollout.cpp), on each thread count;
+- :func:`kairos_gym.benchmark.oracle_cost.measure_suite` (``--suite``): the benchmark suite's instances, both
+  searches on one thread: the cost ratio per task and over the suite;
+- :func:`measure_growth`: the bounded search on the first ``n`` requests of one scenario for each ``n``, and the
+  exponent of the cost's growth (least-squares slope of log cost on log n).
+
+The cost is counted two ways: ``rollout_decisions`` (decisions simulated inside rollouts: about the simulated
+requests, a count that does not depend on the machine) and wall time (seconds, this machine, noisy).
+Usage: ``kairos-gym perf-oracle [--scenario bursty] [--requests 500] [--threads 1,2]``, ``--suite``,
+``--growth 250,500,1000`` or ``--empty`` (:func:`kairos_gym.benchmark.oracle_cost.empty_arrivals`: how often an
+arrival finds the cluster empty).
 """
 
 from __future__ import annotations
 
-import time
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from kairos_gym.agents.oracle_run import SEARCHES, run_with_cost
+
 MAX_REQUESTS = 100_000
-"""Largest instance of the measurement (requests): the Oracle's cost grows with the square of the requests."""
-TIMING_KEYS = ("wall_time_s", "decision_us_p50", "decision_us_p99", "decision_cpu_us_p50", "decision_cpu_us_p99")
-"""Summary figures that are machine timings, not results."""
+"""Largest instance of the measurement (requests): the Oracle's cost grows about with the square of the requests."""
 
 
-def measure(scenario: str, requests: int, seed: int, threads: list[int]) -> list[dict[str, Any]]:
-    """One Oracle run per entry of ``threads``; raises RuntimeError if two thread counts give different results."""
-    from kairos_gym.agents.oracle import Oracle
-    from kairos_gym.agents.runner import simulate
+def measure(scenario: str, requests: int, seed: int, threads: Sequence[int],
+            searches: Sequence[str] = SEARCHES) -> list[dict[str, Any]]:
+    """One Oracle run per (search, thread count), the first as the reference of the ratios (``speedup``: wall
+    time; ``cost_ratio``: rollout decisions). RuntimeError if two runs give different results."""
     from kairos_gym.scenario import load_scenario
 
     sc = load_scenario(scenario).with_overrides({"workload": {"max_requests": requests}})
     rows: list[dict[str, Any]] = []
     first: dict[str, Any] | None = None
-    for t in threads:
-        oracle = Oracle(sc, seed=seed, threads=t)
-        t0 = time.perf_counter()
-        summary = simulate(oracle, sc, seed)[0]
-        wall = time.perf_counter() - t0
-        result = {k: v for k, v in summary.items() if k not in TIMING_KEYS}
-        if first is None:
-            first = result
-        elif result != first:
-            raise RuntimeError(f"perf-oracle: {t} threads gave another result than {threads[0]}")
-        stats = oracle.stats
-        rows.append({"threads": t, "wall_s": wall, "rollouts": stats["n_rollouts"],
-                     "searched": stats["n_searched"], "decisions": stats["n_decisions"],
-                     "slo_attainment": summary["slo_attainment"]})
+    for search in searches:
+        for t in threads:
+            result, row = run_with_cost(sc, seed, t, search == "exhaustive")
+            if first is None:
+                first = result
+            elif result != first:
+                raise RuntimeError(f"perf-oracle: the {search} search on {t} threads gave another result than "
+                                   f"the {rows[0]['search']} search on {rows[0]['threads']}")
+            rows.append(row)
     for r in rows:
         r["speedup"] = rows[0]["wall_s"] / r["wall_s"]
+        r["cost_ratio"] = rows[0]["rollout_decisions"] / max(r["rollout_decisions"], 1)
     return rows
 
 
-__all__ = ["MAX_REQUESTS", "measure"]
+def growth_exponent(ns: Sequence[float], costs: Sequence[float]) -> float:
+    """Least-squares slope of log(cost) on log(n): the exponent p of cost ~ n^p (at least two sizes)."""
+    if len(ns) < 2 or len(ns) != len(costs) or min(ns) <= 0 or min(costs) <= 0:
+        raise ValueError("growth_exponent: at least two sizes, positive sizes and costs")
+    x = [math.log(v) for v in ns]
+    y = [math.log(v) for v in costs]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    if sxx == 0.0:
+        raise ValueError("growth_exponent: the sizes must differ")
+    return sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sxx
+
+
+def measure_growth(scenario: str, sizes: Sequence[int], seed: int, threads: int = 1,
+                   progress: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """The bounded search on the first ``n`` requests of ``scenario`` for each ``n`` of ``sizes``: rows of
+    (requests, wall_s, rollout_decisions, slo_attainment) and the growth exponents of both costs."""
+    from kairos_gym.scenario import load_scenario
+
+    rows = []
+    for n in sizes:
+        sc = load_scenario(scenario).with_overrides({"workload": {"max_requests": int(n)}})
+        _, row = run_with_cost(sc, seed, threads, False)
+        row["requests"] = int(n)
+        rows.append(row)
+        if progress is not None:
+            progress(f"{n} requests: {row['wall_s']:.2f} s, {row['rollout_decisions']:,} rollout decisions")
+    out: dict[str, Any] = {"scenario": scenario, "seed": seed, "threads": threads, "rows": rows}
+    if len(rows) >= 2:
+        ns = [r["requests"] for r in rows]
+        out["exponent_wall"] = growth_exponent(ns, [max(r["wall_s"], 1e-9) for r in rows])
+        out["exponent_rollout_decisions"] = growth_exponent(ns, [max(r["rollout_decisions"], 1) for r in rows])
+    return out
+
+
+def plot_growth(res: dict[str, Any], path: str) -> None:  # matplotlib: the [plots] extra
+    """A log-log plot of :func:`measure_growth`'s wall time and rollout decisions against the requests."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kairos_gym.output_file import save_figure
+
+    ns = [r["requests"] for r in res["rows"]]
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.6))
+    ax[0].loglog(ns, [r["wall_s"] for r in res["rows"]], "o-")
+    ax[0].set_xlabel("requests")
+    ax[0].set_ylabel("wall time (s, one run)")
+    ax[0].set_title(f"slope {res.get('exponent_wall', float('nan')):.2f}")
+    ax[1].loglog(ns, [r["rollout_decisions"] for r in res["rows"]], "o-")
+    ax[1].set_xlabel("requests")
+    ax[1].set_ylabel("decisions simulated in rollouts")
+    ax[1].set_title(f"slope {res.get('exponent_rollout_decisions', float('nan')):.2f}")
+    fig.suptitle(f"bounded rollout Oracle, {res['scenario']} seed {res['seed']}, {res['threads']} thread(s)")
+    fig.tight_layout()
+    save_figure(fig, path, where="perf-oracle", flag="--plot")
+    plt.close(fig)
+
+
+__all__ = ["MAX_REQUESTS", "SEARCHES", "growth_exponent", "measure", "measure_growth", "plot_growth"]

@@ -83,16 +83,17 @@ void bind_oracle(nb::module_& m) {
     nb::class_<RolloutOracle>(m, "RolloutOracle", "The clairvoyant rollout Oracle (src/core/rollout.hpp).")
         .def("__init__",
              [](RolloutOracle* self, const Simulator& like, const nb::list& bases, double ttft, double tbt,
-                bool fixed_chunks, int64_t threads) {
+                bool fixed_chunks, int64_t threads, bool exhaustive) {
                  std::vector<BaseSpec> specs;
                  for (nb::handle h : bases) specs.push_back(spec_from(nb::cast<nb::dict>(h)));
-                 new (self) RolloutOracle(like, std::move(specs), ttft, tbt, fixed_chunks, threads);
+                 new (self) RolloutOracle(like, std::move(specs), ttft, tbt, fixed_chunks, threads, exhaustive);
              },
              nb::arg("like"), nb::arg("bases"), nb::arg("ttft_slo_s"), nb::arg("tbt_slo_s"), nb::arg("fixed_chunks"),
-             nb::arg("threads") = 1,
+             nb::arg("threads") = 1, nb::arg("exhaustive") = false,
              "like: a _core.Simulator of the scenario (config and pricer copied into each scratch simulator); "
-             "bases: base-policy spec dicts in tie-break order; SLOs in seconds; fixed_chunks: also try every menu "
-             "size; threads: the rollouts of one decision run on this many threads (the same result for any).")
+             "bases: base-policy spec dicts in tie-break order; SLOs in seconds (the simulator's); fixed_chunks: "
+             "also try every menu size; threads: the rollouts of one decision run on this many threads (the same "
+             "result for any); exhaustive: every rollout to the end (else the bounded search: the same decisions).")
         .def("decide",
              [](RolloutOracle& o, const Simulator& s) {
                  Action a;
@@ -129,6 +130,9 @@ void bind_oracle(nb::module_& m) {
                          d["n_searched"] = s.n_searched;
                          d["n_rollouts"] = s.n_rollouts;
                          d["n_candidates"] = s.n_candidates;
+                         d["n_pruned"] = s.n_pruned;
+                         d["n_reused"] = s.n_reused;
+                         d["n_rollout_decisions"] = s.n_rollout_decisions;
                          return d;
                      })
         .def("reset_stats", &RolloutOracle::reset_stats)
@@ -143,7 +147,8 @@ void bind_oracle(nb::module_& m) {
                  return out;
              }, "Per candidate and base (row-major) of the last searched decision: (n_ok, n_partial).")
         .def_prop_ro("n_bases", &RolloutOracle::n_bases)
-        .def_prop_ro("n_threads", &RolloutOracle::n_threads);
+        .def_prop_ro("n_threads", &RolloutOracle::n_threads)
+        .def_prop_ro("exhaustive", &RolloutOracle::exhaustive);
     m.attr("MAX_ROLLOUT_THREADS") = MAX_ROLLOUT_THREADS;
     m.def("candidate_actions",
           [](const Simulator& s, bool fixed_chunks) {
@@ -156,4 +161,8 @@ void bind_oracle(nb::module_& m) {
     m.def("objective",
           [](const Simulator& s, double ttft, double tbt) { return obj_tuple(objective(s, ttft, tbt)); },
           nb::arg("sim"), nb::arg("ttft_slo_s"), nb::arg("tbt_slo_s"), "(n_ok, n_partial) of sim's run so far.");
+    m.def("score_so_far", [](const Simulator& s) { return obj_tuple(score_so_far(s)); }, nb::arg("sim"),
+          "(n_ok, n_partial) of sim's run so far from its run counters (the simulator's SLOs).");
+    m.def("score_bound", [](const Simulator& s) { return obj_tuple(score_bound(s)); }, nb::arg("sim"),
+          "An upper bound (n_ok, n_partial) on sim's final objective: requests not yet known to miss counted as met.");
 }

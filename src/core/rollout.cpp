@@ -37,6 +37,17 @@ Objective objective(const Simulator& sim, double ttft_slo_s, double tbt_slo_s) {
     return o;
 }
 
+Objective score_so_far(const Simulator& sim) {
+    const RunCounters& c = sim.counters();
+    return Objective{c.score_ok, c.score_partial};
+}
+
+Objective score_bound(const Simulator& sim) {
+    const RunCounters& c = sim.counters();
+    const int64_t n = sim.n(), lost = c.n_rejected + c.n_timed_out;  // never finish: both SLOs missed
+    return Objective{n - c.ttft_missed - c.tbt_missed_only - lost, 2 * n - c.ttft_missed - c.tbt_missed - 2 * lost};
+}
+
 std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks) {
     const DecisionMenu& m = sim.menu();
     const int64_t L = m.prompt + m.gen;  // the prefill's tokens (a re-entry after a failure: + gen)
@@ -79,9 +90,11 @@ Action canonical_action(const Simulator& sim, const Action& a) {
 }
 
 RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s,
-                             double tbt_slo_s, bool fixed_chunks, int64_t threads)
-    : ttft_slo_s_(ttft_slo_s), tbt_slo_s_(tbt_slo_s), fixed_chunks_(fixed_chunks) {
+                             double tbt_slo_s, bool fixed_chunks, int64_t threads, bool exhaustive)
+    : ttft_slo_s_(ttft_slo_s), tbt_slo_s_(tbt_slo_s), fixed_chunks_(fixed_chunks), exhaustive_(exhaustive) {
     if (bases.empty()) throw std::invalid_argument("rollout oracle: no base policy");
+    if (!(ttft_slo_s == like.config().ttft_slo_s && tbt_slo_s == like.config().tbt_s))
+        throw std::invalid_argument("rollout oracle: the SLOs must be the simulator's (CoreConfig ttft_slo_s, tbt_s)");
     if (threads < 1 || threads > MAX_ROLLOUT_THREADS)
         throw std::invalid_argument("rollout oracle: threads must be 1 to " + std::to_string(MAX_ROLLOUT_THREADS));
     for (const BaseSpec& s : bases) bases_.emplace_back(s, like.pricer());
@@ -96,42 +109,122 @@ RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases,
     }
 }
 
-Objective RolloutOracle::rollout_on(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b) const {
+Objective RolloutOracle::rollout_on(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b,
+                                     int64_t& decisions) const {
     w.sim.restore(snap);
     apply_action(w.sim, first);
-    run_base(w.sim, w.bases[b]);
-    return objective(w.sim, ttft_slo_s_, tbt_slo_s_);
+    decisions += run_base(w.sim, w.bases[b]);
+    return score_so_far(w.sim);
+}
+
+bool RolloutOracle::bounded_rollout(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b,
+                                    size_t k, Incumbent& inc, std::mutex& mu, Objective& out,
+                                    int64_t& decisions) const {
+    w.sim.restore(snap);
+    apply_action(w.sim, first);
+    BaseDecider& base = w.bases[b];
+    for (;;) {
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!inc.beatable_by(score_bound(w.sim), k)) return false;
+        }
+        if (!w.sim.next_decision()) break;
+        apply_action(w.sim, base.decide(w.sim.menu()));
+        ++decisions;
+    }
+    out = score_so_far(w.sim);
+    std::lock_guard<std::mutex> lock(mu);
+    inc.offer(out, k);
+    return true;
+}
+
+bool RolloutOracle::carry_holds(const Simulator& sim) const {
+    if (carry_sim_ != &sim || carry_rid_ < 0 || sim.workload() != carry_wl_) return false;
+    const std::vector<LoggedDecision>& log = sim.decision_log();
+    if (log.size() != carry_log_.size() + 1) return false;
+    for (size_t i = 0; i < carry_log_.size(); ++i) {
+        const LoggedDecision &a = log[i], &c = carry_log_[i];
+        if (a.rid != c.rid || a.kind != c.kind || a.node != c.node || a.chunk != c.chunk) return false;
+    }
+    const LoggedDecision& last = log.back();  // kinds 0/1 (arrival) and 4/5 (re-entry): prefill / deflect
+    return last.rid == carry_rid_ && (last.kind & 1) == carry_action_.kind && (last.kind == 0 || last.kind == 1 ||
+           last.kind == 4 || last.kind == 5) && last.node == carry_action_.node && last.chunk == carry_action_.chunk;
 }
 
 Objective RolloutOracle::rollout(const Simulator& sim, const Action& first, size_t b) {
     if (sim.pending_rid() < 0) throw std::logic_error("rollout: no pending decision");
     if (b >= bases_.size()) throw std::out_of_range("rollout: base index");
     stats_.n_rollouts += 1;
-    return rollout_on(*workers_[0], sim.snapshot(), first, b);
+    return rollout_on(*workers_[0], sim.snapshot(), first, b, stats_.n_rollout_decisions);
 }
 
 Action RolloutOracle::decide(const Simulator& sim) {
     if (sim.pending_rid() < 0) throw std::logic_error("rollout oracle: no pending decision");
+    const size_t B = bases_.size();
+    // the values carried from the last decision, when this is the state its action led to (else unknown)
+    if (exhaustive_ || !carry_holds(sim)) carry_.assign(B, Objective{});
     std::vector<Action> cands = candidate_actions(sim, fixed_chunks_);
-    for (BaseDecider& b : bases_) {  // every base's own action is a candidate (the improvement property)
-        Action own = canonical_action(sim, b.decide(sim.menu()));
-        if (std::find(cands.begin(), cands.end(), own) == cands.end()) cands.push_back(own);
+    std::vector<size_t> own(B);  // each base's own action's candidate index
+    for (size_t b = 0; b < B; ++b) {  // every base's own action is a candidate (the improvement property)
+        Action a = canonical_action(sim, bases_[b].decide(sim.menu()));
+        auto it = std::find(cands.begin(), cands.end(), a);
+        if (it == cands.end()) it = cands.insert(cands.end(), a);
+        own[b] = static_cast<size_t>(it - cands.begin());
     }
     stats_.n_decisions += 1;
-    if (cands.size() == 1) return cands[0];
+    Action chosen = cands[0];
+    if (cands.size() == 1) {
+        // one candidate: every base's own action is it, so "follow b from the next state" keeps its value
+        carry_sim_ = &sim;
+        carry_wl_ = sim.workload();
+        carry_log_ = sim.decision_log();
+        carry_rid_ = sim.pending_rid();
+        carry_action_ = chosen;
+        return chosen;
+    }
     stats_.n_searched += 1;
     stats_.n_candidates += static_cast<int64_t>(cands.size());
     const SimSnapshot snap = sim.snapshot();
-    const size_t B = bases_.size(), n = cands.size() * B;
+    const size_t n = cands.size() * B;
     last_scores_.assign(n, Objective{});
-    // the k x b rollouts: each thread takes the next (candidate, base) slot and writes only its own score
+    std::vector<uint8_t> known(n, 0);  // the slot's value is exact (reused, or its rollout ran to the end)
+    Incumbent inc;
+    std::mutex mu;
+    for (size_t b = 0; b < B; ++b)
+        if (carry_[b].n_ok >= 0) {  // follow b from here: the last decision's chosen rollout under b
+            const size_t k = own[b] * B + b;
+            last_scores_[k] = carry_[b];
+            known[k] = 1;
+            inc.offer(carry_[b], k);
+            stats_.n_reused += 1;
+        }
+    // the other slots: each thread takes the next (candidate, base) slot and writes only its own score; with the
+    // bound (not exhaustive) a rollout stops once it cannot be chosen (rollout.hpp score_bound), whatever the
+    // order the threads reach the slots in
     std::atomic<size_t> next{0};
+    std::atomic<int64_t> started{0}, pruned{0}, steps{0};
     const size_t T = std::min(workers_.size(), n);
     std::vector<std::exception_ptr> errors(T);
     auto work = [&](size_t t) {
         try {
-            for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1))
-                last_scores_[k] = rollout_on(*workers_[t], snap, cands[k / B], k % B);
+            int64_t my_steps = 0;
+            for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) {
+                if (known[k]) continue;
+                started.fetch_add(1);
+                if (exhaustive_) {
+                    last_scores_[k] = rollout_on(*workers_[t], snap, cands[k / B], k % B, my_steps);
+                    known[k] = 1;
+                    continue;
+                }
+                Objective v;
+                if (bounded_rollout(*workers_[t], snap, cands[k / B], k % B, k, inc, mu, v, my_steps)) {
+                    last_scores_[k] = v;
+                    known[k] = 1;
+                } else {
+                    pruned.fetch_add(1);
+                }
+            }
+            steps.fetch_add(my_steps);
         } catch (...) {
             errors[t] = std::current_exception();
             next.store(n);  // the other threads stop at their next slot
@@ -143,25 +236,34 @@ Action RolloutOracle::decide(const Simulator& sim) {
     for (std::thread& th : pool) th.join();
     for (const std::exception_ptr& e : errors)
         if (e) std::rethrow_exception(e);
-    stats_.n_rollouts += static_cast<int64_t>(n);
-    // the choice, after every rollout, in candidate-then-base order: the same for any number of threads
-    size_t best = 0;
-    Objective best_o;
-    for (size_t k = 0; k < n; ++k) {
-        const Objective& o = last_scores_[k];
-        if (best_o.n_ok < 0 || o.better_than(best_o)) {
-            best_o = o;
-            best = k / B;
-        }
+    stats_.n_rollouts += started.load();
+    stats_.n_pruned += pruned.load();
+    stats_.n_rollout_decisions += steps.load();
+    // the choice, in candidate-then-base order among the exact values: the first best slot. A stopped rollout's
+    // value is <= its bound, which was worse than a value found (or equal to it, with a lower index): it is never
+    // the first best, so the choice is the exhaustive search's, for any number of threads.
+    size_t best = n;
+    for (size_t k = 0; k < n; ++k)
+        if (known[k] && (best == n || last_scores_[k].better_than(last_scores_[best]))) best = k;
+    chosen = cands[best / B];
+    // carry to the next decision: the chosen candidate's value under each base, where known
+    for (size_t b = 0; b < B; ++b) {
+        const size_t k = (best / B) * B + b;
+        carry_[b] = known[k] ? last_scores_[k] : Objective{};
     }
+    carry_sim_ = &sim;
+    carry_wl_ = sim.workload();
+    carry_log_ = sim.decision_log();
+    carry_rid_ = sim.pending_rid();
+    carry_action_ = chosen;
     last_cands_ = std::move(cands);
-    return last_cands_[best];
+    return chosen;
 }
 
 Objective RolloutOracle::run(Simulator& sim) {
     if (sim.pending_rid() >= 0) apply_action(sim, decide(sim));
     while (sim.next_decision()) apply_action(sim, decide(sim));
-    return objective(sim, ttft_slo_s_, tbt_slo_s_);
+    return score_so_far(sim);
 }
 
 }  // namespace kairos

@@ -77,6 +77,15 @@ struct RunCounters {
     int64_t swap_bytes = 0;
     int64_t n_pull_decisions = 0;  // pull decisions raised (decision_points arrival+pull; counted in n_decisions)
     int64_t n_pulled = 0;          // of them, candidates deflected (pulled off their prefill queue)
+    // The benchmark's score as the run goes (rollout.hpp Objective, the Oracle's bound; the SLOs are CoreConfig's
+    // ttft_slo_s and tbt_s): finished requests within both SLOs, finished requests' SLOs met (TTFT + TBT), first
+    // tokens later than arrival + TTFT SLO (counted at the first token: final, a first token is set once),
+    // finished requests whose worst gap exceeds the TBT SLO, and of them those whose first token was in time.
+    int64_t score_ok = 0;
+    int64_t score_partial = 0;
+    int64_t ttft_missed = 0;
+    int64_t tbt_missed = 0;
+    int64_t tbt_missed_only = 0;
 
     // Every popped event, stale ones included: `wait_area += waiting * (t - area_t)`, `area_t = t`.
     void advance_clock(double t) noexcept {

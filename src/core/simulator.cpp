@@ -810,12 +810,23 @@ void Simulator::first_token(int64_t rid, double t) {
     if (std::isnan(R_->first_token[rid])) {
         R_->first_token[rid] = t;
         c_.first_token(now_, t);  // the area was integrated up to now; the request stopped waiting at t
+        if (!(t - wl_->arrival[rid] <= cfg_.ttft_slo_s)) c_.ttft_missed += 1;  // objective()'s test, negated
     }
 }
 
 void Simulator::finish(int64_t rid, double t) {
     R_->finish[rid] = t;
     c_.n_finished += 1;
+    // the score's terms, as rollout.cpp objective() counts them from the final records (final now: max_gap is
+    // set before finish, the first token once)
+    const bool ttft_ok = R_->first_token[rid] - wl_->arrival[rid] <= cfg_.ttft_slo_s;
+    const bool tbt_ok = R_->max_gap[rid] <= cfg_.tbt_s;
+    c_.score_ok += (ttft_ok && tbt_ok) ? 1 : 0;
+    c_.score_partial += (ttft_ok ? 1 : 0) + (tbt_ok ? 1 : 0);
+    if (!tbt_ok) {
+        c_.tbt_missed += 1;
+        if (ttft_ok) c_.tbt_missed_only += 1;
+    }
     retire(rid);
 }
 

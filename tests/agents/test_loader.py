@@ -59,7 +59,7 @@ def _write(tmp_path, text, name="pol.py"):
 def test_a_class_from_a_file_runs_like_a_built_in(tmp_path):
     spec = _write(tmp_path, GOOD) + ":Deflector"
     ext = policy_from_file(spec)
-    assert ext.label == "pol.py:Deflector" and ext.flag == "--policy"
+    assert ext.label == "file:pol.py:Deflector" and ext.flag == "--policy"
     sc = load_scenario(TINY)
     s = run_checked(ext, sc, 2)
     assert s["policy"] == "deflector" and s["deflection_rate"] > 0

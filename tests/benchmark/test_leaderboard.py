@@ -153,7 +153,7 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     res = json.loads(js.read_text())
     labels = [e["label"] for e in res["entries"]]
     ckpt = f"checkpoint:{DEFAULT_CHECKPOINT.parent}"
-    assert labels == ["no-deflect", "kairos", "oracle", "best-static", "my_policy.py:Prefill", ckpt]
+    assert labels == ["no-deflect", "kairos", "oracle", "best-static", "file:my_policy.py:Prefill", ckpt]
     figs = res["figures"]
     # every entry ran on the same instances: the same workloads, instance by instance
     for t in ("tiny", "tiny-trace"):
@@ -168,7 +168,7 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     assert set(res["headroom"]) == {"tiny", "tiny-trace"}
     assert res["headroom"]["tiny"]["best"] in ("no-deflect", "kairos", "best-static")  # not ppo, not the Oracle
     # the file's policy went through the same runner: never deflecting, it scores exactly as no-deflect
-    assert figs["my_policy.py:Prefill"] == figs["no-deflect"]
+    assert figs["file:my_policy.py:Prefill"] == figs["no-deflect"]
     # the checkpoint is the shipped agent: the same figures as a direct run of ppo on the first instance
     first = run_policy("ppo", TINY_BENCH, 0)
     assert figs[ckpt]["tiny"]["slo_attainment"][0] == first["slo_attainment"]
@@ -180,7 +180,7 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     assert f"Command: `kairos-gym {' '.join(argv)}`" in md
     assert "commit `" in md or "outside a git checkout" in md
     assert "wall time" in md and "## Headroom: the Oracle minus the best shipped heuristic" in md
-    assert "my_policy.py:Prefill" in md and ckpt in md
+    assert "file:my_policy.py:Prefill" in md and ckpt in md
     assert "the trace window (a trace workload does not depend on the seed" in md
     assert capsys.readouterr().out.startswith(f"wrote {out}")
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kairos_gym.cli.main import GROUPS, build_parser, main
+from kairos_gym.cli.commands import GROUPS
+from kairos_gym.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPTS = {"kairos_gym/_source_hash.py"}
@@ -49,12 +50,12 @@ def test_help_lists_every_command_group_and_command(capsys):
         main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    for title, _, _ in GROUPS:
+    for title, _ in GROUPS:
         assert f"\n{title} (" in out
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name in sub.choices:
         assert f"\n  {name} " in out, name
-    assert {"run", "benchmark", "train", "performance", "machine"} == {t for t, _, _ in GROUPS}
+    assert {"discover", "run", "benchmark", "train", "performance", "machine"} == {t for t, _ in GROUPS}
     assert {"perf", "check", "measure", "compare", "oracle-cache", "pull-compare", "distill", "select", "convert",
             "soak", "perf-env", "perf-scenario", "perf-components", "perf-pool"} <= set(sub.choices)
     assert "bench" not in sub.choices  # the throughput command is perf; benchmark is the leaderboard's group

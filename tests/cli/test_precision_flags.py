@@ -139,9 +139,9 @@ def test_a_policy_file_is_measured_like_a_built_in_and_resumed_by_its_label(tmp_
     assert main(argv) == 0
     res = json.loads(js.read_text())
     cells = res["cells"]["exact"]["bursty/strict"]
-    assert set(cells) == {"no-deflect", "mine.py:Prefill"}
-    assert cells["mine.py:Prefill"]["scores"] == cells["no-deflect"]["scores"] and cells["no-deflect"]["n"] > 3
-    assert "mine.py:Prefill" in out.read_text()
+    assert set(cells) == {"no-deflect", "file:mine.py:Prefill"}
+    assert cells["file:mine.py:Prefill"]["scores"] == cells["no-deflect"]["scores"] and cells["no-deflect"]["n"] > 3
+    assert "file:mine.py:Prefill" in out.read_text()
     out2, js2 = tmp_path / "P2.md", tmp_path / "p2.json"
     assert main([*argv[:-4], "--out", str(out2), "--json", str(js2), "--resume", str(js)]) == 0
     again = json.loads(js2.read_text())

@@ -39,6 +39,25 @@ def test_import_kairos_gym_registers_ids_without_loading_the_simulator(tmp_path)
     assert heavy == [], f"import kairos_gym loaded {heavy}"
 
 
+def test_registration_waits_for_gymnasium_and_works_in_either_order(tmp_path):
+    """``import kairos_gym`` alone imports no gymnasium; the ids are there whichever of the two comes first, and
+    whichever gymnasium module is imported first (kairos_gym/post_import.py)."""
+    count = "print(sum(k.startswith('kairos_gym/') for k in registry))\n"
+    alone = _run_outside_checkout("import sys, kairos_gym\nprint('gymnasium' in sys.modules)\n", tmp_path)
+    assert alone.strip() == "False"
+    runs = [_run_outside_checkout(code + count, tmp_path) for code in (
+        "import kairos_gym\nfrom gymnasium.envs.registration import registry\n",
+        "from gymnasium.envs.registration import registry\nimport kairos_gym\n",
+        "import kairos_gym, gymnasium\nregistry = gymnasium.registry\n")]
+    assert len(set(runs)) == 1 and int(runs[0]) > 2, runs
+    # the module keeps its own loader, and the hook leaves sys.meta_path once it fired
+    out = _run_outside_checkout(
+        "import sys, kairos_gym, gymnasium\n"
+        "print(type(gymnasium.__loader__).__name__, type(gymnasium.__spec__.loader).__name__,"
+        " any(type(f).__name__ == '_PostImportFinder' for f in sys.meta_path))\n", tmp_path)
+    assert out.split() == ["SourceFileLoader", "SourceFileLoader", "False"]
+
+
 def test_gym_make_after_plain_import(tmp_path):
     out = _run_outside_checkout(
         "import kairos_gym, gymnasium as gym\n"

@@ -140,6 +140,21 @@ def test_label_jobs_are_train_side_only() -> None:
     assert sc.workload.num_requests == 123 and sc.deflection.largest_safe_action
 
 
+def test_collect_on_a_process_pool_gives_the_serial_labels() -> None:
+    """The label instances on two worker processes (``kairos-gym distill --workers 2``): the serial arrays."""
+    from kairos_gym.evaluation.backends import ProcessBackend
+
+    cfg = D.DistillConfig.from_mapping({"families": ["bursty", "kv-pressure"], "tiers": ["default"],
+                                        "max_requests": 40})
+    jobs = D.label_jobs(cfg, 1, np.random.default_rng(3))
+    serial = D.collect(jobs)
+    with ProcessBackend(2, 0) as pool:
+        pooled = D.collect(jobs, backend=pool)
+    assert serial.keys() == pooled.keys() and len(serial["hard"]) > 20
+    for k in serial:
+        assert serial[k].dtype == pooled[k].dtype and np.array_equal(serial[k], pooled[k]), k
+
+
 def test_set_loss_values() -> None:
     import torch
 

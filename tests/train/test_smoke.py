@@ -145,17 +145,24 @@ def test_partial_last_rollout_lr_clamped_and_progress_bar_full():
 
 
 def test_compare_table(run):
+    from kairos_gym.agents.policy_file_loader import policy_from_checkpoint
+
     from kairos_gym.evaluation.compare import compare, markdown, parse_policy, parse_scenario
 
     out, _, _ = run
     assert parse_policy("kairos:alpha=1.5:staleness_s=0") == ("kairos", {"alpha": 1.5, "staleness_s": 0})
     label, sc = parse_scenario("small:workload.arrival.rate=10:workload.num_requests=60")
     assert sc.workload.arrival.rate == 10 and label.startswith("small:")
-    res = compare(out / "final", [label], ["no-deflect", "always-deflect:chunk=1024", "ppo"], [0])
+    final = policy_from_checkpoint(str(out / "final"), "compare", "--checkpoint", trust_checkpoint=False)
+    res = compare([label], ["no-deflect", "always-deflect:chunk=1024"], [0], externals=[final])
+    with pytest.raises(ConfigError, match="--trust-checkpoint"):  # checked when the flag is read, before any run
+        policy_from_checkpoint(str(out / "final" / "model.zip"), "compare", "--checkpoint", trust_checkpoint=False)
+    zipped = policy_from_checkpoint(str(out / "final" / "model.zip"), "compare", "--checkpoint", trust_checkpoint=True)
     log = io.StringIO()
-    with pytest.raises(ConfigError, match="--trust-checkpoint"):  # checked before any policy runs
-        compare(out / "final" / "model.zip", [label], ["no-deflect", "ppo"], [0], log=log)
-    assert log.getvalue() == ""
-    assert [r["policy"] for r in res[0]["runs"]] == ["no-deflect", "always-deflect:chunk=1024", "ppo"]
+    both = compare([label], [], [0], externals=[final, zipped], log=log)
+    assert both[0]["runs"][0]["ttft_p95"] == both[0]["runs"][1]["ttft_p95"]  # the safe export acts as the zip
+    assert log.getvalue().count(label) == 2
+    assert [r["policy"] for r in res[0]["runs"]] == ["no-deflect", "always-deflect:chunk=1024",
+                                                     f"checkpoint:{out / 'final'}"]
     assert all(r["n_completed"] == 60 for r in res[0]["runs"])
     assert markdown(res).count("\n| small:") == 3
