@@ -21,7 +21,8 @@ pip="$work/venv/bin/pip"
 "$pip" install --quiet --upgrade pip
 echo "wheel_check: building the wheel (compiles the C++ core, a few minutes)"
 # the compiler's progress lines ([ 12%] Building CXX object ...) only; a failed build still fails the pipeline
-{ "$pip" wheel -v --no-deps --wheel-dir "$work/dist" "$root" 2>&1; } | { grep -E "^\[ *[0-9]+(%|/[0-9]+)\]|error" || true; }
+{ "$pip" wheel -v --no-deps --wheel-dir "$work/dist" "$root" 2>&1; } \
+    | { grep -E "^ *\[ *[0-9]+(%|/[0-9]+)\]|(^| )error:|FAILED" || true; }
 wheel="$(ls "$work"/dist/kairos_gym-*.whl)"
 cd "$work"   # outside the checkout: nothing may resolve through the source tree
 
