@@ -97,6 +97,8 @@ def test_the_hooks_package_layout_is_pyprojects():
     ("CHANGELOG.md", "README.md", "index.md", "CHANGELOG.md"),
     ("../metrics.md", "docs/api/sim.md", "api/sim.md", "../metrics.md"),  # within docs/: as written
     ("env.md#ids", "docs/training.md", "training.md", "env.md#ids"),
+    ("../docs/env.md#performance", "examples/README.md", "examples/index.md", "../env.md#performance"),
+    ("my_policy.py", "examples/README.md", "examples/index.md", "my_policy.py"),
     ("https://example.org/a.md", "README.md", "index.md", "https://example.org/a.md"),
     ("../src/core/rollout.cpp", "docs/engine.md", "engine.md", "../src/core/rollout.cpp"),  # not on the site
 ])

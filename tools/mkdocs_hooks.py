@@ -3,8 +3,9 @@
 The docs are written to read on GitHub, where a page links to any file of the repository. The site takes them
 as they are and adds what they link to outside ``docs/``:
 
-- **Pages**: ``README.md`` is the site's home page (``index.md``), ``CHANGELOG.md`` and the benchmark reports
-  ``results/*.md`` are pages of their own, ``LICENSE`` a file beside them. A link that leaves ``docs/``
+- **Pages**: ``README.md`` is the site's home page (``index.md``), ``examples/README.md`` the examples' page (with
+  the scripts beside it), ``CHANGELOG.md`` and the benchmark reports ``results/*.md`` are pages of their own,
+  ``LICENSE`` a file beside them. A link that leaves ``docs/``
   (``../results/leaderboard.md`` in docs/benchmark.md, ``docs/env.md`` in the README) is rewritten to the
   page it names on the site; a link to anything else is left alone, so mkdocs reports it (an error under
   ``--strict``).
@@ -37,8 +38,10 @@ tests/test_docs_site.py checks they agree)."""
 API_TREE = ROOT / "build" / "docs-api"
 """The package as installed, for griffe: ``mkdocs.yml``'s python handler ``paths``."""
 
-EXTRA_PAGES = {"README.md": "index.md", "CHANGELOG.md": "CHANGELOG.md", "LICENSE": "LICENSE"}
-"""Files outside ``docs/`` on the site: repository path -> site path (plus every ``results/*.md``, same path)."""
+EXTRA_PAGES = {"README.md": "index.md", "examples/README.md": "examples/index.md", "CHANGELOG.md": "CHANGELOG.md",
+               "LICENSE": "LICENSE"}
+"""Files outside ``docs/`` on the site: repository path -> site path (plus every ``results/*.md`` and
+``examples/*.py``, same path)."""
 
 FOLDER_LINKS = {"results": "results/leaderboard.md"}
 """A link to a folder of the repository -> the page that stands for it on the site."""
@@ -49,7 +52,8 @@ _LINK = re.compile(r"\]\(([^()\s]+)\)")
 def _site_files() -> dict[str, str]:
     """Repository path -> site path of every file the site takes from outside ``docs/``."""
     files = dict(EXTRA_PAGES)
-    files.update({f"results/{p.name}": f"results/{p.name}" for p in sorted((ROOT / "results").glob("*.md"))})
+    for folder, pattern in (("results", "*.md"), ("examples", "*.py")):
+        files.update({f"{folder}/{p.name}": f"{folder}/{p.name}" for p in sorted((ROOT / folder).glob(pattern))})
     return files
 
 
