@@ -5,7 +5,7 @@ as they are and adds what they link to outside ``docs/``:
 
 - **Pages**: ``README.md`` is the site's home page (``index.md``), ``examples/README.md`` the examples' page (with
   the scripts beside it), ``CHANGELOG.md`` and the benchmark reports ``results/*.md`` are pages of their own,
-  ``LICENSE`` a file beside them. A link that leaves ``docs/``
+  ``LICENSE`` and ``CITATION.cff`` files beside them. A link that leaves ``docs/``
   (``../results/leaderboard.md`` in docs/benchmark.md, ``docs/env.md`` in the README) is rewritten to the
   page it names on the site; a link to anything else is left alone, so mkdocs reports it (an error under
   ``--strict``).
@@ -39,7 +39,7 @@ API_TREE = ROOT / "build" / "docs-api"
 """The package as installed, for griffe: ``mkdocs.yml``'s python handler ``paths``."""
 
 EXTRA_PAGES = {"README.md": "index.md", "examples/README.md": "examples/index.md", "CHANGELOG.md": "CHANGELOG.md",
-               "LICENSE": "LICENSE"}
+               "LICENSE": "LICENSE", "CITATION.cff": "CITATION.cff"}
 """Files outside ``docs/`` on the site: repository path -> site path (plus every ``results/*.md`` and
 ``examples/*.py``, same path)."""
 
