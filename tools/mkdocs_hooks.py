@@ -21,13 +21,22 @@ from __future__ import annotations
 import posixpath
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File, Files
-from mkdocs.structure.pages import Page
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
+
+try:  # mkdocs comes with the docs extra; without it the link mapping still loads (tests/test_docs_site.py)
+    from mkdocs.plugins import event_priority
+except ImportError:  # pragma: no cover - mkdocs absent: nothing runs the hooks then
+
+    def event_priority(priority: float) -> Callable[[Any], Any]:
+        """No mkdocs, no events: the hook functions as they are."""
+        return lambda f: f
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,6 +82,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the pages and files of :func:`_site_files`."""
+    from mkdocs.structure.files import File
+
     for repo_path, site_path in _site_files().items():
         files.append(File.generated(config, site_path, abs_src_path=str(ROOT / repo_path)))
     return files
