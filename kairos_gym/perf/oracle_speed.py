@@ -69,11 +69,20 @@ def measure_growth(scenario: str, sizes: Sequence[int], seed: int, threads: int 
                    progress: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """The bounded search on the first ``n`` requests of ``scenario`` for each ``n`` of ``sizes``: rows of
     (requests, wall_s, rollout_decisions, slo_attainment) and the growth exponents of both costs."""
+    from kairos_gym.errors import ConfigError
     from kairos_gym.scenario import load_scenario
+    from kairos_gym.sim import Simulator
 
-    rows = []
-    for n in sizes:
+    scs = []
+    for n in sizes:  # every size checked before any run: the first n requests must exist
         sc = load_scenario(scenario).with_overrides({"workload": {"max_requests": int(n)}})
+        have = Simulator(sc, seed=seed).n
+        if have != n:
+            raise ConfigError("perf-oracle", "--growth", n, f"at most the workload's {have} requests ({scenario}, "
+                              f"seed {seed}; a larger instance: a scenario file with a larger workload.num_requests)")
+        scs.append(sc)
+    rows = []
+    for n, sc in zip(sizes, scs, strict=True):
         _, row = run_with_cost(sc, seed, threads, False)
         row["requests"] = int(n)
         rows.append(row)

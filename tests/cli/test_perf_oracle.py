@@ -11,6 +11,7 @@ import kairos_gym.benchmark.oracle_cost as cost
 import kairos_gym.perf.oracle_speed as speed
 from kairos_gym.benchmark.suite import select_tasks
 from kairos_gym.cli.main import main
+from kairos_gym.errors import ConfigError
 
 
 def test_growth_exponent_is_the_log_log_slope() -> None:
@@ -38,6 +39,8 @@ def test_suite_growth_and_empty_measurements(tmp_path, capsys) -> None:
     assert row["task"] == "decode-bound/relaxed" and row["instances"] == 1 and row["requests"] == 500
     assert row["bounded_rollout_decisions"] < row["exhaustive_rollout_decisions"]  # all ties: stopped at once
     assert res["total"]["cost_ratio"] == row["cost_ratio"]
+    with pytest.raises(ConfigError, match="3000 requests"):  # bursty's workload holds 3,000
+        speed.measure_growth("bursty", [30, 4000], 0)
     g = speed.measure_growth("bursty", [30, 60], 0)
     assert [r["requests"] for r in g["rows"]] == [30, 60] and g["exponent_rollout_decisions"] > 0
     (e,) = cost.empty_arrivals(tasks=select_tasks("long-tail"))[:1]

@@ -1,0 +1,56 @@
+"""The docs' generated figures (tools/doc_figures.py): every marked block is a registered figure, and each fast one
+is what its command gives now (rerun here; the results are the same on every machine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.tool_loader import load_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+figures = load_tool("doc_figures")
+
+
+def test_every_marked_block_is_a_registered_figure_and_each_figure_is_marked_once():
+    marked = {}
+    for doc in sorted((ROOT / "docs").rglob("*.md")):
+        for name in figures.marked_names(doc.read_text(encoding="utf-8")):
+            assert name not in marked, f"figure {name} is marked in {marked.get(name)} and {doc}"
+            marked[name] = str(doc.relative_to(ROOT))
+    assert marked == {name: fig.doc for name, fig in figures.FIGURES.items()}
+
+
+@pytest.mark.parametrize("name", [n for n, f in figures.FIGURES.items() if f.fast])
+def test_the_docs_fast_figures_are_what_their_commands_give_now(name: str):
+    diffs = figures.check([figures.FIGURES[name]])
+    assert not diffs, (f"{figures.FIGURES[name].doc}: figure {name} is stale; rewrite it with "
+                       f"python tools/doc_figures.py --write {name} and reread the text around it\n" + diffs[0])
+
+
+def test_a_block_is_replaced_between_its_markers_only():
+    fig = figures.FIGURES["sq-sl-sweep"]
+    text = "before\n<!-- figure sq-sl-sweep: old command -->\n| old |\n<!-- end figure sq-sl-sweep -->\nafter\n"
+    new = figures.with_block(text, fig, "| new |\n")
+    assert new == ("before\n<!-- figure sq-sl-sweep: kairos-gym measure --sweep --json OUT.json -->\n| new |\n"
+                   "<!-- end figure sq-sl-sweep -->\nafter\n")
+    assert figures.block_of(new, "sq-sl-sweep") == "| new |\n"
+    with pytest.raises(ValueError, match="no '<!-- figure sq-sl-sweep"):
+        figures.with_block("no markers\n", fig, "| new |\n")
+
+
+def test_the_sweep_rows_render_one_line_per_rule():
+    def row(label: str, ttft: float, viol: float, att: float) -> dict:
+        return {"label": label, "ttft_p95": ttft, "tbt_violation_rate": viol, "slo_attainment": att}
+
+    rows = json.dumps([row("sq", 1, 0, 1), row("sq(q>0 tok, chunk 512)", 2.1234, 0.0, 0.5),
+                       row("sq(q>0 tok, chunk 2048)", 2.0, 0.01684, 0.25), row("sl(L<512, chunk 512)", 4.0, 0, 0.3),
+                       row("sl(L<512, chunk 2048)", 4.0, 0, 0.3)])
+    assert figures.FIGURES["sq-sl-sweep"].render(rows).splitlines() == [
+        "| rule | chunk 512: P95 TTFT / TBT viol. / SLO att. | chunk 2048: P95 TTFT / TBT viol. / SLO att. |",
+        "|---|---|---|",
+        "| sq q > 0 | 2.123 / 0 / 0.500 | 2.000 / 0.0168 / 0.250 |",
+        "| sl L < 512 | 4.000 / 0 / 0.300 | 4.000 / 0 / 0.300 |",
+    ]
