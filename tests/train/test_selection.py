@@ -28,7 +28,7 @@ def test_label_seeds_are_the_seeds_distill_run_labels(monkeypatch: pytest.Monkey
     class Stop(Exception):
         pass
 
-    def capture(jobs, student=None, log=None):
+    def capture(jobs, student=None, log=None, backend=None):
         seen.extend(int(j.instance.seed) for j in jobs)
         raise Stop
 
