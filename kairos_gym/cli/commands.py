@@ -66,6 +66,8 @@ COMMANDS: tuple[Command, ...] = (
             "(docs/training.md, \"A second selection protocol\")"),
     Command("compare", "train", "train", "trained checkpoints (and --policy files) against the baselines on "
             "several scenarios and loads (the generalisation table)"),
+    Command("reward-order", "train", "train", "do an env reward's episode returns order the shipped policies as "
+            "their SLO attainment does? (discordant pairs per reward kind, same seeds)"),
     Command("convert", "train", "train", "convert a Stable-Baselines3 checkpoint (model zip + vecnormalize.pkl) "
             "to the safe format (policy.json, policy.npz, normalize.json)"),
     Command("perf", "performance", "performance", "throughput of the simulator, the pricing and the env on this "

@@ -19,8 +19,8 @@ from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``train``, ``distill``, ``select``, ``compare`` and ``convert``."""
-    for add in (_add_train, _add_distill, _add_select, _add_compare, _add_convert):
+    """Register ``train``, ``distill``, ``select``, ``compare``, ``convert`` and ``reward-order``."""
+    for add in (_add_train, _add_distill, _add_select, _add_compare, _add_convert, _add_reward_order):
         add(sub)
 
 
@@ -256,3 +256,42 @@ def cmd_convert(args: argparse.Namespace) -> int:
     dest = convert_checkpoint(args.src, args.dest, trust_checkpoint=args.trust_checkpoint)
     print(f"wrote {dest / 'policy.json'}")
     return 0
+
+
+def _add_reward_order(sub: Subparsers) -> None:
+    from kairos_gym.evaluation.reward_order import DEFAULT_POLICIES, MAX_EPISODE_REQUESTS
+
+    p = add_command(sub, "reward-order", cmd_reward_order)
+    p.add_argument("--scenario", default="bursty", help="a shipped scenario name or a YAML path (default bursty)")
+    p.add_argument("--requests", default="500",
+                   help=f"requests per episode (the workload's first N), 1-{MAX_EPISODE_REQUESTS:,} (default 500)")
+    p.add_argument("--seeds", default="0-2", help="workload seeds, e.g. 0-2 or 0,5 (default 0-2)")
+    p.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
+                   help="comma-separated registry policies, at least two (default: " + ",".join(DEFAULT_POLICIES) + ")")
+    p.add_argument("--rewards", default="misses,ttft,slo,goodput",
+                   help="comma-separated reward kinds (default misses,ttft,slo,goodput)")
+    p.add_argument("--json", metavar="PATH", help="write every episode and the discordant pairs as JSON")
+
+
+def cmd_reward_order(args: argparse.Namespace) -> int:
+    """``kairos-gym reward-order``: per reward, the pairs of policies (same seed) its returns order against the
+    SLO attainment."""
+    from kairos_gym.cli.common import write_json
+    from kairos_gym.evaluation.reward_order import MAX_EPISODE_REQUESTS, reward_order
+    from kairos_gym.scenario import load_scenario
+
+    w = "reward-order"
+    n = parse_int(w, "--requests", args.requests, 1, MAX_EPISODE_REQUESTS)
+    seeds = parse_seeds(args.seeds, "--seeds", w)
+    policies = [x.strip() for x in str(args.policies).split(",")]
+    rewards = [x.strip() for x in str(args.rewards).split(",")]
+    check_outputs(w, {"--json": args.json}, stdout_ok=["--json"])
+    sc = load_scenario(args.scenario).with_overrides({"workload": {"max_requests": n}})
+    res = reward_order(policies, sc, seeds, rewards)
+    print(f"{len(policies)} policies x {len(seeds)} seeds on {args.scenario} (first {n} requests): pairs on one seed "
+          "whose returns are ordered against their SLO attainment")
+    for r, v in res["rewards"].items():
+        print(f"  {r:<8} {v['discordant']:>4} of {v['pairs']} pairs discordant ({100 * v['share']:.1f}%)")
+    write_json(args.json, res, where=w)
+    return 0
+

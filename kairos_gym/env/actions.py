@@ -90,6 +90,26 @@ class ActionLayout:
         """The Decision of an action (validated as in :meth:`index`)."""
         return self.decisions[self.index(action)]
 
+    def action_of(self, decision: Decision, ctx: DecisionContext) -> int:
+        """The action that takes ``decision`` at ``ctx`` (a policy's decision played through the env): the prefill
+        path to the shortest queue (no node, or the node the simulator's shortest queue picks: the lowest index
+        of the up nodes with the fewest queued tokens) is action 0, a deflection is its (node, chunk) action.
+        ConfigError for a decision no action takes: another prefill node, a chunk off the menu, LargestSafe
+        without the scenario's ``deflection.largest_safe_action``."""
+        if decision.path == "prefill":
+            if decision.prefill_node is None:
+                return 0
+            up = [(p.queued_tokens, i) for i, p in enumerate(ctx.prefill) if p.up]
+            if up and decision.prefill_node == min(up)[1]:
+                return 0
+        else:
+            for a in range(1, self.n):
+                if int(self.node[a]) == decision.decode_node and self.chunk[a] == decision.chunk:
+                    return a
+        raise ConfigError("KairosEnv", "decision", decision, "a decision one of the env's actions takes: the "
+                          "prefill path to the shortest queue, or a deflection with a menu chunk (LargestSafe only "
+                          "with deflection.largest_safe_action)")
+
     def mask(self, ctx: DecisionContext | None, out: np.ndarray | None = None) -> np.ndarray:
         """The int8 mask of valid actions for ``ctx`` (only action 0 when ``ctx`` is None). Without ``out``
         the returned array is shared by every call with the same pattern of deflectable nodes: copy it

@@ -21,7 +21,7 @@ import numpy as np
 from kairos_gym.env.actions import ActionLayout, warn_masked_action
 from kairos_gym.env.observation import ObservationLayout
 from kairos_gym.env.render import render_ansi, render_rgb
-from kairos_gym.env.reward import DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
+from kairos_gym.env.reward import DEFAULT_REWARD, DEFAULT_TBT_PENALTY, REWARD_KINDS, SloTracker, step_reward
 from kairos_gym.env.stepper import make_stepper
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import SCENARIO_KEYS, ScenarioConfig, load_scenario
@@ -48,7 +48,9 @@ class KairosEnv(gym.Env):
         scenario: a shipped scenario name (``configs/scenarios/<name>.yaml``), a YAML path, a dict or a
             :class:`~kairos_gym.scenario.ScenarioConfig` (default ``"bursty"``).
         max_decisions: truncate an episode after this many decisions (default None: run to the end).
-        reward: ``"ttft"`` (default), ``"slo"`` or ``"goodput"`` (see :mod:`kairos_gym.env.reward`).
+        reward: ``"misses"`` (default: -1 per request at the step it is known to miss its SLOs; a whole episode
+            returns n_ok - n, ordered as SLO attainment), ``"ttft"``, ``"slo"`` or ``"goodput"`` (see
+            :mod:`kairos_gym.env.reward`).
         tbt_penalty: lambda of the ``ttft`` reward, per token gap above the TBT SLO (default 0.1).
         obs_mode: ``"flat"`` (a float32 Box, default) or ``"dict"`` (a Dict of per-group Boxes).
         oracle: expose the request's output length in the observation (and to the simulator's view).
@@ -71,7 +73,7 @@ class KairosEnv(gym.Env):
         scenario: str | Path | Mapping[str, Any] | ScenarioConfig = "bursty",
         *,
         max_decisions: int | None = None,
-        reward: str = "ttft",
+        reward: str = DEFAULT_REWARD,
         tbt_penalty: float = DEFAULT_TBT_PENALTY,
         obs_mode: str = "flat",
         oracle: bool = False,
@@ -87,7 +89,9 @@ class KairosEnv(gym.Env):
         if not isinstance(reward, str) or reward not in REWARD_KINDS:
             raise ConfigError(WHERE, "reward", reward, "one of " + ", ".join(REWARD_KINDS))
         self.reward_kind = reward
-        self._track_slo = reward != "ttft"  # the SLO bookkeeping costs a scan of in-flight requests
+        # the SLO bookkeeping of slo / goodput costs a scan of in-flight requests; ttft and misses come from counters
+        self._track_slo = reward not in ("ttft", "misses")
+        self._misses = reward == "misses"
         self.tbt_penalty = float(NON_NEGATIVE.check(WHERE, "tbt_penalty", tbt_penalty))  # type: ignore[arg-type]
         if not isinstance(obs_mode, str) or obs_mode not in OBS_MODES:
             raise ConfigError(WHERE, "obs_mode", obs_mode, "one of " + ", ".join(OBS_MODES))
@@ -188,7 +192,7 @@ class KairosEnv(gym.Env):
         kind = self.sim._core.pending_kind  # 0 arrival, 1 pull, 2 re-entry (src/core/pull.hpp)
         was_pull = self._pull and kind == 1
         was_reentry = kind == 2
-        valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now = self._native.step(a)
+        valid, terminated, d_wait, d_viol, d_tok, d_fin, interval, rid, now, d_missed = self._native.step(a)
         if not valid:
             self._n_invalid += 1
             if self.warn_masked and self._was_masked():
@@ -205,7 +209,9 @@ class KairosEnv(gym.Env):
             met, met_tokens, missed = self._slo.update(sim)
             reward = step_reward(self.reward_kind, d_wait=d_wait, d_viol=d_viol, met=met, met_tokens=met_tokens,
                                  ttft_s=self._ttft_s, tbt_penalty=self.tbt_penalty)
-        else:  # the default "ttft" reward, as step_reward computes it
+        elif self._misses:  # the default reward, as step_reward computes it (an int negated: never -0.0)
+            reward = float(-d_missed)
+        else:  # the ttft reward, as step_reward computes it
             reward = -(d_wait / self._ttft_s) - self.tbt_penalty * d_viol
         truncated = (not terminated) and self.max_decisions is not None and self._decisions >= self.max_decisions
         mask = self._mask = self._native_mask  # the live buffer: infos and action_masks() get copies

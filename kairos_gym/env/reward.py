@@ -1,7 +1,15 @@
 """Rewards. One step's reward covers the simulated interval from one decision to the next (to the end
 of the run on the last step).
 
-``ttft`` (default)
+``misses`` (default)
+    ``-1`` per request that becomes known, in the interval, to miss the benchmark's score: its first token comes
+    after the TTFT SLO (known when the token is made: a first token is set once), it finishes with a token gap
+    above the TBT SLO, or it is rejected or times out (it never finishes). Each is final, so an episode that runs
+    to the end returns ``-(requests missing) = n_ok - n_requests``: on the same workload (the same seed) the
+    returns order policies exactly as SLO attainment does (tools: ``kairos-gym reward-order``, docs/env.md,
+    "Rewards"). It arrives earlier than ``slo``'s ``+1`` (a late first token costs at once, not at the
+    request's last token). The simulator counts it natively (src/core/env_step.hpp ``known_misses``).
+``ttft``
     ``-(dW / ttft_slo_s) - tbt_penalty * dV`` where ``dW`` is the growth of the simulator's
     ``wait_area`` (request-seconds spent waiting for a first token) and ``dV`` the growth of
     ``tbt_violations`` (token gaps longer than the TBT SLO) over the interval. The integral of the
@@ -20,7 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-REWARD_KINDS = ("ttft", "slo", "goodput")
+REWARD_KINDS = ("misses", "ttft", "slo", "goodput")
+"""The reward kinds, the default first."""
+DEFAULT_REWARD = REWARD_KINDS[0]
 DEFAULT_TBT_PENALTY = 0.1
 """Default lambda: one TBT violation costs as much as a tenth of a TTFT SLO spent waiting by one request."""
 GOODPUT_TOKEN_SCALE = 1000.0
@@ -82,8 +92,10 @@ class SloTracker:
 
 
 def step_reward(kind: str, *, d_wait: float, d_viol: int, met: int, met_tokens: int, ttft_s: float,
-                tbt_penalty: float) -> float:
+                tbt_penalty: float, d_missed: int = 0) -> float:
     """The reward of one interval (see the module docstring)."""
+    if kind == "misses":
+        return float(-d_missed)
     if kind == "ttft":
         return -(d_wait / ttft_s) - tbt_penalty * d_viol
     if kind == "slo":

@@ -1,6 +1,6 @@
 """``KairosVectorEnv``: N independent :class:`~kairos_gym.env.core.KairosEnv` as one Gymnasium ``VectorEnv``.
 
-With the default ``ttft`` reward and no render, one ``_core.VecStepper.step`` call
+With the default ``misses`` reward or the ``ttft`` one and no render, one ``_core.VecStepper.step`` call
 (src/core/vec_step.cpp, GIL released) steps all N envs' ``_core.EnvStepper``s; the episode counters (decisions,
 invalid actions) are kept in arrays and written to an env's ``KairosEnv`` attributes only when its episode
 ends (:meth:`KairosVectorEnv._step_batched`); otherwise the N envs step in a Python loop of
@@ -118,6 +118,7 @@ class KairosVectorEnv(VectorEnv):
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()
+            self._neg_missed = np.zeros(n, dtype=np.int64)  # the misses reward's scratch (an int: never -0.0)
             self._all_active = np.ones(n, dtype=np.uint8)
         self.autoreset_seed: Callable[[int], int] | None = None
         """Where autoresets take their seed: None (default: env i draws it from its ``np_random``, as in
@@ -265,21 +266,26 @@ class KairosVectorEnv(VectorEnv):
     def _step_batched(self, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                           dict[str, Any]]:
         """:meth:`step` when every env is on the fast path: one ``_core.VecStepper.step`` call steps the envs not
-        awaiting a NEXT_STEP reset; the reward is the ``ttft`` formula on arrays (the same IEEE operations as
-        the single env's scalars); the info keys come from arrays and the engine's counters; Python updates each
-        env's counters at its episode's end and does the resets and summaries."""
+        awaiting a NEXT_STEP reset; the reward is the ``misses`` or the ``ttft`` formula on arrays (the same
+        IEEE operations as the single env's scalars); the info keys come from arrays and the engine's counters;
+        Python updates each env's counters at its episode's end and does the resets and summaries."""
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
-        vobs, vmask, valid, vterm, d_wait, d_viol = self._vbuf
+        vobs, vmask, valid, vterm, d_wait, d_viol, d_missed = self._vbuf
         env0 = self.envs[0]
+        misses = env0.reward_kind == "misses"
         dec, inv = self._dec, self._inv
         md = env0.max_decisions
         any_auto = bool(auto.any())
         if not any_auto:  # every env steps (the common case): whole-array operations, no index arrays
             stepped = self._rows
             self._vs.step(acts, self._all_active)
-            rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
+            if misses:
+                np.negative(d_missed, out=self._neg_missed)
+                rewards[:] = self._neg_missed
+            else:
+                rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
             np.copyto(obs, vobs)
             np.copyto(masks, vmask)
             dec += 1
@@ -293,7 +299,10 @@ class KairosVectorEnv(VectorEnv):
             active = np.logical_not(auto)
             stepped = np.flatnonzero(active)
             self._vs.step(acts, active.view(np.uint8))
-            rewards[stepped] = -(d_wait[stepped] / env0._ttft_s) - env0.tbt_penalty * d_viol[stepped]
+            if misses:
+                rewards[stepped] = -d_missed[stepped]
+            else:
+                rewards[stepped] = -(d_wait[stepped] / env0._ttft_s) - env0.tbt_penalty * d_viol[stepped]
             obs[stepped] = vobs[stepped]
             masks[stepped] = vmask[stepped]
             dec[stepped] += 1
@@ -336,7 +345,7 @@ class KairosVectorEnv(VectorEnv):
         the episode counters and the engine state before and after the step (read here). Returns the keys laid
         out for ``infos`` (without the envs of ``final``, a bool mask: SAME_STEP ends, whose step info goes into
         ``final_info``) and the per-env values, for those."""
-        _, _, valid, _, d_wait, d_viol = self._vbuf
+        _, _, valid, _, d_wait, d_viol, _ = self._vbuf
         now0, tok0, fin0, rid0, kind0 = self._now.copy(), self._tok.copy(), self._fin.copy(), self._rid.copy(), \
             self._kind.copy()
         self._read_engine(stepped)

@@ -43,11 +43,11 @@ void bind_env(nb::module_& m) {
              [](EnvStepper& s, int64_t a) {
                  EnvStepResult r = s.step(a);
                  return nb::make_tuple(r.valid, r.terminated, r.d_wait, r.d_viol, r.d_tokens, r.d_finished,
-                                       r.interval, r.rid, r.now);
+                                       r.interval, r.rid, r.now, r.d_missed);
              },
              nb::arg("action"),
              "Apply action `action`, run to the next decision, write obs and mask; returns (valid, terminated, "
-             "d_wait, d_viol, d_tokens, d_finished, interval_s, rid, now_s).")
+             "d_wait, d_viol, d_tokens, d_finished, interval_s, rid, now_s, d_missed).")
         .def("observe", &EnvStepper::observe, "Write the pending decision's obs and mask (zeros when none).")
         .def("buffers",
              [](nb::handle self) {

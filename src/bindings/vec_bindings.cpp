@@ -33,8 +33,9 @@ void bind_vec(nb::module_& m) {
                                        nb::ndarray<nb::numpy, const uint8_t>(s.valid.data(), {N}, self),
                                        nb::ndarray<nb::numpy, const uint8_t>(s.terminated.data(), {N}, self),
                                        nb::ndarray<nb::numpy, const double>(s.d_wait.data(), {N}, self),
-                                       nb::ndarray<nb::numpy, const int64_t>(s.d_viol.data(), {N}, self));
+                                       nb::ndarray<nb::numpy, const int64_t>(s.d_viol.data(), {N}, self),
+                                       nb::ndarray<nb::numpy, const int64_t>(s.d_missed.data(), {N}, self));
              },
              "Read-only views: obs float32 [N, F], mask int8 [N, A], valid, terminated (uint8 [N]), d_wait float64 "
-             "[N], d_viol int64 [N]; rewritten at every step for the active envs.");
+             "[N], d_viol int64 [N], d_missed int64 [N]; rewritten at every step for the active envs.");
 }

@@ -22,6 +22,7 @@ VecStepper::VecStepper(std::vector<EnvStepper*> envs) : envs_(std::move(envs)) {
     terminated.assign(N, 0);
     d_wait.assign(N, 0.0);
     d_viol.assign(N, 0);
+    d_missed.assign(N, 0);
 }
 
 void VecStepper::step(const int64_t* actions, const uint8_t* active) {
@@ -33,6 +34,7 @@ void VecStepper::step(const int64_t* actions, const uint8_t* active) {
         terminated[i] = r.terminated;
         d_wait[i] = r.d_wait;
         d_viol[i] = r.d_viol;
+        d_missed[i] = r.d_missed;
         std::copy(e.obs.begin(), e.obs.end(), obs.begin() + static_cast<std::ptrdiff_t>(i * F));
         std::copy(e.mask.begin(), e.mask.end(), mask.begin() + static_cast<std::ptrdiff_t>(i * A));
     }

@@ -25,6 +25,7 @@ public:
     std::vector<uint8_t> terminated;  // [N]
     std::vector<double> d_wait;    // [N] request-seconds
     std::vector<int64_t> d_viol;   // [N]
+    std::vector<int64_t> d_missed;  // [N] requests newly known to miss their SLOs
 
 private:
     std::vector<EnvStepper*> envs_;

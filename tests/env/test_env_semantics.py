@@ -80,7 +80,7 @@ def test_snapshot_restore_after_reset_and_in_window_mode():
 
 
 def _ttft_episode(lam: float = 0.05):
-    env = KairosEnv(TINY, tbt_penalty=lam, slo={"tbt_s": 0.03})  # a strict TBT SLO to get violations
+    env = KairosEnv(TINY, reward="ttft", tbt_penalty=lam, slo={"tbt_s": 0.03})  # a strict TBT SLO to get violations
     _, rewards, infos, _ = rollout(env, seed=3, policy_seed=2)
     return env, rewards, infos
 

@@ -381,11 +381,11 @@ def _run_mixed(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
 
 
 ENV_KWARGS: tuple[dict[str, Any], ...] = (
-    {"scenario": "small"},
-    {"scenario": "bursty", "workload": {"max_requests": 300}},
+    {"scenario": "small", "reward": "ttft"},  # the reward these cases were recorded with (the default then)
+    {"scenario": "bursty", "workload": {"max_requests": 300}, "reward": "ttft"},
     {"scenario": "small", "oracle": True, "obs_mode": "dict", "reward": "slo"},
     {"scenario": "small", "reward": "goodput", "max_decisions": 40, "deflection": {"largest_safe_action": True}},
-    {"scenario": "kv-pressure", "workload": {"max_requests": 200}, "tbt_penalty": 0.3},
+    {"scenario": "kv-pressure", "workload": {"max_requests": 200}, "tbt_penalty": 0.3, "reward": "ttft"},
 )
 """Env set-ups of the env-step cases (observation modes, rewards, truncation, the LargestSafe action)."""
 
@@ -416,7 +416,7 @@ def _env_episodes(p: dict[str, Any], make_sim: MakeSim, make_env: MakeEnv) -> di
 
 def _env_contexts(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any]:
     """25 steps of ``small`` (seed 1): the decision context after each, and each returned obs and mask."""
-    env = make_env(scenario="small")
+    env = make_env(scenario="small", reward="ttft")
     env.reset(seed=1)
     ctxs, kept = [], []
     for i in range(25):
@@ -430,7 +430,7 @@ def _env_refusals(p: Any, make_sim: MakeSim, make_env: MakeEnv) -> dict[str, Any
     """Bad actions (ConfigError before anything moves) and the number of steps to the end of a 5-request run."""
     from kairos_gym.errors import ConfigError
 
-    env = make_env(scenario="small", workload={"max_requests": 5})
+    env = make_env(scenario="small", workload={"max_requests": 5}, reward="ttft")
     env.reset(seed=0)
     msgs = []
     for bad in (-1, env.action_space.n, 1.5, "0"):
@@ -467,7 +467,7 @@ def _env_snapshot(p: dict[str, Any], make_sim: MakeSim, make_env: MakeEnv) -> di
         rng = np.random.default_rng(seed)
         return lambda mask: int(np.flatnonzero(mask)[rng.integers(np.flatnonzero(mask).size)])
 
-    env = make_env(scenario=TINY)
+    env = make_env(scenario=TINY, reward="ttft")
     _, info = env.reset(seed=3)
     head, mask = env_steps(env, info["action_mask"], random_actions(1), 25)
     if p["how"] == "restore":
