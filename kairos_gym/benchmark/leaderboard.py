@@ -49,10 +49,21 @@ from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig
 
 
+def run_count(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
+              suite: Sequence[Task] | None = None) -> int:
+    """Runs of one track of :func:`run_suite`: every entry on every test instance, and best-static's tuning (every
+    rule of the grid on every train instance) when it is among ``policies``."""
+    suite = standard.SUITE if suite is None else tuple(suite)
+    n_test = sum(len(t.test) for t in suite)
+    tuning = len(STATIC_GRID) * sum(len(t.train) for t in suite) if BEST_STATIC in policies else 0
+    return (len(policies) + len(externals)) * n_test + tuning
+
+
 def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
               reps: int = BOOTSTRAP_REPS, track: str = "exact",
-              oracle_cache: Path | str = cache_file.CACHE, backend: Backend | None = None) -> dict[str, Any]:
+              oracle_cache: Path | str = cache_file.CACHE, backend: Backend | None = None,
+              announce: bool = True) -> dict[str, Any]:
     """Run every entry on every test instance of ``suite`` on information track ``track`` (every task's scenario
     set to it; :data:`~kairos_gym.benchmark.entries.PINNED_TRACK` entries on theirs); returns the JSON-ready result
     (see :func:`kairos_gym.benchmark.leaderboard_report.leaderboard_md`). Every entry is checked (built for every task;
@@ -60,7 +71,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     run.
     ``suite``: :data:`kairos_gym.benchmark.suite.SUITE` when None. The Oracle's figures come from ``oracle_cache``
     where it holds a valid entry (else it runs, in this process). ``backend`` runs the other runs (default:
-    serially, here; the same result on every backend, docs/scale-out.md)."""
+    serially, here; the same result on every backend, docs/scale-out.md). ``announce``: tell ``progress`` how many
+    runs come (:func:`run_count`; False when the caller announced them, as :func:`run_tracks` does for all its
+    tracks at once)."""
     t0 = time.perf_counter()
     suite = standard.SUITE if suite is None else tuple(suite)
     policies = list(policies)
@@ -83,10 +96,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         for t in suite:
             probe(ext, t.test[0].scenario(bases[t.name]), t.test[0].seed)
     bar = or_silent(progress)
-    n_test = sum(len(t.test) for t in suite)
     tuning = BEST_STATIC in policies
-    bar.start((len(policies) + len(externals)) * n_test
-              + (len(STATIC_GRID) * sum(len(t.train) for t in suite) if tuning else 0))
+    if announce:
+        bar.start(run_count(policies, externals, suite))
     best: dict[str, dict[str, Any]] = {}
     if tuning:
         for t in suite:
@@ -132,17 +144,23 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     return res
 
 
-def run_tracks(tracks: Sequence[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
+def run_tracks(tracks: Sequence[str], policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
+               suite: Sequence[Task] | None = None, progress: RunProgress | None = None,
+               **kwargs: Any) -> dict[str, Any]:
     """:func:`run_suite` once per track (every track checked first); ``{"tracks": {track: result}, "elapsed_s"}``.
-    A progress bar given as ``progress`` is shared (each track starts it again)."""
+    A progress bar given as ``progress`` is shared: it is told every track's runs at once, so its estimate of the
+    time left covers the whole command."""
     for tr in tracks:
         parse_tracks(tr)
     if not tracks or len(set(tracks)) != len(tracks):
         raise ConfigError("leaderboard", "--track", list(tracks), "one or more tracks of " + ", ".join(TRACKS)
                           + ", each once")
     t0 = time.perf_counter()
-    out = {tr: run_suite(*args, track=tr, **kwargs) for tr in tracks}
+    if progress is not None:
+        progress.start(len(tracks) * run_count(policies, externals, suite))
+    out = {tr: run_suite(policies, externals, suite, progress=progress, track=tr, announce=False, **kwargs)
+           for tr in tracks}
     return {"tracks": out, "elapsed_s": time.perf_counter() - t0}
 
 
-__all__ = ["run_suite", "run_tracks"]
+__all__ = ["run_count", "run_suite", "run_tracks"]

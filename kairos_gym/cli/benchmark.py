@@ -158,10 +158,14 @@ def oracle_cache_path(args: argparse.Namespace) -> Path:
     return cache
 
 
-def run_suite(args: argparse.Namespace, run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """``run(progress=, command=, backend=)`` on the backend of the flags, with the command's progress bar and
-    the command line for the report's header."""
-    with backend_from_args(args.command_name, args) as backend, progress(args, args.command_name) as bar:
+def run_suite(args: argparse.Namespace, run: Callable[..., dict[str, Any]], *, lines: bool = False) -> dict[str, Any]:
+    """``run(progress=, command=, backend=)`` on the backend of the flags, with the command's progress bar (with
+    ``lines``, progress lines when stderr is not a terminal: kairos_gym/progress.py) and the command line for the
+    report's header."""
+    from kairos_gym.progress import command_progress
+
+    bar = command_progress(args.command_name, args.no_progress) if lines else progress(args, args.command_name)
+    with backend_from_args(args.command_name, args) as backend, bar:
         return run(progress=bar, command=command_line(args), backend=backend)
 
 
@@ -204,7 +208,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     check_entries(policies, [])
     cache = oracle_cache_path(args)
     externals = external_policies(args, w)
-    res = run_suite(args, partial(run_tracks, tracks, policies, externals, suite=suite, oracle_cache=cache))
+    res = run_suite(args, partial(run_tracks, tracks, policies, externals, suite=suite, oracle_cache=cache),
+                    lines=True)
     write_report(args.out, tracks_md(res), res)
     write_json(args.json, res["tracks"][tracks[0]] if len(tracks) == 1 else res)
     return 0
