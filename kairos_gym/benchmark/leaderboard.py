@@ -63,7 +63,7 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
               reps: int = BOOTSTRAP_REPS, track: str = "exact",
               oracle_cache: Path | str = cache_file.CACHE, backend: Backend | None = None,
-              announce: bool = True) -> dict[str, Any]:
+              announce: int = 1) -> dict[str, Any]:
     """Run every entry on every test instance of ``suite`` on information track ``track`` (every task's scenario
     set to it; :data:`~kairos_gym.benchmark.entries.PINNED_TRACK` entries on theirs); returns the JSON-ready result
     (see :func:`kairos_gym.benchmark.leaderboard_report.leaderboard_md`). Every entry is checked (built for every task;
@@ -71,9 +71,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     run.
     ``suite``: :data:`kairos_gym.benchmark.suite.SUITE` when None. The Oracle's figures come from ``oracle_cache``
     where it holds a valid entry (else it runs, in this process). ``backend`` runs the other runs (default:
-    serially, here; the same result on every backend, docs/scale-out.md). ``announce``: tell ``progress`` how many
-    runs come (:func:`run_count`; False when the caller announced them, as :func:`run_tracks` does for all its
-    tracks at once)."""
+    serially, here; the same result on every backend, docs/scale-out.md). ``announce``: once the checks pass, tell
+    ``progress`` that this many tracks' runs come (:func:`run_count` each): 1, this run's; :func:`run_tracks` has
+    its first track announce them all and the others 0, so the estimate of the time left covers the command."""
     t0 = time.perf_counter()
     suite = standard.SUITE if suite is None else tuple(suite)
     policies = list(policies)
@@ -98,7 +98,7 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     bar = or_silent(progress)
     tuning = BEST_STATIC in policies
     if announce:
-        bar.start(run_count(policies, externals, suite))
+        bar.start(announce * run_count(policies, externals, suite))
     best: dict[str, dict[str, Any]] = {}
     if tuning:
         for t in suite:
@@ -148,18 +148,16 @@ def run_tracks(tracks: Sequence[str], policies: Sequence[str], externals: Sequen
                suite: Sequence[Task] | None = None, progress: RunProgress | None = None,
                **kwargs: Any) -> dict[str, Any]:
     """:func:`run_suite` once per track (every track checked first); ``{"tracks": {track: result}, "elapsed_s"}``.
-    A progress bar given as ``progress`` is shared: it is told every track's runs at once, so its estimate of the
-    time left covers the whole command."""
+    A progress bar given as ``progress`` is shared: it is told every track's runs at once (after the first track's
+    checks), so its estimate of the time left covers the whole command."""
     for tr in tracks:
         parse_tracks(tr)
     if not tracks or len(set(tracks)) != len(tracks):
         raise ConfigError("leaderboard", "--track", list(tracks), "one or more tracks of " + ", ".join(TRACKS)
                           + ", each once")
     t0 = time.perf_counter()
-    if progress is not None:
-        progress.start(len(tracks) * run_count(policies, externals, suite))
-    out = {tr: run_suite(policies, externals, suite, progress=progress, track=tr, announce=False, **kwargs)
-           for tr in tracks}
+    out = {tr: run_suite(policies, externals, suite, progress=progress, track=tr,
+                         announce=len(tracks) if i == 0 else 0, **kwargs) for i, tr in enumerate(tracks)}
     return {"tracks": out, "elapsed_s": time.perf_counter() - t0}
 
 
