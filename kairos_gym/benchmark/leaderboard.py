@@ -9,7 +9,8 @@ The parts live in their own modules: the tasks, instances, SLO tiers and tracks 
 results/leaderboard.md in :mod:`kairos_gym.benchmark.leaderboard_report`.
 
 Policies: registry names (``--policies``), ``best-static``, classes from files (``--policy file.py:Class``)
-and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairos_gym.agents.runner.simulate`.
+and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairos_gym.agents.runner.simulate` on the
+backend's workers (a worker loads a file or checkpoint itself: :mod:`kairos_gym.benchmark.submitted`).
 Every policy runs on the same fixed test instances of every task; ``best-static`` picks its rule on the disjoint
 train instances. The Oracle's scores come from kairos_gym/benchmark/oracle_cache.json when cached
 (:mod:`kairos_gym.benchmark.oracle_cache`). The entries of :data:`~kairos_gym.benchmark.entries.PINNED_TRACK` (the
