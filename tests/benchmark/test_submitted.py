@@ -143,3 +143,25 @@ def test_a_checkpoint_source_names_its_resolved_folder_and_an_entry_built_in_cod
     entry = external_entry(in_code)
     task = suite_mod.Task("tiny", TINY_BENCH, suite_mod.seeds(0), suite_mod.seeds(1))
     assert entry.spec is None and entry_task(entry, task, load_scenario(TINY_BENCH), 0, "x").local
+
+
+def test_an_isolated_submission_runs_in_a_child_of_the_worker_with_the_serial_results(tmp_path):
+    from kairos_gym.agents.policy_isolation import DEFAULT_MEMORY_BYTES
+
+    path = tmp_path / "where.py"
+    path.write_text(WHERE_AM_I)
+    sc = load_scenario(TINY_BENCH)
+    task = suite_mod.Task("tiny", TINY_BENCH, suite_mod.seeds(0), suite_mod.seeds(1))
+    plain = policy_from_file(f"{path}:WhereAmI")
+    isolated = dataclasses.replace(plain, isolate_memory=DEFAULT_MEMORY_BYTES)
+    exits = dataclasses.replace(policy_from_file(f"{path}:ExitsLater"), isolate_memory=DEFAULT_MEMORY_BYTES)
+    with ProcessBackend(2) as pool:
+        pooled = pool.map([entry_task(external_entry(isolated), task, sc, s, f"iso {s}") for s in range(3)])
+        with pytest.raises(ConfigError) as e:
+            pool.map([entry_task(external_entry(exits), task, sc, 0, "exits")])
+    here = SerialBackend(retries=0).map([entry_task(external_entry(plain), task, sc, s, f"s {s}") for s in range(3)])
+    workers = {r["policy"] for r in pooled}
+    assert f"pid-{os.getpid()}" not in workers  # each isolated run: a child forked by a worker
+    for a, b in zip(pooled, here, strict=True):
+        assert strip_wall({**a, "policy": ""}) == strip_wall({**b, "policy": ""})
+    assert "SystemExit(3)" in str(e.value) and e.value.field == "--policy"
