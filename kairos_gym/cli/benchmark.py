@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from kairos_gym.agents.policy_file_loader import ExternalPolicy
     from kairos_gym.benchmark.suite import Task
 
+LEADERBOARD_OUT = "out/leaderboard.md"
+"""``leaderboard --out``'s default: under the output folder (git-ignored), never the tracked results/leaderboard.md."""
 CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (default: "
               "kairos_gym/benchmark/oracle_cache.json; regenerate with kairos-gym oracle-cache); instances without a "
               "valid entry run the Oracle")
@@ -180,7 +182,7 @@ def _add_leaderboard(sub: Subparsers) -> None:
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES, REQUIRED
 
     p = add_command(sub, "leaderboard", cmd_leaderboard,
-                    "run the standard suite and write results/leaderboard.md (docs/benchmark.md)")
+                    "run the standard suite and write the leaderboard (out/leaderboard.md; docs/benchmark.md)")
     add_suite_flags(p, DEFAULT_POLICIES, "registry names and best-static (the static rule tuned on the train "
                     f"instances), each once; must include {', '.join(REQUIRED)}. Every one runs every task of the "
                     "suite (docs/benchmark.md)")
@@ -189,7 +191,8 @@ def _add_leaderboard(sub: Subparsers) -> None:
                    help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
                    "section per track (kairos-exact, the reference, always on exact); default both")
     p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP)
-    add_report_flags(p, "results/leaderboard.md", "markdown file to write (default results/leaderboard.md)",
+    add_report_flags(p, LEADERBOARD_OUT, f"markdown file to write (default {LEADERBOARD_OUT}, its folder created; "
+                     "--out results/leaderboard.md regenerates the tracked board)",
                      "also write every figure, score and interval as JSON to this file (one track: its result; "
                      "both: {\"tracks\": {track: result}})")
 
