@@ -202,6 +202,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from kairos_gym.benchmark.entries import check_entries
     from kairos_gym.benchmark.leaderboard import run_tracks
     from kairos_gym.benchmark.leaderboard_report import tracks_md
+    from kairos_gym.benchmark.submission_summary import submission_summary
     from kairos_gym.benchmark.suite import parse_tracks
 
     w = "leaderboard"
@@ -215,6 +216,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                     lines=True)
     write_report(args.out, tracks_md(res), res)
     write_json(args.json, res["tracks"][tracks[0]] if len(tracks) == 1 else res)
+    summary = submission_summary(res["tracks"], args.out)
+    if summary:
+        print(summary)
     return 0
 
 
