@@ -120,3 +120,44 @@ def test_leaderboard_writes_progress_lines_to_a_stderr_that_is_not_a_terminal(tm
     assert err[-1].startswith(f"leaderboard: {total}/{total} runs (100%)") and err[-1].endswith(", done")
     assert main([*argv, "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_pool_counts_its_finished_runs_between_the_drivers_own_runs_not_only_at_the_end():
+    """The driver's own runs (the Oracle's cached figures) go between the pool's: what the pool finished meanwhile
+    is counted after each of them. A thread pool stands in for the process pool, so the test can wait for it."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    from kairos_gym.evaluation.backends import ProcessBackend, Task
+
+    submitted = []
+
+    class Recording(ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):
+            fut = super().submit(*args, **kwargs)
+            submitted.append(fut)
+            return fut
+
+    class ThreadBackend(ProcessBackend):
+        def _executor(self):
+            if self._pool is None:
+                self._pool = Recording(max_workers=2)
+            return self._pool
+
+    bar = RunProgress("t", enabled=False)
+    bar.start(8)
+
+    def wait_for_the_pool(arg, tick):
+        wait(submitted, timeout=60)  # a bound on a stuck pool, not a measurement
+        return bar.done
+
+    def seen(arg, tick):
+        return bar.done
+
+    tasks = [Task(lambda a, t: a * a, i, f"pool {i}") for i in range(6)]
+    tasks += [Task(wait_for_the_pool, None, "driver 1", local=True), Task(seen, None, "driver 2", local=True)]
+    with ThreadBackend(2) as backend:
+        out = backend.map(tasks, bar)
+    assert out[:6] == [0, 1, 4, 9, 16, 25]
+    assert out[6] == 0  # nothing counted yet while the driver waited
+    assert out[7] == 7  # the pool's 6 runs and the driver's first, counted before its second
+    assert bar.done == 8
