@@ -165,3 +165,19 @@ def test_an_isolated_submission_runs_in_a_child_of_the_worker_with_the_serial_re
     for a, b in zip(pooled, here, strict=True):
         assert strip_wall({**a, "policy": ""}) == strip_wall({**b, "policy": ""})
     assert "SystemExit(3)" in str(e.value) and e.value.field == "--policy"
+
+
+def test_precision_spreads_a_submission_over_the_pool_with_the_serial_result(tmp_path):
+    from kairos_gym.benchmark.precision import run_precision
+    from kairos_gym.benchmark.suite import select_tasks
+
+    (tmp_path / "my_policy.py").write_text(POLICY_FILE)
+    ext = policy_from_file(f"{tmp_path}/my_policy.py:Prefill")
+    kw = {"suite": select_tasks("bursty/strict"), "tracks": ("exact",), "half_width": 0.05, "pilot": 3,
+          "max_instances": 6}
+    serial = run_precision(["no-deflect", "kairos"], [ext], **kw)
+    with ProcessBackend(2, 0) as pool:
+        pooled = run_precision(["no-deflect", "kairos"], [ext], backend=pool, **kw)
+    assert pooled["cells"] == serial["cells"]
+    cells = pooled["cells"]["exact"]["bursty/strict"]
+    assert cells[ext.label]["scores"] == cells["no-deflect"]["scores"][:len(cells[ext.label]["scores"])]
