@@ -2,9 +2,10 @@
 (built-in registry policies, the tuned ``best-static`` rule, policies from a user's file or checkpoint), the
 backend task of an entry on one instance, and the tuning of ``best-static`` on a task's train instances.
 
-Every entry runs through :func:`kairos_gym.agents.runner.simulate` (a registry policy as a picklable
-:class:`~kairos_gym.evaluation.backends.runs.RunSpec`, any backend may run it; an external one in the driver process).
-The
+Every entry runs through :func:`kairos_gym.agents.runner.simulate`, as a picklable task any backend may run: a
+registry policy as a :class:`~kairos_gym.evaluation.backends.runs.RunSpec`, a policy from a user's file or
+checkpoint as a :class:`~kairos_gym.benchmark.submitted.SubmittedRun` (a worker loads the entry itself, under the
+same guard). The
 entries of :data:`PINNED_TRACK` always run on the exact track: the reference ``oracle`` (clairvoyant: it knows the
 workload) and ``kairos-exact``, a (policy, track) pair by name, the "same rule with exact information" anchor of
 the realistic section.
@@ -19,6 +20,7 @@ from typing import Any
 
 from kairos_gym.agents.policy_file_loader import MAX_EXTERNAL, ExternalPolicy, run_checked
 from kairos_gym.benchmark.scoring import BASELINE, COMPARISON, REFERENCE, run_scores
+from kairos_gym.benchmark.submitted import Source, SubmittedRun, source_of, submitted_task
 from kairos_gym.benchmark.suite import Task, on_track
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
@@ -65,9 +67,10 @@ class Entry:
     label: str
     kind: str  # "built-in", "tuned", "file", "checkpoint"
     run: Callable[[Task, ScenarioConfig, int, Any], dict[str, Any]]
-    spec: Callable[[Task, ScenarioConfig, int], RunSpec] | None = None
-    """The same run as a picklable :class:`~kairos_gym.evaluation.backends.runs.RunSpec` (any backend may run it); None:
-    ``run`` runs in the driver process (a policy from a user's file or checkpoint)."""
+    spec: Callable[[Task, ScenarioConfig, int], RunSpec | SubmittedRun] | None = None
+    """The same run as a picklable :class:`~kairos_gym.evaluation.backends.runs.RunSpec` or
+    :class:`~kairos_gym.benchmark.submitted.SubmittedRun` (any backend may run it); None: ``run`` runs in the
+    driver process (the Oracle's cached figures, an external entry a worker cannot load by itself)."""
 
 
 def check_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
@@ -134,18 +137,31 @@ def tuned_entry(chosen: Callable[[Task, ScenarioConfig], Mapping[str, Any]]) -> 
 
 
 def external_entry(ext: ExternalPolicy) -> Entry:
-    """The entry of a policy from a user's file (``--policy``) or checkpoint (``--checkpoint``): runs in the
-    driver, checked (:func:`kairos_gym.agents.policy_file_loader.run_checked`)."""
+    """The entry of a policy from a user's file (``--policy``) or checkpoint (``--checkpoint``), checked
+    (:func:`kairos_gym.agents.policy_file_loader.run_checked`): its runs go to the backend's workers, which load
+    the entry themselves (:mod:`kairos_gym.benchmark.submitted`); one a worker cannot load (no
+    :func:`~kairos_gym.benchmark.submitted.source_of`) runs in the driver."""
     def run(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
         return run_checked(ext, sc, seed, progress=tick)
 
-    return Entry(ext.label, "file" if ext.flag == "--policy" else "checkpoint", run)
+    kind = "file" if ext.flag == "--policy" else "checkpoint"
+    src = source_of(ext)
+    if src is None:
+        return Entry(ext.label, kind, run)
+    source: Source = src
+
+    def spec(task: Task, sc: ScenarioConfig, seed: int) -> SubmittedRun:
+        return SubmittedRun(source, sc, seed)
+
+    return Entry(ext.label, kind, run, spec)
 
 
 def entry_task(e: Entry, task: Task, sc: ScenarioConfig, seed: int, label: str) -> BackendTask:
-    """The backend task of entry ``e`` on one instance: its RunSpec, or (no spec) its ``run`` in the driver."""
+    """The backend task of entry ``e`` on one instance: its RunSpec or SubmittedRun, or (no spec) its ``run`` in
+    the driver."""
     if e.spec is not None:
-        return run_task(e.spec(task, sc, seed), label)
+        arg = e.spec(task, sc, seed)
+        return submitted_task(arg, label) if isinstance(arg, SubmittedRun) else run_task(arg, label)
 
     def here(arg: Any, tick: Any) -> dict[str, Any]:
         return e.run(task, sc, seed, tick)

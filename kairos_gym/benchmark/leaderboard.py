@@ -9,7 +9,8 @@ The parts live in their own modules: the tasks, instances, SLO tiers and tracks 
 results/leaderboard.md in :mod:`kairos_gym.benchmark.leaderboard_report`.
 
 Policies: registry names (``--policies``), ``best-static``, classes from files (``--policy file.py:Class``)
-and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairos_gym.agents.runner.simulate`.
+and safe-format checkpoints (``--checkpoint DIR``), all run through :func:`kairos_gym.agents.runner.simulate` on the
+backend's workers (a worker loads a file or checkpoint itself: :mod:`kairos_gym.benchmark.submitted`).
 Every policy runs on the same fixed test instances of every task; ``best-static`` picks its rule on the disjoint
 train instances. The Oracle's scores come from kairos_gym/benchmark/oracle_cache.json when cached
 (:mod:`kairos_gym.benchmark.oracle_cache`). The entries of :data:`~kairos_gym.benchmark.entries.PINNED_TRACK` (the
@@ -49,10 +50,21 @@ from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig
 
 
+def run_count(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
+              suite: Sequence[Task] | None = None) -> int:
+    """Runs of one track of :func:`run_suite`: every entry on every test instance, and best-static's tuning (every
+    rule of the grid on every train instance) when it is among ``policies``."""
+    suite = standard.SUITE if suite is None else tuple(suite)
+    n_test = sum(len(t.test) for t in suite)
+    tuning = len(STATIC_GRID) * sum(len(t.train) for t in suite) if BEST_STATIC in policies else 0
+    return (len(policies) + len(externals)) * n_test + tuning
+
+
 def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
               progress: RunProgress | None = None, command: str = "kairos-gym leaderboard",
               reps: int = BOOTSTRAP_REPS, track: str = "exact",
-              oracle_cache: Path | str = cache_file.CACHE, backend: Backend | None = None) -> dict[str, Any]:
+              oracle_cache: Path | str = cache_file.CACHE, backend: Backend | None = None,
+              announce: int = 1) -> dict[str, Any]:
     """Run every entry on every test instance of ``suite`` on information track ``track`` (every task's scenario
     set to it; :data:`~kairos_gym.benchmark.entries.PINNED_TRACK` entries on theirs); returns the JSON-ready result
     (see :func:`kairos_gym.benchmark.leaderboard_report.leaderboard_md`). Every entry is checked (built for every task;
@@ -60,7 +72,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     run.
     ``suite``: :data:`kairos_gym.benchmark.suite.SUITE` when None. The Oracle's figures come from ``oracle_cache``
     where it holds a valid entry (else it runs, in this process). ``backend`` runs the other runs (default:
-    serially, here; the same result on every backend, docs/scale-out.md)."""
+    serially, here; the same result on every backend, docs/scale-out.md). ``announce``: once the checks pass, tell
+    ``progress`` that this many tracks' runs come (:func:`run_count` each): 1, this run's; :func:`run_tracks` has
+    its first track announce them all and the others 0, so the estimate of the time left covers the command."""
     t0 = time.perf_counter()
     suite = standard.SUITE if suite is None else tuple(suite)
     policies = list(policies)
@@ -83,10 +97,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
         for t in suite:
             probe(ext, t.test[0].scenario(bases[t.name]), t.test[0].seed)
     bar = or_silent(progress)
-    n_test = sum(len(t.test) for t in suite)
     tuning = BEST_STATIC in policies
-    bar.start((len(policies) + len(externals)) * n_test
-              + (len(STATIC_GRID) * sum(len(t.train) for t in suite) if tuning else 0))
+    if announce:
+        bar.start(announce * run_count(policies, externals, suite))
     best: dict[str, dict[str, Any]] = {}
     if tuning:
         for t in suite:
@@ -132,17 +145,21 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     return res
 
 
-def run_tracks(tracks: Sequence[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
+def run_tracks(tracks: Sequence[str], policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
+               suite: Sequence[Task] | None = None, progress: RunProgress | None = None,
+               **kwargs: Any) -> dict[str, Any]:
     """:func:`run_suite` once per track (every track checked first); ``{"tracks": {track: result}, "elapsed_s"}``.
-    A progress bar given as ``progress`` is shared (each track starts it again)."""
+    A progress bar given as ``progress`` is shared: it is told every track's runs at once (after the first track's
+    checks), so its estimate of the time left covers the whole command."""
     for tr in tracks:
         parse_tracks(tr)
     if not tracks or len(set(tracks)) != len(tracks):
         raise ConfigError("leaderboard", "--track", list(tracks), "one or more tracks of " + ", ".join(TRACKS)
                           + ", each once")
     t0 = time.perf_counter()
-    out = {tr: run_suite(*args, track=tr, **kwargs) for tr in tracks}
+    out = {tr: run_suite(policies, externals, suite, progress=progress, track=tr,
+                         announce=len(tracks) if i == 0 else 0, **kwargs) for i, tr in enumerate(tracks)}
     return {"tracks": out, "elapsed_s": time.perf_counter() - t0}
 
 
-__all__ = ["run_suite", "run_tracks"]
+__all__ = ["run_count", "run_suite", "run_tracks"]

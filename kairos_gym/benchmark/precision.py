@@ -255,10 +255,11 @@ def run_precision(policies: Sequence[str], externals: Sequence[ExternalPolicy] =
     """Stein's two-stage procedure for every (task, policy, track) cell (module docstring); the JSON-ready
     result (:func:`precision_md` writes it). Everything is checked before the first run: the settings, the
     names, every policy built for every task and track, every instance's scenario and (trace) request count,
-    external policies probed. ``backend`` runs the registry policies' runs (default: serially, here; external
-    ones always run here). ``resume`` (:func:`~kairos_gym.benchmark.precision_resume.load_precision_resume`): an
-    earlier run's scores, used instead of re-running an instance (instance 0 of each reused cell is re-run and
-    must be equal; the result is a fresh run's)."""
+    external policies probed. ``backend`` runs the runs (default: serially, here; a worker loads an external
+    policy itself, :mod:`kairos_gym.benchmark.submitted`). ``resume``
+    (:func:`~kairos_gym.benchmark.precision_resume.load_precision_resume`): an earlier run's scores, used instead
+    of re-running an instance (instance 0 of each reused cell is re-run and must be equal; the result is a fresh
+    run's)."""
     t0 = time.perf_counter()
     check_settings(half_width, pilot, max_instances)
     policies = list(policies)

@@ -34,6 +34,8 @@ from kairos_gym.flags import check_outputs, parse_float, parse_int, parse_seeds
 if TYPE_CHECKING:
     from kairos_gym.benchmark.suite import Task
 
+LEADERBOARD_OUT = "out/leaderboard.md"
+"""``leaderboard --out``'s default: under the output folder (git-ignored), never the tracked results/leaderboard.md."""
 CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (default: "
               "kairos_gym/benchmark/oracle_cache.json; regenerate with kairos-gym oracle-cache); instances without a "
               "valid entry run the Oracle")
@@ -98,10 +100,14 @@ def oracle_cache_path(args: argparse.Namespace) -> Path:
     return cache
 
 
-def run_suite(args: argparse.Namespace, run: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """``run(progress=, command=, backend=)`` on the backend of the flags, with the command's progress bar and
-    the command line for the report's header."""
-    with backend_from_args(args.command_name, args) as backend, progress(args, args.command_name) as bar:
+def run_suite(args: argparse.Namespace, run: Callable[..., dict[str, Any]], *, lines: bool = False) -> dict[str, Any]:
+    """``run(progress=, command=, backend=)`` on the backend of the flags, with the command's progress bar (with
+    ``lines``, progress lines when stderr is not a terminal: kairos_gym/progress.py) and the command line for the
+    report's header."""
+    from kairos_gym.progress import command_progress
+
+    bar = command_progress(args.command_name, args.no_progress) if lines else progress(args, args.command_name)
+    with backend_from_args(args.command_name, args) as backend, bar:
         return run(progress=bar, command=command_line(args), backend=backend)
 
 
@@ -124,7 +130,8 @@ def _add_leaderboard(sub: Subparsers) -> None:
                    help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
                    "section per track (kairos-exact, the reference, always on exact); default both")
     p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP)
-    add_report_flags(p, "results/leaderboard.md", "markdown file to write (default results/leaderboard.md)",
+    add_report_flags(p, LEADERBOARD_OUT, f"markdown file to write (default {LEADERBOARD_OUT}, its folder created; "
+                     "--out results/leaderboard.md regenerates the tracked board)",
                      "also write every figure, score and interval as JSON to this file (one track: its result; "
                      "both: {\"tracks\": {track: result}})")
 
@@ -134,6 +141,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from kairos_gym.benchmark.entries import check_entries
     from kairos_gym.benchmark.leaderboard import run_tracks
     from kairos_gym.benchmark.leaderboard_report import tracks_md
+    from kairos_gym.benchmark.submission_summary import submission_summary
     from kairos_gym.benchmark.suite import parse_tracks
 
     w = "leaderboard"
@@ -143,9 +151,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     check_entries(policies, [])
     cache = oracle_cache_path(args)
     externals = external_policies(args, w)
-    res = run_suite(args, partial(run_tracks, tracks, policies, externals, suite=suite, oracle_cache=cache))
+    res = run_suite(args, partial(run_tracks, tracks, policies, externals, suite=suite, oracle_cache=cache),
+                    lines=True)
     write_report(args.out, tracks_md(res), res)
     write_json(args.json, res["tracks"][tracks[0]] if len(tracks) == 1 else res)
+    summary = submission_summary(res["tracks"], args.out)
+    if summary:
+        print(summary)
     return 0
 
 

@@ -43,8 +43,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("demo", "run", "run", "the main job: evaluate the policies on the default bursty scenario"),
     Command("measure", "run", "run", "the baselines on one scenario: P95 TTFT, TBT violations, SLO attainment, "
             "deflection and decision cost per policy; --acceptance: the acceptance criteria"),
-    Command("leaderboard", "benchmark", "benchmark", "run the standard suite and write results/leaderboard.md "
-            "(docs/benchmark.md)"),
+    Command("leaderboard", "benchmark", "benchmark", "run the standard suite and write the leaderboard "
+            "(out/leaderboard.md; docs/benchmark.md)"),
     Command("precision", "benchmark", "benchmark", "Stein's two-stage protocol: enough instances per task for the "
             "target interval of each policy's mean (docs/benchmark.md); writes results/precision.md"),
     Command("oracle-precision", "benchmark", "benchmark", "two-phase sampling of the Oracle's per-task means, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -182,7 +183,16 @@ def test_leaderboard_end_to_end_with_a_policy_file_and_a_checkpoint(tiny_suite, 
     assert "wall time" in md and "## Headroom: the Oracle minus the best shipped heuristic" in md
     assert "file:my_policy.py:Prefill" in md and ckpt in md
     assert "the trace window (a trace workload does not depend on the seed" in md
-    assert capsys.readouterr().out.startswith(f"wrote {out}")
+    stdout = capsys.readouterr().out
+    assert stdout.startswith(f"wrote {out}")
+    # the closing summary: each submitted entry's rank on the board, then its paired figures against kairos
+    for lb_ in labels[-2:]:
+        rank = ranking(res).index(lb_) + 1
+        assert f"your entry {lb_}: rank {rank} of {len(labels)} by IQM of the normalised score, exact track: " \
+            in stdout
+    p = res["paired"][labels[-2]]["tiny"]
+    assert re.search(rf"^  tiny +{p['wins']}/{p['ties']}/{p['losses']} {p['mean']:+.3f} ", stdout, re.M)
+    assert stdout.rstrip().endswith(f"the whole board: {out}")
 
 
 def test_leaderboard_runs_every_policy_on_each_track_in_its_own_section(tiny_suite, tmp_path):

@@ -80,7 +80,7 @@ def test_evaluate_plots_on_a_pool_keep_their_runs_in_the_driver(tmp_path):
 
 
 def test_leaderboard_with_a_policy_file_and_a_checkpoint_is_identical_on_a_pool(tmp_path, monkeypatch, capsys):
-    """Entries loaded from a user's file or checkpoint run in the driver, the rest in the pool: same figures."""
+    """Entries loaded from a user's file or checkpoint run in the pool like the rest: same figures."""
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT
 
     from tests.benchmark.test_leaderboard import POLICY_FILE

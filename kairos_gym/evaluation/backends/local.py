@@ -2,7 +2,8 @@
 
 The pool uses the ``spawn`` start method (a fresh interpreter per worker: no fork of a process that may
 hold threads, e.g. torch's); each worker imports kairos_gym once and then runs many tasks. Tasks marked
-``local`` run in the driver while the pool works on the others.
+``local`` run in the driver while the pool works on the others; after each of them the runs the pool finished
+meanwhile are counted on the progress bar (not all at the end).
 """
 
 from __future__ import annotations
@@ -57,30 +58,36 @@ class ProcessBackend(Backend):
             pool = self._executor()
             running[pool.submit(_call, tasks[i].fn, tasks[i].arg)] = (i, pool)
 
+        def collect(fut: Future[Any]) -> None:
+            """Take the result of a finished future (counted on the bar), or retry its task."""
+            i, pool = running.pop(fut)
+            err = fut.exception()
+            if err is None:
+                results[i] = fut.result()
+                with bar.run(tasks[i].label):
+                    pass
+                return
+            if isinstance(err, BrokenProcessPool) and pool is self._pool:
+                # a worker died: every task of that pool fails; a fresh pool runs them again
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            self._failed(i, tasks[i], err)
+            submit(i)
+
         for i, t in enumerate(tasks):
             if not t.local:
                 submit(i)
         for i, t in enumerate(tasks):  # the driver's own share, while the pool works
             if t.local:
                 results[i] = self._run_here(i, t, bar)
+                for fut in [f for f in running if f.done()]:  # what the pool finished meanwhile, counted now
+                    collect(fut)
         while running:
             # one waiter over the pending futures, not one wait() over all of them per completion (O(n^2) for a
             # map of n tasks: 60-100% of a core in the driver at ~10^5 tasks); a task retried below is submitted
             # at once and watched by the next pass of this loop
             for fut in as_completed(list(running)):
-                i, pool = running.pop(fut)
-                err = fut.exception()
-                if err is None:
-                    results[i] = fut.result()
-                    with bar.run(tasks[i].label):
-                        pass
-                    continue
-                if isinstance(err, BrokenProcessPool) and pool is self._pool:
-                    # a worker died: every task of that pool fails; a fresh pool runs them again
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    self._pool = None
-                self._failed(i, tasks[i], err)
-                submit(i)
+                collect(fut)
         return results
 
     def close(self) -> None:
