@@ -27,12 +27,18 @@ MAX_EPISODE_REQUESTS = 20_000
 
 def episode(policy: str, scenario: Any, seed: int, reward: str) -> tuple[float, float]:
     """(return, SLO attainment) of one whole episode of ``policy`` (a registry name) on ``scenario`` at workload
-    seed ``seed`` with ``reward``."""
+    seed ``seed`` with ``reward``. The env offers the LargestSafe action (the ``-ls`` rules take it) unless the
+    policy cannot be built for that action table (a trained agent made for the table without it); the action
+    table never changes the physics."""
     from kairos_gym.agents.registry import make_policy
     from kairos_gym.env.core import KairosEnv
 
     env = KairosEnv(scenario, reward=reward, deflection={"largest_safe_action": True})  # the -ls rules' action
-    pol = make_policy(policy, env.scenario, seed)
+    try:
+        pol = make_policy(policy, env.scenario, seed)
+    except ConfigError:  # a trained agent made for the table without LargestSafe (the shipped ppo: 11 actions)
+        env = KairosEnv(scenario, reward=reward, deflection={"largest_safe_action": False})
+        pol = make_policy(policy, env.scenario, seed)
     if hasattr(pol, "reset"):
         pol.reset()
     env.reset(seed=seed)

@@ -98,3 +98,16 @@ def test_the_vector_env_gives_the_single_envs_misses_rewards() -> None:
     for a, b in got:
         assert a == b
     assert any(x < 0 for a, _ in got for x in a)
+
+
+def test_the_reward_order_command(capsys) -> None:
+    from kairos_gym.cli.main import main
+
+    assert main(["reward-order", "--policies", "no-deflect,kairos", "--requests", "60", "--seeds", "0",
+                 "--rewards", "misses,ttft"]) == 0
+    out = capsys.readouterr().out
+    assert "misses      0 of 1 pairs discordant" in out and "ttft" in out
+    for flags in (["--policies", "no-deflect,nope"], ["--policies", "kairos"], ["--rewards", "latency"],
+                  ["--requests", "0"], ["--seeds", "x"]):
+        assert main(["reward-order", "--requests", "30", *flags]) == 2, flags
+        assert "reward-order" in capsys.readouterr().err
