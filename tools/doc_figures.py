@@ -73,8 +73,28 @@ def _sq_sl_sweep(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _reward_order(text: str) -> str:
+    """``reward-order --json``'s discordant pairs per reward, as the command prints them (in a code block)."""
+    res = json.loads(text)
+    order = ("misses", "ttft", "slo", "goodput")  # the command's order (the JSON's keys are sorted)
+    rows = [f"  {r:<8} {v['discordant']:>4} of {v['pairs']} pairs discordant ({100 * v['share']:.1f}%)"
+            for r, v in sorted(res["rewards"].items(), key=lambda kv: order.index(kv[0]))]
+    return "```\n" + "\n".join(rows) + "\n```\n"
+
+
+def _empty_arrivals(text: str) -> str:
+    """``perf-oracle --empty --json``'s rows as a Markdown table: per task the arrivals finding the cluster empty."""
+    lines = ["| task | arrivals | finding the cluster empty | mean busy period (arrivals) |", "|---|---|---|---|"]
+    lines += [f"| {r['task']} | {r['arrivals']:,} | {r['empty']:,} ({100 * r['share']:.1f}%) | {r['busy_period']:.1f} |"
+              for r in json.loads(text)]
+    return "\n".join(lines) + "\n"
+
+
 FIGURES = {f.name: f for f in (
     Figure("sq-sl-sweep", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _sq_sl_sweep),
+    Figure("oracle-empty-arrivals", "docs/policies.md", ("perf-oracle", "--empty", "--instances", "3", "--json",
+                                                           "{out}"), _empty_arrivals),
+    Figure("reward-order", "docs/env.md", ("reward-order", "--json", "{out}"), _reward_order),
 )}
 """Every generated block of the docs, by name."""
 
