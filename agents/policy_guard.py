@@ -121,12 +121,32 @@ class GuardedDecide:
                              "(--decision-time-limit)")
 
 
+class GuardedProxy:
+    """A policy whose instance takes no attribute (a class with ``__slots__`` and no ``decide`` slot): ``decide``
+    is the guarded one, every other attribute the policy's own."""
+
+    def __init__(self, policy: Any, decide: GuardedDecide) -> None:
+        object.__setattr__(self, "_policy", policy)
+        object.__setattr__(self, "decide", decide)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_policy"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(object.__getattribute__(self, "_policy"), name, value)
+
+
 def guard(policy: Any, limits: Limits) -> Any:
-    """``policy`` with its ``decide`` under ``limits`` (set on the instance, so the policy keeps its class: a
-    BasePolicy is still reset and timed as one)."""
-    policy.decide = GuardedDecide(policy.decide, limits)
+    """``policy`` with its ``decide`` under ``limits``: set on the instance, so the policy keeps its class (a
+    BasePolicy is still reset and timed as one); a policy whose instance takes no such attribute (``__slots__``)
+    comes back wrapped in a :class:`GuardedProxy`."""
+    decide = GuardedDecide(policy.decide, limits)
+    try:
+        policy.decide = decide
+    except AttributeError:
+        return GuardedProxy(policy, decide)
     return policy
 
 
-__all__ = ["DEFAULT_DECISION_S", "DEFAULT_RUN_S", "MAX_LIMIT_S", "GuardedDecide", "Limits", "PolicyFailure",
-           "PolicyTimeout", "guard"]
+__all__ = ["DEFAULT_DECISION_S", "DEFAULT_RUN_S", "MAX_LIMIT_S", "GuardedDecide", "GuardedProxy", "Limits",
+           "PolicyFailure", "PolicyTimeout", "guard"]

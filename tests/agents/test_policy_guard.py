@@ -52,3 +52,38 @@ def test_a_guarded_policy_gives_the_unguarded_result(scenario):
 def test_limits_outside_their_range_are_refused(kw):
     with pytest.raises(ConfigError, match="seconds > 0"):
         Limits(**kw)
+
+
+SLOTTED = '''
+from kairos_gym.sim.hook import Decision
+
+
+class Slotted:
+    __slots__ = ("calls",)
+
+    def __init__(self):
+        self.calls = 0
+
+    def decide(self, ctx):
+        self.calls += 1
+        return Decision.prefill_path()
+
+
+class SlowSlotted(Slotted):
+    __slots__ = ()
+
+    def decide(self, ctx):
+        import time
+        time.sleep(0.3)
+        return Decision.prefill_path()
+'''
+
+
+def test_a_policy_with_slots_runs_guarded_behind_a_proxy(tmp_path, scenario):
+    (tmp_path / "s.py").write_text(SLOTTED)
+    ext = policy_from_file(f"{tmp_path / 's.py'}:Slotted")
+    summary = run_checked(ext, scenario, 0)
+    assert summary["n_requests"] == 40
+    slow = dataclasses.replace(policy_from_file(f"{tmp_path / 's.py'}:SlowSlotted"), limits=Limits(decision_s=0.1))
+    with pytest.raises(ConfigError, match=r"took more than 0.1 s \(--decision-time-limit\)"):
+        run_checked(slow, scenario, 0)
