@@ -72,6 +72,13 @@ def test_bench_env_reports_rate():
     assert res["episodes"] >= 1
 
 
+def test_bench_env_times_the_domain_env_with_its_resets():
+    """kairos_train/KairosGeneral-v0 builds a simulator per episode: timed whole (its resets inside the figure)."""
+    res = bench_env("kairos_train/KairosGeneral-v0", seconds=0.5, families=["bursty"], tiers=["default"])
+    assert res["engine"] == "DomainEnv" and res["sim_share"] is None and res["decisions"] > 0
+    assert res["episodes"] >= 1
+
+
 def test_bench_env_repeats_and_fixed_work():
     from kairos_gym.errors import ConfigError
     from kairos_gym.perf.env_throughput import run_decisions
