@@ -121,6 +121,25 @@ def oracle_summary(entries: Mapping[str, Any], sc: ScenarioConfig, seed: int, ba
     return run_oracle(sc, seed, bases, fixed_chunks, progress)["summary"], "run"
 
 
+def compare(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+    """Two caches' entries (:func:`load`) compared on the keys of ``ours``: equal when the stored summary and the
+    checks are equal (the wall times and Oracle counters are machine or search figures, not results). Returns
+    ``{"compared", "equal", "differ": [(task, instance)], "missing": [(task, instance)]}`` (missing: in ``ours``
+    only)."""
+    out: dict[str, Any] = {"compared": 0, "equal": 0, "differ": [], "missing": []}
+    for key, e in ours.items():
+        other = theirs.get(key)
+        if other is None:
+            out["missing"].append((e.get("task"), e.get("instance")))
+            continue
+        out["compared"] += 1
+        if e["summary"] == other["summary"] and e["checks"] == other["checks"]:
+            out["equal"] += 1
+        else:
+            out["differ"].append((e.get("task"), e.get("instance")))
+    return out
+
+
 def task_bases(best_static: Mapping[str, Any] | None, extra: Sequence[Any] = ()) -> list[Any]:
     """The leaderboard Oracle's bases for a task: :data:`DEFAULT_BASES`, then the task's own ``extra`` bases
     (``Task.oracle_bases``), then its tuned best-static rule (when tuned and not already one of them), so the

@@ -316,6 +316,9 @@ def _add_oracle_cache(sub: Subparsers) -> None:
     p.add_argument("--tasks", help="task, family or tier names (default: every task of the suite)")
     p.add_argument("--max-requests", help="only instances of at most this many requests")
     p.add_argument("--out", default=str(CACHE), help="the cache file (default: the committed one)")
+    p.add_argument("--compare", default=None, metavar="PATH",
+                   help="instead of computing: compare the cache PATH with --out entry for entry (summaries and "
+                   "checks; exit 1 where one differs)")
     add_backend_flags(p)
 
 
@@ -329,7 +332,15 @@ def cmd_oracle_cache(args: argparse.Namespace) -> int:
         from kairos_gym.benchmark.suite import select_tasks
 
         select_tasks(args.tasks, where=w)
-    oracle_cache.load(args.out)
+    ours = oracle_cache.load(args.out)
+    if args.compare is not None:
+        theirs = oracle_cache.load(args.compare)
+        res = oracle_cache.compare(theirs, ours)
+        print(f"{args.compare}: {res['compared']} of {len(theirs)} entries in {args.out}, {res['equal']} equal, "
+              f"{len(res['differ'])} differ, {len(res['missing'])} missing")
+        for task, inst in res["differ"]:
+            print(f"  differs: {task} {inst}")
+        return 1 if res["differ"] else 0
     with backend_from_args(w, args) as backend:
         oracle_cache.regenerate(args.tasks, cap, args.out, backend=backend)
     return 0

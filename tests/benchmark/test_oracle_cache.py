@@ -162,3 +162,26 @@ def test_a_process_pool_regenerates_the_serial_entries(tmp_path) -> None:
     messages: list[str] = []
     regenerate(out=tmp_path / "pool.json", log=messages.append, suite=suite)
     assert messages and all(m.endswith("cached") for m in messages)
+
+
+def test_two_caches_are_compared_entry_for_entry(tmp_path, capsys) -> None:
+    from kairos_gym.cli.main import main
+
+    entries = osc.load()
+    keys = sorted(entries)[:3]
+    same = {k: entries[k] for k in keys}
+    changed = json.loads(json.dumps(same))
+    changed[keys[1]]["summary"]["slo_attainment"] += 0.001
+    changed[keys[2]]["wall_s"] = 1e6  # a machine figure: not compared
+    res = osc.compare(changed, entries)
+    assert (res["compared"], res["equal"], res["missing"]) == (3, 2, [])
+    assert res["differ"] == [(entries[keys[1]]["task"], entries[keys[1]]["instance"])]
+    assert osc.compare({"nope": entries[keys[0]]}, entries)["missing"] == [(entries[keys[0]]["task"],
+                                                                             entries[keys[0]]["instance"])]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    osc.save(same, a)
+    osc.save(changed, b)
+    assert main(["oracle-cache", "--out", str(a), "--compare", str(a)]) == 0
+    assert "3 equal, 0 differ" in capsys.readouterr().out
+    assert main(["oracle-cache", "--out", str(a), "--compare", str(b)]) == 1
+    assert "2 equal, 1 differ" in capsys.readouterr().out
