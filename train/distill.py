@@ -231,15 +231,6 @@ def view_labels(values: np.ndarray, mask: np.ndarray, chosen: int) -> tuple[np.n
     return best, hard, bool(best.sum() == len(offered))
 
 
-def action_index(layout: Any, decision: Any) -> int:
-    """The env action of a Decision (the prefill path to the shortest queue, or a menu / LargestSafe deflection);
-    ConfigError for a decision the action table does not hold."""
-    for a, d in enumerate(layout.decisions):
-        if d == decision:
-            return a
-    raise ConfigError("distill", "decision", decision, "a decision of the env's action table")
-
-
 class LockstepError(RuntimeError):
     """The exact and realistic twins of one instance left the same state (they must not: the track is not physics)."""
 
@@ -295,7 +286,7 @@ def collect_instance(sc: ScenarioConfig, seed: int, task: int = 0, student: Any 
         scores = oracle.last_scores() if now_searched > searched else None
         searched = now_searched
         values = action_values(act_l, ce, scores)
-        chosen = action_index(act_l, dec)
+        chosen = act_l.action_of(dec, ce)
         obs_r = obs_l.encode(cr, buf).copy()
         mask_r = act_l.mask(cr).astype(bool)
         k_views = (kairos_e.action(ce), kairos_r.action(cr))

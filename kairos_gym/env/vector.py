@@ -118,7 +118,6 @@ class KairosVectorEnv(VectorEnv):
 
             self._vs = core().VecStepper([e._native for e in self.envs])
             self._vbuf = self._vs.buffers()
-            self._neg_missed = np.zeros(n, dtype=np.int64)  # the misses reward's scratch (an int: never -0.0)
             self._all_active = np.ones(n, dtype=np.uint8)
         self.autoreset_seed: Callable[[int], int] | None = None
         """Where autoresets take their seed: None (default: env i draws it from its ``np_random``, as in
@@ -281,9 +280,8 @@ class KairosVectorEnv(VectorEnv):
         if not any_auto:  # every env steps (the common case): whole-array operations, no index arrays
             stepped = self._rows
             self._vs.step(acts, self._all_active)
-            if misses:
-                np.negative(d_missed, out=self._neg_missed)
-                rewards[:] = self._neg_missed
+            if misses:  # negated as ints, then cast: +0.0 where nothing was missed, as the single env's float(-d)
+                np.negative(d_missed, out=rewards, casting="unsafe")
             else:
                 rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
             np.copyto(obs, vobs)

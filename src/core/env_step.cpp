@@ -30,10 +30,6 @@ void EnvStepper::observe() {
     }
 }
 
-int64_t known_misses(const RunCounters& c) {
-    return c.ttft_missed + c.tbt_missed_only + c.n_rejected + c.n_timed_out;
-}
-
 EnvStepResult EnvStepper::step(int64_t a) {
     if (a < 0 || a >= n_actions()) throw std::out_of_range("EnvStepper.step: action index");
     EnvStepResult r;
@@ -41,7 +37,7 @@ EnvStepResult EnvStepper::step(int64_t a) {
     if (r.rid < 0) throw std::logic_error("EnvStepper.step: no pending decision");
     const RunCounters& c = sim_.counters();
     const double w0 = c.wait_area, t0 = sim_.now();
-    const int64_t v0 = c.tbt_violations, tok0 = c.tokens_out, fin0 = c.n_finished, miss0 = known_misses(c);
+    const int64_t v0 = c.tbt_violations, tok0 = c.tokens_out, fin0 = c.n_finished, miss0 = c.known_misses();
     const int64_t d = node_[static_cast<size_t>(a)];
     if (d < 0)
         sim_.apply_prefill(-1);
@@ -52,7 +48,7 @@ EnvStepResult EnvStepper::step(int64_t a) {
     r.d_viol = c.tbt_violations - v0;
     r.d_tokens = c.tokens_out - tok0;
     r.d_finished = c.n_finished - fin0;
-    r.d_missed = known_misses(c) - miss0;
+    r.d_missed = c.known_misses() - miss0;
     r.now = sim_.now();
     r.interval = r.now - t0;
     observe();

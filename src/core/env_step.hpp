@@ -10,11 +10,6 @@
 
 namespace kairos {
 
-// Requests known to miss the TTFT or the TBT SLO so far (the run counters; final once counted: a late first token,
-// a finished request with a late token gap, a rejection, a time-out). A finished run's count is n - n_ok: the
-// `misses` reward (kairos_gym/env/reward.py) is minus its growth.
-int64_t known_misses(const RunCounters& c);
-
 struct EnvStepResult {
     bool valid = true;        // false: a refused deflection fell back to the prefill path
     bool terminated = false;  // no decision left (the run is over); the observation is zeros
@@ -22,7 +17,7 @@ struct EnvStepResult {
     int64_t d_viol = 0;       // growth of tbt_violations
     int64_t d_tokens = 0;     // growth of tokens_out
     int64_t d_finished = 0;   // growth of n_finished
-    int64_t d_missed = 0;     // growth of the requests known to miss their SLOs (known_misses)
+    int64_t d_missed = 0;     // growth of RunCounters::known_misses (the `misses` reward is minus it)
     double interval = 0.0;    // simulated seconds from this decision to the next (or to the end)
     int64_t rid = -1;         // the request the action routed
     double now = 0.0;         // simulated time after the step (s)

@@ -45,7 +45,7 @@ Objective score_so_far(const Simulator& sim) {
 Objective score_bound(const Simulator& sim) {
     const RunCounters& c = sim.counters();
     const int64_t n = sim.n(), lost = c.n_rejected + c.n_timed_out;  // never finish: both SLOs missed
-    return Objective{n - c.ttft_missed - c.tbt_missed_only - lost, 2 * n - c.ttft_missed - c.tbt_missed - 2 * lost};
+    return Objective{n - c.known_misses(), 2 * n - c.ttft_missed - c.tbt_missed - 2 * lost};
 }
 
 std::vector<Action> candidate_actions(const Simulator& sim, bool fixed_chunks) {
@@ -91,7 +91,7 @@ Action canonical_action(const Simulator& sim, const Action& a) {
 
 RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s,
                              double tbt_slo_s, bool fixed_chunks, int64_t threads, bool exhaustive)
-    : ttft_slo_s_(ttft_slo_s), tbt_slo_s_(tbt_slo_s), fixed_chunks_(fixed_chunks), exhaustive_(exhaustive) {
+    : fixed_chunks_(fixed_chunks), exhaustive_(exhaustive) {
     if (bases.empty()) throw std::invalid_argument("rollout oracle: no base policy");
     if (!(ttft_slo_s == like.config().ttft_slo_s && tbt_slo_s == like.config().tbt_s))
         throw std::invalid_argument("rollout oracle: the SLOs must be the simulator's (CoreConfig ttft_slo_s, tbt_s)");
@@ -151,6 +151,14 @@ bool RolloutOracle::carry_holds(const Simulator& sim) const {
            last.kind == 4 || last.kind == 5) && last.node == carry_action_.node && last.chunk == carry_action_.chunk;
 }
 
+void RolloutOracle::remember(const Simulator& sim, const Action& chosen) {
+    carry_sim_ = &sim;
+    carry_wl_ = sim.workload();
+    carry_log_ = sim.decision_log();
+    carry_rid_ = sim.pending_rid();
+    carry_action_ = chosen;
+}
+
 Objective RolloutOracle::rollout(const Simulator& sim, const Action& first, size_t b) {
     if (sim.pending_rid() < 0) throw std::logic_error("rollout: no pending decision");
     if (b >= bases_.size()) throw std::out_of_range("rollout: base index");
@@ -175,11 +183,7 @@ Action RolloutOracle::decide(const Simulator& sim) {
     Action chosen = cands[0];
     if (cands.size() == 1) {
         // one candidate: every base's own action is it, so "follow b from the next state" keeps its value
-        carry_sim_ = &sim;
-        carry_wl_ = sim.workload();
-        carry_log_ = sim.decision_log();
-        carry_rid_ = sim.pending_rid();
-        carry_action_ = chosen;
+        remember(sim, chosen);
         return chosen;
     }
     stats_.n_searched += 1;
@@ -251,11 +255,7 @@ Action RolloutOracle::decide(const Simulator& sim) {
         const size_t k = (best / B) * B + b;
         carry_[b] = known[k] ? last_scores_[k] : Objective{};
     }
-    carry_sim_ = &sim;
-    carry_wl_ = sim.workload();
-    carry_log_ = sim.decision_log();
-    carry_rid_ = sim.pending_rid();
-    carry_action_ = chosen;
+    remember(sim, chosen);
     last_cands_ = std::move(cands);
     return chosen;
 }

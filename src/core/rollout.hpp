@@ -125,9 +125,10 @@ private:
                          Incumbent& inc, std::mutex& mu, Objective& out, int64_t& decisions) const;
     // are the carried values (carry_) those of sim's state: is it the state the last decision's action led to?
     bool carry_holds(const Simulator& sim) const;
+    // the state carry_holds checks at the next decision: `chosen` is about to be applied to sim's pending decision
+    void remember(const Simulator& sim, const Action& chosen);
     std::vector<BaseDecider> bases_;  // the main thread's: each base's own action at a decision
     std::vector<std::unique_ptr<RolloutWorker>> workers_;
-    double ttft_slo_s_, tbt_slo_s_;
     bool fixed_chunks_;
     bool exhaustive_;
     OracleStats stats_;

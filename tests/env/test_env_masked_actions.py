@@ -100,3 +100,23 @@ def test_the_vector_env_warns_once_for_all_its_envs(mode):
         for _ in range(30):
             vec.step(rng.integers(vec.single_action_space.n, size=3))
     assert len([w for w in record if w.category is MaskedActionWarning]) == 1
+
+
+def test_action_of_inverts_the_table_and_refuses_what_no_action_takes() -> None:
+    from kairos_gym.env.actions import ActionLayout
+    from kairos_gym.errors import ConfigError
+    from kairos_gym.sim import Simulator
+    from kairos_gym.sim.hook import LARGEST_SAFE, Decision
+
+    sim = Simulator(TINY, seed=0)
+    ctx = sim.next_decision()
+    lay = ActionLayout(sim.scenario)
+    for a, d in enumerate(lay.decisions):
+        assert lay.action_of(d, ctx) == a
+    shortest = min((p.queued_tokens, i) for i, p in enumerate(ctx.prefill) if p.up)[1]
+    assert lay.action_of(Decision.prefill_path(shortest), ctx) == 0  # the simulator's own shortest queue
+    other = 1 - shortest
+    for bad in (Decision.prefill_path(other), Decision.deflect(0, 12345), Decision.deflect(0, LARGEST_SAFE)):
+        if bad.path == "prefill" or not lay.largest_safe or bad.chunk != LARGEST_SAFE:
+            with pytest.raises(ConfigError, match="decision"):
+                lay.action_of(bad, ctx)

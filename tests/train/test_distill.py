@@ -74,14 +74,6 @@ def test_view_labels_best_set_and_hard_action() -> None:
     assert tie and hard == 1 and best.tolist() == [False, True, True, False, False]
 
 
-def test_action_index_inverts_the_table() -> None:
-    lay = ActionLayout(SC)
-    for a, d in enumerate(lay.decisions):
-        assert D.action_index(lay, d) == a
-    with pytest.raises(ConfigError):
-        D.action_index(lay, Decision.prefill_path(1))
-
-
 def test_collect_instance_labels_the_oracle_run_on_both_views() -> None:
     sc = _small(80)
     data = D.collect_instance(sc, 10_001, task=3)
