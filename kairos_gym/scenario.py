@@ -241,6 +241,10 @@ class TransferSection(_Plain):
     enabled: bool = True
 
 
+MAX_BURN_IN_REQUESTS = 10_000_000
+"""Largest ``slo.burn_in_requests``: a workload generated whole holds at most this many requests (MAX_REQUESTS)."""
+
+
 @dataclass(frozen=True)
 class SLOConfig(_Plain):
     """Service-level objectives (seconds).
@@ -248,13 +252,27 @@ class SLOConfig(_Plain):
     Defaults: TTFT 1.0 s (about 10x an unloaded prefill + transfer of a 2k-token prompt, the Mooncake
     convention) and TBT 0.1 s (about 10x an unloaded decode step, between Sarathi-Serve's strict 5x and
     relaxed 25x). A request attains its SLO when TTFT <= ttft_s and its largest token gap <= tbt_s.
+
+    ``burn_in_requests`` (default 0) is a warm start: the first that many requests (in arrival order) are simulated
+    but not scored, so the score (``slo_attainment``, ``goodput_rps``, the ``misses`` reward, the Oracle's
+    objective) is taken over the requests after them, on a cluster that is already loaded. At most
+    :data:`MAX_BURN_IN_REQUESTS`; it must leave at least one request scored, and needs exact metrics
+    (``metrics.mode: exact``). Omitted from :meth:`to_dict` when 0, so a scenario without one reads as before.
     """
 
     WHERE: ClassVar[str] = "slo"
     RULES: ClassVar[dict[str, Any]] = {"ttft_s": Number(low=0.0, low_open=True, high=MAX_TTFT_SLO_S),
-                                       "tbt_s": Number(low=0.0, low_open=True, high=MAX_TBT_SLO_S)}
+                                       "tbt_s": Number(low=0.0, low_open=True, high=MAX_TBT_SLO_S),
+                                       "burn_in_requests": Number(integer=True, low=0, high=MAX_BURN_IN_REQUESTS)}
     ttft_s: float = 1.0
     tbt_s: float = 0.1
+    burn_in_requests: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if not self.burn_in_requests:
+            del out["burn_in_requests"]  # the default: absent, so older scenarios' dicts (and cache keys) stay
+        return out
 
 
 @dataclass(frozen=True)
@@ -447,12 +465,22 @@ class ScenarioConfig:
         # generate synthetic arrivals in chunks (kairos_gym/workload/chunked.py): MAX_STREAMED_REQUESTS
         if metrics.mode == "exact" or isinstance(workload.arrival, TraceArrival):
             workload.check_whole_size(f"{where}: workload")
+        slo = SLOConfig.from_dict(d.get("slo"), f"{where}: slo")
+        if slo.burn_in_requests:
+            if metrics.mode != "exact":
+                raise ConfigError(f"{where}: slo", "burn_in_requests", slo.burn_in_requests,
+                                  "0 with metrics.mode streaming (a burn-in needs exact metrics)")
+            sizes = [x for x in (workload.effective_num_requests, workload.max_requests) if x is not None]
+            n = min(sizes) if sizes else None  # a trace or duration_s: known when generated (Simulator.reset)
+            if n is not None and slo.burn_in_requests >= n:
+                raise ConfigError(f"{where}: slo", "burn_in_requests", slo.burn_in_requests,
+                                  f"fewer than the workload's {n} requests (at least one must be scored)")
         return cls(
             name=name,
             description=desc,
             cluster=cluster,
             transfer=TransferSection.from_dict(d.get("transfer"), f"{where}: transfer"),
-            slo=SLOConfig.from_dict(d.get("slo"), f"{where}: slo"),
+            slo=slo,
             deflection=DeflectionConfig.from_dict(d.get("deflection"), f"{where}: deflection"),
             workload=workload,
             information=InformationConfig.from_dict(d.get("information"), f"{where}: information"),

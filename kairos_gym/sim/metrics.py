@@ -160,7 +160,10 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
     gv, gw = sim.stats.gaps()
     tbt50, tbt95, tbt99 = weighted_percentiles(gv, gw, (50, 95, 99))
     n_gaps = int(gw.sum())
-    n_ok = int(((ttft_all <= sc.slo.ttft_s) & (max_gap <= sc.slo.tbt_s) & done).sum())
+    burn_in = sc.slo.burn_in_requests  # a warm start: requests [0, burn_in) are simulated, not scored
+    ok = (ttft_all <= sc.slo.ttft_s) & (max_gap <= sc.slo.tbt_s) & done
+    n_ok = int(ok[burn_in:].sum())
+    n_scored = sim.n - burn_in
     n_done = int(done.sum())
     n_tbt_ok = int(((max_gap <= sc.slo.tbt_s) & done).sum())  # requests, not gaps (a 1-token request has none)
     makespan = float(np.nanmax(fin)) if any_done else 0.0
@@ -214,7 +217,7 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "tpot_mean": float(tpot.mean()) if tpot.size else math.nan,
         "e2e_p50": sorted_percentile(e2e, 50), "e2e_p95": sorted_percentile(e2e, 95),
         "slo_ttft_s": sc.slo.ttft_s, "slo_tbt_s": sc.slo.tbt_s,
-        "slo_attainment": float(n_ok / sim.n) if sim.n else math.nan,  # a partial run: replaced below
+        "slo_attainment": float(n_ok / n_scored) if n_scored else math.nan,  # a partial run: replaced below
         "goodput_rps": float(n_ok / span),
         "throughput_rps": float(n_done / span),
         "output_tokens_per_s": float(int(outp.sum()) / span),
@@ -244,6 +247,9 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
         "sim_time_s": makespan,
         "wall_time_s": wall_time_s,
     }
+    if burn_in:  # a warm start: the score above is over the n_scored requests after the burn-in
+        out["burn_in_requests"] = burn_in
+        out["n_scored"] = n_scored
     if sc.information.realistic:  # the realistic information track (docs/env.md): served-view counters
         out["information_track"] = "realistic"
         out["n_view_refreshes"] = sim.n_view_refreshes
@@ -256,7 +262,7 @@ def summarize(sim: Simulator, wall_time_s: float) -> dict[str, Any]:
     if sc.faults.enabled:  # fault injection (docs/reliability.md): what the faults did; no request is lost to them
         out["faults"] = sim.fault_counters()
     if not sim.done:
-        out.update(_partial_counts(sim, path, n_ok, n_done))
+        out.update(_partial_counts(sim, path, n_ok, n_done, burn_in))
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
 
 
@@ -373,8 +379,9 @@ def _overload_counts(sim: Simulator, n_done: int) -> dict[str, Any]:
             "n_rejected_admission": sim.n_rejected_admission}  # type: ignore[attr-defined]
 
 
-def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) -> dict[str, Any]:
-    """``n_pending``, ``n_in_flight`` and ``slo_attainment`` over the settled requests of a partial run."""
+def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int, burn_in: int = 0) -> dict[str, Any]:
+    """``n_pending``, ``n_in_flight`` and ``slo_attainment`` over the settled requests of a partial run (with a
+    burn-in: over the settled requests after it)."""
     # PATH_PENDING marks requests not routed yet: every request not yet arrived, plus the one (if any)
     # that arrived and waits for its decision (decisions are taken in arrival order)
     # (a pending pull or re-entry decision is about a request already routed: it does not count)
@@ -382,8 +389,15 @@ def _partial_counts(sim: Simulator, path: np.ndarray, n_ok: int, n_done: int) ->
         "pull", "reentry") else 0
     n_pending = int((path == PATH_PENDING).sum()) - awaiting_decision
     settled = n_done + sim.n_rejected + getattr(sim, "n_timed_out", 0)
+    scored_settled = settled
+    if burn_in:  # settled = finished, rejected or timed out (no first token by the time-out)
+        fin = np.array(sim.finish, dtype=np.float64)[burn_in:]
+        lost = (path[burn_in:] == PATH_REJECTED)
+        if sim.scenario.overload.enabled:
+            lost |= ~np.isnan(np.array(sim.timed_out, dtype=np.float64)[burn_in:]) & np.isnan(fin)
+        scored_settled = int((~np.isnan(fin)).sum() + lost.sum())
     return {
-        "slo_attainment": float(n_ok / settled) if settled else math.nan,
+        "slo_attainment": float(n_ok / scored_settled) if scored_settled else math.nan,
         "n_pending": n_pending,
         "n_in_flight": sim.n - n_pending - settled,
     }

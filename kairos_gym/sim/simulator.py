@@ -288,6 +288,7 @@ class Simulator:
         c.timeout_s = -1.0 if ov.timeout_s is None else float(ov.timeout_s)
         c.reentry_policy = sc.faults.enabled and sc.faults.reentry == "policy"
         c.ttft_slo_s = float(sc.slo.ttft_s)
+        c.score_from = int(sc.slo.burn_in_requests)
         c.stream_slots = sc.metrics.window if sc.metrics.mode == "streaming" else -1
         c.sketch_alpha = float(sc.metrics.relative_accuracy)
         return c
@@ -311,6 +312,9 @@ class Simulator:
             self.n = self._core.n
         else:
             rng, wl = draw_workload(sc, seed, fixed, self._fits)
+            if sc.slo.burn_in_requests >= len(wl) > 0:  # a trace window or a duration: its size is known now
+                raise ConfigError(f"scenario {sc.name!r}: slo", "burn_in_requests", sc.slo.burn_in_requests,
+                                  f"fewer than the workload's {len(wl)} requests (at least one must be scored)")
             self.seed = seed
             self.rng = rng
             self._fixed_workload = fixed

@@ -130,6 +130,8 @@ void bind_config(nb::module_& m) {
         .def_rw("timeout_s", &CoreConfig::timeout_s)
         .def_rw("reentry_policy", &CoreConfig::reentry_policy)
         .def_rw("ttft_slo_s", &CoreConfig::ttft_slo_s)
+        .def_rw("score_from", &CoreConfig::score_from, "slo.burn_in_requests: requests with rid < score_from are "
+                "simulated but not scored.")
         .def_rw("stream_slots", &CoreConfig::stream_slots)
         .def_rw("sketch_alpha", &CoreConfig::sketch_alpha);
 }

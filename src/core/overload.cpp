@@ -73,6 +73,7 @@ void Simulator::on_timeout(int64_t rid) {
         }
         R.timed_out[rid] = now_;
         c_.n_timed_out += 1;
+        if (rid >= cfg_.score_from) c_.lost_scored += 1;
         c_.waiting -= 1;
         retire(rid);
         return;
@@ -109,6 +110,7 @@ void Simulator::on_timeout(int64_t rid) {
     // 2. it times out now
     R.timed_out[rid] = now_;
     c_.n_timed_out += 1;
+        if (rid >= cfg_.score_from) c_.lost_scored += 1;
     c_.waiting -= 1;  // the area is integrated up to now: it waited until now
     if (!remove_now) return;
     retire(rid);  // removed now: its fields are final (only its KV reservation is left to return, below)

@@ -26,7 +26,7 @@ Objective objective(const Simulator& sim, double ttft_slo_s, double tbt_slo_s) {
     const Workload& W = *sim.workload();
     Objective o{0, 0};
     const int64_t n = sim.n();
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = sim.config().score_from; i < n; ++i) {  // a burn-in's requests are not scored
         const double fin = R.finish[static_cast<size_t>(i)];
         if (std::isnan(fin)) continue;
         const bool ttft_ok = R.first_token[static_cast<size_t>(i)] - W.arrival[static_cast<size_t>(i)] <= ttft_slo_s;
@@ -44,7 +44,7 @@ Objective score_so_far(const Simulator& sim) {
 
 Objective score_bound(const Simulator& sim) {
     const RunCounters& c = sim.counters();
-    const int64_t n = sim.n(), lost = c.n_rejected + c.n_timed_out;  // never finish: both SLOs missed
+    const int64_t n = sim.n() - sim.config().score_from, lost = c.lost_scored;  // never finish: both SLOs missed
     return Objective{n - c.known_misses(), 2 * n - c.ttft_missed - c.tbt_missed - 2 * lost};
 }
 

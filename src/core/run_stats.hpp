@@ -86,10 +86,12 @@ struct RunCounters {
     int64_t ttft_missed = 0;
     int64_t tbt_missed = 0;
     int64_t tbt_missed_only = 0;
+    int64_t lost_scored = 0;  // rejections and time-outs of scored requests (rid >= CoreConfig score_from)
 
     // Requests known to miss the score so far (each final once counted): a late first token, a finished request
-    // with a late token gap, a rejection, a time-out (never finishes). A finished run's count is n - score_ok.
-    int64_t known_misses() const noexcept { return ttft_missed + tbt_missed_only + n_rejected + n_timed_out; }
+    // with a late token gap, a rejection, a time-out (never finishes); scored requests only (CoreConfig
+    // score_from: a burn-in's requests never count). A finished run's count is n_scored - score_ok.
+    int64_t known_misses() const noexcept { return ttft_missed + tbt_missed_only + lost_scored; }
 
     // Every popped event, stale ones included: `wait_area += waiting * (t - area_t)`, `area_t = t`.
     void advance_clock(double t) noexcept {

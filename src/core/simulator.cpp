@@ -46,6 +46,9 @@ Simulator::Simulator(CoreConfig cfg, const Pricer& pricer, bool oracle)
     if (cfg_.kv_capacity < 1) throw std::invalid_argument("simulator: kv capacity < 1 token");
     if (cfg_.stream_slots != -1 && (cfg_.stream_slots < 1 || (cfg_.stream_slots & (cfg_.stream_slots - 1))))
         throw std::invalid_argument("simulator: stream_slots must be -1 or a power of two");
+    if (cfg_.score_from < 0) throw std::invalid_argument("simulator: score_from < 0");
+    if (cfg_.score_from > 0 && cfg_.stream_slots != -1)
+        throw std::invalid_argument("simulator: score_from (a burn-in) needs exact metrics (stream_slots -1)");
     menu_.resize(cfg_.n_prefill, cfg_.n_decode, static_cast<int64_t>(cfg_.menu.size()));
 }
 
@@ -54,6 +57,8 @@ void Simulator::reset(WorkloadPtr wl) {
     if (wl->size() > MAX_RUN_REQUESTS) throw std::length_error("simulator: more than 2^31 - 1 requests");
     if (wl->ring() && cfg_.stream_slots < 1)
         throw std::invalid_argument("simulator: a chunked workload needs streaming metrics (stream_slots)");
+    if (cfg_.score_from > 0 && cfg_.score_from >= wl->size())
+        throw std::invalid_argument("simulator: score_from (the burn-in) leaves no request scored");
     wl_ring_.reset();  // reset_chunked sets it after this
     wl_ = std::move(wl);
     n_ = wl_->size();
@@ -383,6 +388,7 @@ bool Simulator::on_arrival(int64_t rid) {
         R_->path[rid] = PATH_REJECTED;
         c_.n_rejected += 1;
         c_.n_rejected_overlong += 1;
+        if (rid >= cfg_.score_from) c_.lost_scored += 1;
         retire(rid);
         return false;
     }
@@ -390,6 +396,7 @@ bool Simulator::on_arrival(int64_t rid) {
         R_->path[rid] = PATH_REJECTED;
         c_.n_rejected += 1;
         c_.n_rejected_admission += 1;
+        if (rid >= cfg_.score_from) c_.lost_scored += 1;
         retire(rid);
         return false;
     }
@@ -810,13 +817,18 @@ void Simulator::first_token(int64_t rid, double t) {
     if (std::isnan(R_->first_token[rid])) {
         R_->first_token[rid] = t;
         c_.first_token(now_, t);  // the area was integrated up to now; the request stopped waiting at t
-        if (!(t - wl_->arrival[rid] <= cfg_.ttft_slo_s)) c_.ttft_missed += 1;  // objective()'s test, negated
+        if (rid >= cfg_.score_from && !(t - wl_->arrival[rid] <= cfg_.ttft_slo_s))
+            c_.ttft_missed += 1;  // objective()'s test, negated
     }
 }
 
 void Simulator::finish(int64_t rid, double t) {
     R_->finish[rid] = t;
     c_.n_finished += 1;
+    if (rid < cfg_.score_from) {  // burn-in (slo.burn_in_requests): simulated, not scored
+        retire(rid);
+        return;
+    }
     // the score's terms, as rollout.cpp objective() counts them from the final records (final now: max_gap is
     // set before finish, the first token once)
     const bool ttft_ok = R_->first_token[rid] - wl_->arrival[rid] <= cfg_.ttft_slo_s;

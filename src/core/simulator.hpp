@@ -81,6 +81,9 @@ struct CoreConfig {
     // (DECISION_REENTRY); false (`prefill`): each takes the shortest up prefill queue by rule (or is held)
     bool reentry_policy = false;
     double ttft_slo_s = 1.0;         // s (the streaming summary's SLO attainment)
+    // slo.burn_in_requests (warm start): requests with rid < score_from are simulated but not scored (RunCounters
+    // score_*, ttft_missed, tbt_missed*, lost_scored; rollout.cpp objective() and score_bound()); 0: all scored
+    int64_t score_from = 0;
     // streaming metrics (streaming_metrics.hpp; scenario section `metrics`): -1 exact mode, else the ring's
     // request slots (a power of two) and the sketches' relative accuracy
     int64_t stream_slots = -1;
