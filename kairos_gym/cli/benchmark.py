@@ -1,6 +1,7 @@
 """The "benchmark" commands: ``leaderboard`` (the standard suite, results/leaderboard.md), ``precision`` and
 ``oracle-precision`` (instances enough for a target interval), ``oracle-cache`` (the Oracle's cached scores),
-``pull-compare`` (Kairos against Kairos-pull) and ``results`` (the paper's claims, results/paper-claims.md).
+``convergence`` (how long an instance must be), ``pull-compare`` (Kairos against Kairos-pull) and ``results`` (the
+paper's claims, results/paper-claims.md).
 
 The three suite commands share their flags and the handling of them: the policies and tasks, the external
 policies (``--policy``/``--checkpoint``, at most ``MAX_EXTERNAL`` in all), the Oracle cache, the report and JSON
@@ -44,8 +45,8 @@ CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (defaul
 def add_commands(sub: Subparsers) -> None:
     """Register ``leaderboard``, ``precision``, ``oracle-precision``, ``oracle-cache``, ``pull-compare`` and
     ``results``."""
-    for add in (_add_leaderboard, _add_precision, _add_oracle_precision, _add_oracle_cache, _add_pull_compare,
-                _add_results):
+    for add in (_add_leaderboard, _add_precision, _add_oracle_precision, _add_oracle_cache, _add_convergence,
+                _add_pull_compare, _add_results):
         add(sub)
 
 
@@ -343,6 +344,47 @@ def cmd_oracle_cache(args: argparse.Namespace) -> int:
         return 1 if res["differ"] else 0
     with backend_from_args(w, args) as backend:
         oracle_cache.regenerate(args.tasks, cap, args.out, backend=backend)
+    return 0
+
+
+def _add_convergence(sub: Subparsers) -> None:
+    from kairos_gym.benchmark.convergence import MAX_SEEDS, SEED_BASE, families
+
+    p = add_command(sub, "convergence", cmd_convergence)
+    p.add_argument("--families", default=",".join(families()),
+                   help="synthetic families of the v1 suite, comma-separated (default: every one)")
+    p.add_argument("--burn-in", default="0,500,1000", metavar="B,...",
+                   help="burn-in lengths (requests simulated, not scored; default 0,500,1000)")
+    p.add_argument("--lengths", default="250,500,1000,2000,4000,8000", metavar="L,...",
+                   help="scored lengths (requests; default 250,500,1000,2000,4000,8000)")
+    p.add_argument("--seeds", default="10", metavar="N",
+                   help=f"workload seeds per cell, {SEED_BASE} onwards (default 10; at most {MAX_SEEDS})")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write every cell's scores as JSON ('-': stdout)")
+    p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    add_backend_flags(p)
+
+
+def cmd_convergence(args: argparse.Namespace) -> int:
+    """``kairos-gym convergence``: the study's markdown table on stdout (``--json``: the cells)."""
+    from kairos_gym.benchmark import convergence as cv
+    from kairos_gym.flags import parse_int_list, parse_names
+
+    w = "convergence"
+    fams = parse_names(w, "--families", args.families, cv.families())
+    burn = parse_int_list(w, "--burn-in", args.burn_in, 0, cv.MAX_BURN_IN)
+    lengths = parse_int_list(w, "--lengths", args.lengths, 1, cv.MAX_SCORED)
+    n_seeds = parse_int(w, "--seeds", args.seeds, 2, cv.MAX_SEEDS)
+    check_outputs(w, {"--json": None if args.json in (None, "-") else args.json})
+    cv.check_grid(w, burn, lengths, fams)
+    seeds = list(range(cv.SEED_BASE, cv.SEED_BASE + n_seeds))
+    with backend_from_args(w, args) as backend:
+        cells = cv.study(fams, burn, lengths, seeds, backend, progress=progress(args, "convergence"))
+    rows = cv.summary_rows(cells)
+    print(cv.markdown(rows, n_seeds), end="")
+    write_json(args.json, {"seeds": seeds, "policies": list(cv.POLICIES),
+                           "cells": [{"family": c.family, "burn_in": c.burn_in, "scored": c.scored,
+                                      "scores": c.scores} for c in cells],
+                           "rows": rows}, where=w)
     return 0
 
 
