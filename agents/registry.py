@@ -26,6 +26,7 @@ from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.ppo import PPOAgent, PPOGeneral
+from kairos_gym.agents.slo_guard import SLOGuard
 
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import load_scenario
@@ -60,6 +61,7 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
     "sl": SL,
     "sl-ls": SLLS,
     "pending-switch": PendingSwitch,
+    "slo-guard": SLOGuard,
     "kairos": Kairos,
     "kairos-exact": KairosExact,
     "kairos-pull": KairosPull,
@@ -79,6 +81,8 @@ DESCRIPTIONS: dict[str, str] = {
     "sl": "static length threshold: deflect prompts shorter than length_threshold tokens",
     "sl-ls": "sl with LargestSafe chunks",
     "pending-switch": "deflect while the decode nodes' pending admissions reach k (a stalled P->D link)",
+    "slo-guard": "predictive rule: prefill while the prefill path's predicted TTFT is within fraction x the TTFT SLO, "
+                 "else deflect (LargestSafe) where the first token is predicted earliest",
     "kairos": "Kairos: deflect (LargestSafe) when its own latency model prices the first token at most alpha x "
               "the prefill path's and within the TTFT SLO",
     "kairos-exact": "Kairos on the exact information track (refuses a realistic-track scenario)",

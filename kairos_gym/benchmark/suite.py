@@ -70,6 +70,8 @@ class Task:
     oracle_bases: tuple[Any, ...] = ()
     """Base policies the task's Oracle rolls out beside the leaderboard's (:func:`kairos_gym.benchmark.oracle_cache.
     task_bases`): registry names or ``(name, params)`` pairs with a native twin (:data:`FAMILY_ORACLE_BASES`)."""
+    split: str = ""
+    """Suite v2's family split (``seen``: a learnt entry may train on it; ``unseen``: never); "" in v1."""
 
     def describe(self, which: str = "test") -> str:
         inst = self.test if which == "test" else self.train

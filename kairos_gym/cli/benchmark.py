@@ -29,6 +29,7 @@ from kairos_gym.cli.common import (
     write_text,
 )
 from kairos_gym.cli.external import add_external_flags, external_policies
+from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import add_backend_flags, backend_from_args
 from kairos_gym.flags import check_outputs, parse_float, parse_int, parse_seeds
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from kairos_gym.benchmark.suite import Task
 
 LEADERBOARD_OUT = "out/leaderboard.md"
+LEADERBOARD_V2_OUT = "out/leaderboard-v2.md"
+"""``leaderboard --suite v2 --out``'s default (results/leaderboard-v2.md is the tracked board)."""
 """``leaderboard --out``'s default: under the output folder (git-ignored), never the tracked results/leaderboard.md."""
 CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (default: "
               "kairos_gym/benchmark/oracle_cache.json; regenerate with kairos-gym oracle-cache); instances without a "
@@ -120,6 +123,7 @@ def write_report(out: str, markdown: str, res: dict[str, Any], counts: str = "")
 
 # ---------------------------------------------------------------------------- leaderboard
 def _add_leaderboard(sub: Subparsers) -> None:
+    from kairos_gym.benchmark.board_v2 import DEFAULT_POLICIES_V2
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES, REQUIRED
 
     p = add_command(sub, "leaderboard", cmd_leaderboard)
@@ -130,7 +134,12 @@ def _add_leaderboard(sub: Subparsers) -> None:
     p.add_argument("--track", default="both", metavar="exact|realistic|both",
                    help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
                    "section per track (kairos-exact, the reference, always on exact); default both")
-    p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP)
+    p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP + " (suite v1 only)")
+    p.add_argument("--suite", default="v1", metavar="v1|v2",
+                   help="the suite by name (docs/benchmark.md): v1 (seven families x three SLO tiers, 500-request "
+                   "instances, Oracle-normalised; default) or v2 (seen and unseen families, 30 warm-started "
+                   f"production-length instances per task, raw SLO points; its default policies: "
+                   f"{DEFAULT_POLICIES_V2}; default --out {LEADERBOARD_V2_OUT})")
     add_report_flags(p, LEADERBOARD_OUT, f"markdown file to write (default {LEADERBOARD_OUT}, its folder created; "
                      "--out results/leaderboard.md regenerates the tracked board)",
                      "also write every figure, score and interval as JSON to this file (one track: its result; "
@@ -146,6 +155,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from kairos_gym.benchmark.suite import parse_tracks
 
     w = "leaderboard"
+    from kairos_gym.benchmark.suites import suite_named
+
+    suite_named(args.suite)
+    if args.suite == "v2":
+        return leaderboard_v2(args)
     policies, suite = suite_selection(args, w)
     tracks = parse_tracks(args.track)
     check_outputs(w, {"--out": args.out, "--json": args.json})
@@ -159,6 +173,37 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     summary = submission_summary(res["tracks"], args.out)
     if summary:
         print(summary)
+    return 0
+
+
+def leaderboard_v2(args: argparse.Namespace) -> int:
+    """``kairos-gym leaderboard --suite v2``: one report section per track (kairos_gym/benchmark/board_v2.py)."""
+    from kairos_gym.agents.registry import POLICIES
+    from kairos_gym.benchmark.board_v2 import BEST_RULE, DEFAULT_POLICIES_V2, check_v2_entries, run_v2
+    from kairos_gym.benchmark.board_v2_report import leaderboard_v2_md
+    from kairos_gym.benchmark.entries import DEFAULT_POLICIES
+    from kairos_gym.benchmark.suite import parse_tracks, select_tasks
+    from kairos_gym.benchmark.suite_v2 import SUITE
+    from kairos_gym.flags import parse_names
+
+    w = "leaderboard"
+    if args.oracle_cache is not None:
+        raise ConfigError(w, "--oracle-cache", args.oracle_cache, "nothing with --suite v2 (v2 runs no Oracle)")
+    spec = DEFAULT_POLICIES_V2 if args.policies == DEFAULT_POLICIES else args.policies
+    policies = parse_names(w, "--policies", spec, [*POLICIES, BEST_RULE])
+    suite = SUITE if args.tasks is None else select_tasks(args.tasks, SUITE, where=w)
+    tracks = parse_tracks(args.track)
+    out = LEADERBOARD_V2_OUT if args.out == LEADERBOARD_OUT else args.out
+    check_outputs(w, {"--out": out, "--json": args.json})
+    externals = external_policies(args, w)
+    check_v2_entries(policies, externals)
+    results = {}
+    for track in tracks:
+        results[track] = run_suite(args, partial(run_v2, policies, externals, suite=suite, track=track), lines=True)
+    md = "\n".join(leaderboard_v2_md(results[tr]) for tr in tracks)
+    write_text(out, md)
+    print(f"wrote {out} ({sum(r['elapsed_s'] for r in results.values()):.0f} s)")
+    write_json(args.json, results[tracks[0]] if len(tracks) == 1 else {"tracks": results})
     return 0
 
 

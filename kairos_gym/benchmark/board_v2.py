@@ -1,0 +1,185 @@
+"""The v2 leaderboard run (``kairos-gym leaderboard --suite v2``; docs/benchmark.md, "Suite v2"): every entry on every
+test instance of every task of :mod:`kairos_gym.benchmark.suite_v2`, on one information track.
+
+Entries: registry policies, ``best-rule`` (the tuned-rule baseline, below) and users' files or checkpoints, all as
+picklable backend tasks (:mod:`kairos_gym.benchmark.entries`). The Oracle is not an entry of v2: at production
+length it costs minutes per instance (docs/policies.md), so v2 scores raw SLO points, not Oracle-normalised ones.
+
+``best-rule`` searches :data:`RULE_GRID`: the static queue and length thresholds of v1's ``best-static`` and the
+predictive ``slo-guard`` rule (agents/slo_guard.py: predicted TTFT against the SLO, predicted deflection time) at
+:data:`GUARD_FRACTIONS`. It is tuned on the **train split only**: on a seen task, the rule with the best mean SLO
+attainment on that task's train instances; on an unseen task (whose data a learnt entry never sees either), the rule
+with the best mean over every seen task's train instances. Ties go to the earlier rule of the grid.
+
+The statistics are :mod:`kairos_gym.benchmark.board_v2_stats`; the markdown :mod:`kairos_gym.benchmark.board_v2_report`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kairos_gym.agents.policy_file_loader import ExternalPolicy, probe
+from kairos_gym.benchmark.entries import (
+    STATIC_GRID,
+    Entry,
+    builtin_entry,
+    check_names,
+    entry_task,
+    external_entry,
+    rule_label,
+)
+from kairos_gym.benchmark.provenance import provenance
+from kairos_gym.benchmark.scoring import run_scores
+from kairos_gym.benchmark.suite import Task, on_track
+from kairos_gym.benchmark.suite_v2 import NAME
+from kairos_gym.errors import ConfigError
+from kairos_gym.evaluation.backends import Backend, SerialBackend
+from kairos_gym.evaluation.backends.runs import RunSpec, run_task
+from kairos_gym.evaluation.evaluate import check_policies
+from kairos_gym.progress import RunProgress, or_silent
+from kairos_gym.scenario import ScenarioConfig
+
+BEST_RULE = "best-rule"
+"""The tuned-rule entry of v2."""
+GUARD_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.5)
+"""``slo-guard``'s fractions of the TTFT SLO in :data:`RULE_GRID`."""
+RULE_GRID: tuple[tuple[str, dict[str, Any]], ...] = (
+    *STATIC_GRID, *(("slo-guard", {"fraction": f}) for f in GUARD_FRACTIONS))
+"""The rules ``best-rule`` chooses from: v1's static grid, then the predictive rule."""
+DEFAULT_POLICIES_V2 = ("no-deflect,always-deflect-ls,sq-ls,sl-ls,pending-switch,slo-guard,best-rule,kairos,ppo,"
+                       "ppo-general")
+"""The entries of a v2 run unless ``--policies`` says otherwise (``kairos-exact`` is ``kairos`` on the exact track:
+one row)."""
+REFUSED_V2 = {"oracle": "the Oracle is not a v2 entry (minutes per production-length instance)",
+              "kairos-exact": "kairos on the exact track is the kairos row (one row per distinct policy)",
+              "best-static": "v2's tuned-rule entry is best-rule (static and predictive rules)"}
+"""Registry names a v2 run refuses, with why."""
+TRAINED_ON: dict[str, tuple[str, ...]] = {
+    "ppo": ("bursty",),
+    "ppo-general": ("bursty", "regime-shift", "decode-bound", "long-tail", "kv-pressure", "azure-code"),
+}
+"""The families each shipped learnt entry trained on (their cards: agents/checkpoints/*/meta.json and
+docs/training.md): ``ppo`` on Kairos-v0 (bursty), ``ppo-general`` on the v1 train split of every family without
+faults. None of them saw an unseen family of v2."""
+KIND_LEARNT = ("checkpoint",)
+
+
+def check_v2_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
+    """The names: registry policies or best-rule, none of :data:`REFUSED_V2`, kairos among them (the comparison)."""
+    from kairos_gym.agents.registry import POLICIES
+
+    names = [p for p in policies if p != BEST_RULE]
+    for p in names:
+        if p not in POLICIES and p not in REFUSED_V2:
+            raise ConfigError("leaderboard", "--policies", p, "names from " + ", ".join(
+                [*(q for q in POLICIES if q not in REFUSED_V2), BEST_RULE]))
+    check_names("leaderboard", names, externals, REFUSED_V2, ("kairos",))
+    if len(set(policies)) != len(policies):
+        raise ConfigError("leaderboard", "--policies", ",".join(policies), "each policy once")
+
+
+def _grid_runs(tasks: Sequence[Task], bases: Mapping[str, ScenarioConfig], bar: RunProgress,
+               backend: Backend | None) -> dict[str, list[float | None]]:
+    """Per seen task, every rule's mean train SLO attainment (in :data:`RULE_GRID` order)."""
+    jobs = [run_task(RunSpec(inst.scenario(bases[t.name]), name, inst.seed, dict(params)),
+                     f"tune {t.name} {rule_label(name, params)} {inst.label}")
+            for t in tasks for name, params in RULE_GRID for inst in t.train]
+    out = iter((backend or SerialBackend(retries=0)).map(jobs, bar))
+    means: dict[str, list[float | None]] = {}
+    for t in tasks:
+        means[t.name] = []
+        for _rule in RULE_GRID:
+            vals = [v for v in run_scores([next(out) for _ in t.train]) if not math.isnan(v)]
+            means[t.name].append(sum(vals) / len(vals) if vals else None)
+    return means
+
+
+def _best(scores: Sequence[float | None]) -> int:
+    return max(range(len(scores)), key=lambda i: (-math.inf if scores[i] is None else scores[i], -i))
+
+
+def tune_rules(suite: Sequence[Task], bases: Mapping[str, ScenarioConfig], bar: RunProgress,
+               backend: Backend | None = None) -> dict[str, dict[str, Any]]:
+    """``best-rule``'s choice per task: ``{"chosen": {rule, policy, params, train_score}, "from": what it was tuned
+    on, "grid": [...]}`` (module docstring: a seen task on its own train instances, an unseen one on every seen
+    task's)."""
+    seen = [t for t in suite if t.split != "unseen"]
+    means = _grid_runs(seen, bases, bar, backend)
+    pooled: list[float | None] = []
+    for k in range(len(RULE_GRID)):
+        vals = [means[t.name][k] for t in seen if means[t.name][k] is not None]
+        pooled.append(sum(vals) / len(vals) if vals else None)
+
+    def pick(scores: list[float | None], source: str) -> dict[str, Any]:
+        grid = [{"rule": rule_label(n, p), "policy": n, "params": dict(p), "train_score": s}
+                for (n, p), s in zip(RULE_GRID, scores, strict=True)]
+        return {"chosen": grid[_best(scores)], "from": source, "grid": grid}
+
+    out = {t.name: pick(means[t.name], "its own train instances") for t in seen}
+    if len(seen) < len(suite):
+        shared = pick(pooled, "every seen task's train instances (mean of the task means)")
+        for t in suite:
+            if t.split == "unseen":
+                out[t.name] = shared
+    return out
+
+
+def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), suite: Sequence[Task] | None = None,
+           progress: RunProgress | None = None, command: str = "kairos-gym leaderboard --suite v2",
+           track: str = "exact", backend: Backend | None = None) -> dict[str, Any]:
+    """Run every entry on every test instance of ``suite`` (default: suite v2) on ``track``; the JSON-ready result
+    (per entry and task the per-instance SLO attainment in test-instance order, best-rule's choices, the tasks)."""
+    from kairos_gym.benchmark.suite_v2 import SUITE
+
+    t0 = time.perf_counter()
+    suite = SUITE if suite is None else tuple(suite)
+    policies = list(policies)
+    check_v2_entries(policies, externals)
+    if not suite or any(not t.test or not t.train for t in suite) or len({t.name for t in suite}) != len(suite):
+        raise ConfigError("leaderboard", "suite", [t.name for t in suite],
+                          "tasks with distinct names, each with test and train instances")
+    bases = {t.name: on_track(t.base(), track) for t in suite}
+    registry = [p for p in policies if p != BEST_RULE]
+    for t in suite:
+        check_policies("leaderboard", "--policies", registry, bases[t.name], t.test[0].seed)
+    for ext in externals:
+        for t in suite:
+            probe(ext, t.test[0].scenario(bases[t.name]), t.test[0].seed)
+    bar = or_silent(progress)
+    n_test = sum(len(t.test) for t in suite)
+    seen_train = sum(len(t.train) for t in suite if t.split != "unseen")
+    bar.start((len(policies) + len(externals)) * n_test + (len(RULE_GRID) * seen_train if BEST_RULE in policies
+                                                            else 0))
+    best = tune_rules(suite, bases, bar, backend) if BEST_RULE in policies else {}
+
+    def tuned() -> Entry:
+        def spec(task: Task, sc: ScenarioConfig, seed: int) -> RunSpec:
+            c = best[task.name]["chosen"]
+            return RunSpec(sc, c["policy"], seed, dict(c["params"]))
+
+        return Entry(BEST_RULE, "tuned", lambda *a: {}, spec)
+
+    entries = [tuned() if p == BEST_RULE else builtin_entry(p) for p in policies]
+    entries += [external_entry(e) for e in externals]
+    jobs = [entry_task(e, t, inst.scenario(bases[t.name]), inst.seed, f"{t.name} {e.label} {inst.label}")
+            for e in entries for t in suite for inst in t.test]
+    out = iter((backend or SerialBackend(retries=0)).map(jobs, bar))
+    scores: dict[str, dict[str, list[float]]] = {}
+    for e in entries:
+        scores[e.label] = {t.name: run_scores([next(out) for _ in t.test]) for t in suite}
+    return {
+        "suite": NAME, "command": command, **provenance(), "track": track,
+        "tasks": [{"task": t.name, "family": t.family, "split": t.split, "scenario": bases[t.name].name,
+                   "burn_in_requests": bases[t.name].slo.burn_in_requests,
+                   "scored_requests": bases[t.name].workload.num_requests - bases[t.name].slo.burn_in_requests,
+                   "test": t.describe("test"), "train": t.describe("train"), "n_test": len(t.test),
+                   "slo": {"ttft_s": bases[t.name].slo.ttft_s, "tbt_s": bases[t.name].slo.tbt_s}} for t in suite],
+        "entries": [{"label": e.label, "kind": e.kind, "trained_on": list(TRAINED_ON.get(e.label, ())) or None}
+                    for e in entries],
+        "scores": scores,
+        "best_rule": best,
+        "elapsed_s": round(time.perf_counter() - t0, 1),
+    }
