@@ -27,7 +27,10 @@ def add_commands(sub: Subparsers) -> None:
                    help=f"context length of each decode request (tokens), 1..{MAX_CONTEXT}, at most {MAX_LIST}")
     p.add_argument("--chunks", default="128,256,512,1024,2048",
                    help=f"deflected chunk sizes (tokens), 1..{MAX_CHUNK}, at most {MAX_LIST}")
-    p.add_argument("--json", metavar="PATH", help="write the table as JSON ('-' for stdout)")
+    p.add_argument("--prefixes", default="0", help="prefix of the prefill steps alone (tokens already in the "
+                   f"request's KV), 0..{MAX_CONTEXT}, at most {MAX_LIST}")
+    p.add_argument("--json", metavar="PATH", help="write the tables as JSON ('-' for stdout), with each step's "
+                   "compute share")
     p.add_argument("--calibration-report", metavar="PATH", nargs="?", const="docs/calibration.md",
                    help="write the calibration report (default docs/calibration.md)")
     p.add_argument("--fit", action="store_true", help="refit the dense-GEMM parameters to the Vidur data")
@@ -53,6 +56,7 @@ def cmd_latency(args: argparse.Namespace) -> int:
     batches = parse_int_list(w, "--batches", args.batches, 1, MAX_BATCH)
     contexts = parse_int_list(w, "--contexts", args.contexts, 1, MAX_CONTEXT)
     chunks = parse_int_list(w, "--chunks", args.chunks, 1, MAX_CHUNK)
+    prefixes = parse_int_list(w, "--prefixes", args.prefixes, 0, MAX_CONTEXT)
     check_outputs(w, {"--json": args.json, "--calibration-report": args.calibration_report}, stdout_ok=["--json"])
     if args.fit:
         from kairos_gym.latency.fit import FIT_PARAMS, fit
@@ -75,7 +79,7 @@ def cmd_latency(args: argparse.Namespace) -> int:
             print(f"{k}: {v}")
         write_json(args.json, res)
         return 0
-    table = latency_table(m, batches, contexts, chunks)
+    table = latency_table(m, batches, contexts, chunks, prefixes=prefixes)
     if args.json == "-":
         write_json("-", table)
     else:
