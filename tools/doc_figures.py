@@ -238,6 +238,16 @@ def _gaps_and_requests(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _kv_capacity(text: str) -> str:
+    """``latency --json``'s KV capacity per GPU at each activation reserve, as a Markdown table."""
+    table = json.loads(text)
+    p = table["preset"]
+    lines = [f"| `cluster.kv_reserve_frac` | KV tokens per GPU ({p['model']}, {p['gpu']}, TP{p['tp']}) |",
+             "|---:|---:|"]
+    lines += [f"| {r['kv_reserve_frac']:g} | {r['tokens_per_gpu']:,} |" for r in table["kv_capacity"]]
+    return "\n".join(lines) + "\n"
+
+
 _SCENARIO_WORKLOADS = ("bursty,steady,decode-heavy,azure-code,azure-conv,mooncake,small,decode-bound,regime-shift,"
                        "servegen-day,mix-shift,kv-shift,fault-shift,overload-10x,bursty-prefill-failure,"
                        "bursty-link-degraded,kv-pressure")
@@ -287,6 +297,8 @@ FIGURES = {f.name: f for f in (
     Figure("gaps-and-requests", "docs/metrics.md", ("compare", "--scenarios", "small:slo.tbt_s=0.03", "--policies",
                                                     "always-deflect:chunk=2048", "--seeds", "0", "--json", "{out}"),
            _gaps_and_requests),
+    Figure("kv-capacity", "docs/scenarios.md", ("latency", "--kv-reserve", "0.1,0.56", "--json", "{out}"),
+           _kv_capacity),
 )}
 """Every generated block of the docs, by name."""
 

@@ -16,6 +16,7 @@ DEFAULT_BATCHES = (1, 8, 16, 32, 64)
 DEFAULT_CONTEXTS = (512, 1024, 2048, 4096)
 DEFAULT_CHUNKS = (128, 256, 512, 1024, 2048)
 DEFAULT_PREFIXES = (0,)
+DEFAULT_KV_RESERVES = (0.1,)
 SEED_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 
@@ -26,6 +27,7 @@ def latency_table(
     chunks: tuple[int, ...] = DEFAULT_CHUNKS,
     n_chunk_index: int = 5,
     prefixes: tuple[int, ...] = DEFAULT_PREFIXES,
+    kv_reserves: tuple[float, ...] = DEFAULT_KV_RESERVES,
 ) -> dict[str, Any]:
     """Decode-only step time and the added latency of chunk index 1..n (prefix = (i-1) x chunk); and a prefill
     step alone of each chunk size after each prefix.
@@ -33,7 +35,9 @@ def latency_table(
     Times in milliseconds; a compute share is the step's compute time at the kernels' achievable efficiency over
     its time (the SM-utilization proxy of one step, docs/metrics.md). Returns ``{"preset": ..., "rows":
     [{"batch", "context", "decode_ms", "decode_compute_share", "added_ms": {chunk: [idx1, ..., idxn]}}],
-    "prefill": [{"tokens", "prefix", "ms", "compute_share", "tokens_per_s"}]}``.
+    "prefill": [{"tokens", "prefix", "ms", "compute_share", "tokens_per_s"}], "kv_capacity": [{"kv_reserve_frac",
+    "tokens_per_gpu"}]}`` (the KV tokens each GPU holds with that fraction of its memory kept for activations: a
+    decode node's ``cluster.kv_reserve_frac``).
     """
     rows = []
     for b in batches:
@@ -55,7 +59,8 @@ def latency_table(
             prefill.append({"tokens": c, "prefix": k, "ms": round(cost.time_s * 1e3, 3),
                             "compute_share": round(cost.compute_s / cost.time_s, 4),
                             "tokens_per_s": round(c / cost.time_s, 1)})
-    return {"preset": m.describe(), "rows": rows, "prefill": prefill}
+    kv = [{"kv_reserve_frac": f, "tokens_per_gpu": m.kv_capacity_tokens(f)} for f in kv_reserves]
+    return {"preset": m.describe(), "rows": rows, "prefill": prefill, "kv_capacity": kv}
 
 
 def format_latency_table(table: dict[str, Any]) -> str:
@@ -80,7 +85,9 @@ def format_latency_table(table: dict[str, Any]) -> str:
         align=["right"] * 5, title="A prefill step alone (no decode batch) of each chunk size after each prefix",
         notes=["compute share: the step's compute time at the kernels' achievable efficiency over its time (the "
                "SM-utilization proxy, docs/metrics.md)"])
-    return decode + "\n\n" + prefill
+    kv = [f"  {r['kv_reserve_frac']:g} kept for activations (cluster.kv_reserve_frac): {r['tokens_per_gpu']:,}"
+          for r in table.get("kv_capacity", [])]
+    return decode + "\n\n" + prefill + ("\n\nKV tokens per GPU:\n" + "\n".join(kv) if kv else "")
 
 
 def seed_target_checks(m: StepLatencyModel) -> list[dict[str, Any]]:

@@ -44,3 +44,12 @@ def test_latency_json_has_each_steps_compute_share(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "A prefill step alone" in out and max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_latency_gives_the_kv_tokens_per_gpu_at_each_reserve(capsys):
+    assert main(["latency", "--kv-reserve", "0.1,0.56", "--json", "-"]) == 0
+    kv = json.loads(capsys.readouterr().out)["kv_capacity"]
+    assert [r["kv_reserve_frac"] for r in kv] == [0.1, 0.56]
+    assert kv[0]["tokens_per_gpu"] > kv[1]["tokens_per_gpu"] > 0
+    assert main(["latency", "--kv-reserve", "1"]) == 2
+    assert "--kv-reserve" in capsys.readouterr().err
