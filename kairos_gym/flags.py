@@ -140,6 +140,12 @@ def _split(where: str, flag: str, text: str, allowed: str, *, empty_ok: bool) ->
     return parts
 
 
+def parse_strings(where: str, flag: str, text: str, allowed: str) -> list[str]:
+    """Distinct, non-empty comma-separated values (at most :data:`MAX_LIST`), stripped; ``allowed`` says what
+    they are in the error."""
+    return _split(where, flag, text, allowed, empty_ok=False)
+
+
 def parse_int(where: str, flag: str, text: str | int, lo: int, hi: int) -> int:
     """A whole number in ``[lo, hi]`` written as digits (``512``, not ``512.7`` or ``5e2``)."""
     allowed = f"a whole number in [{lo}, {hi}]"

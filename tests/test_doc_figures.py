@@ -1,5 +1,5 @@
-"""The docs' generated figures (tools/doc_figures.py): every marked block is a registered figure, and each fast one
-is what its command gives now (rerun here; the results are the same on every machine)."""
+"""The docs' generated figures (tools/doc_figures.py): every marked block of README.md and docs/ is a registered
+figure, and each fast one is what its command gives now (rerun here; the results are the same on every machine)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ figures = load_tool("doc_figures")
 
 def test_every_marked_block_is_a_registered_figure_and_each_figure_is_marked_once():
     marked = {}
-    for doc in sorted((ROOT / "docs").rglob("*.md")):
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for name in figures.marked_names(doc.read_text(encoding="utf-8")):
             assert name not in marked, f"figure {name} is marked in {marked.get(name)} and {doc}"
             marked[name] = str(doc.relative_to(ROOT))
@@ -54,3 +54,19 @@ def test_the_sweep_rows_render_one_line_per_rule():
         "| sq q > 0 | 2.123 / 0 / 0.500 | 2.000 / 0.0168 / 0.250 |",
         "| sl L < 512 | 4.000 / 0 / 0.300 | 4.000 / 0 / 0.300 |",
     ]
+
+
+def test_a_statistic_a_trace_does_not_have_renders_as_a_dash():
+    row = {"name": "lengths", "requests": 3, "span_s": None, "rate": None, "iat_cv": None, "minutes": None,
+           "empty_minutes": None, "prompt_tokens_per_s": None, "prompt_p50": 2.0, "prompt_p99": 3.0,
+           "prompt_mean": 2.0, "prompt_max": 3, "output_p50": 1.0, "output_p99": 1.0, "output_mean": 1.0,
+           "output_max": 1}
+    line = figures.FIGURES["packaged-traces"].render(json.dumps({"traces": [row], "profiles": {}})).splitlines()[-1]
+    assert line == "| `lengths` | 3 | – | – | – | – | 2 / 3 (2, 3) | 1 / 1 (1, 1) | – |"
+
+
+def test_an_overload_limit_a_scenario_does_not_set_renders_as_such():
+    run = {"n_requests": 10, "n_completed": 10, "ttft_p50": 640.4, "ttft_p99": 1246.3, "slo_attainment": 0.0}
+    text = json.dumps([{"scenario": "x", "runs": [run]}])
+    assert figures.FIGURES["overload-10x"].render(text).splitlines()[-1] == (
+        "| `x` | 10 | 10 (100.0%) | – (no such limit) | – (no such limit) | 640 | 1,246 | 0.000 |")

@@ -22,7 +22,7 @@ class Command:
 
 
 GROUPS: tuple[tuple[str, str], ...] = (
-    ("discover", "the names the other commands take"),
+    ("discover", "the names the other commands take, the shipped traces"),
     ("run", "policies on scenarios"),
     ("benchmark", "the standard suite, its reports and design checks"),
     ("train", "agents: training, distillation, selection, conversion"),
@@ -34,6 +34,9 @@ GROUPS: tuple[tuple[str, str], ...] = (
 COMMANDS: tuple[Command, ...] = (
     Command("list", "discover", "listing", "the shipped scenarios, the registered policies, the benchmark's tasks "
             "and the Gymnasium ids, one line each (kairos-gym list [scenarios|policies|tasks|envs])"),
+    Command("traces", "discover", "traces", "the statistics of the shipped traces and rate profiles (requests, "
+            "span, rate, IAT CV, length percentiles), of trace files, or of the workloads scenarios draw "
+            "(--scenarios)"),
     Command("simulate", "run", "run", "run one policy (a registry name, a --policy FILE.py:CLASS or a --checkpoint "
             "DIR) on one scenario and print the summary"),
     Command("evaluate", "run", "run", "every policy on the same workloads (registry names, --policy files, "

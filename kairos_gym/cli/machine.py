@@ -7,7 +7,7 @@ import argparse
 
 from kairos_gym.cli.common import JSON_HELP, MAX_CHUNK, Subparsers, add_command, write_json, write_text
 from kairos_gym.errors import ConfigError
-from kairos_gym.flags import MAX_LIST, check_outputs, parse_int, parse_int_list
+from kairos_gym.flags import MAX_LIST, check_outputs, parse_float_list, parse_int, parse_int_list
 
 MAX_BATCH = 4096
 """Largest ``latency --batches`` value (decode requests in one step)."""
@@ -27,7 +27,13 @@ def add_commands(sub: Subparsers) -> None:
                    help=f"context length of each decode request (tokens), 1..{MAX_CONTEXT}, at most {MAX_LIST}")
     p.add_argument("--chunks", default="128,256,512,1024,2048",
                    help=f"deflected chunk sizes (tokens), 1..{MAX_CHUNK}, at most {MAX_LIST}")
-    p.add_argument("--json", metavar="PATH", help="write the table as JSON ('-' for stdout)")
+    p.add_argument("--prefixes", default="0", help="prefix of the prefill steps alone (tokens already in the "
+                   f"request's KV), 0..{MAX_CONTEXT}, at most {MAX_LIST}")
+    p.add_argument("--kv-reserve", default="0.1", help="fractions of GPU memory kept for activations "
+                   "(cluster.kv_reserve_frac), in [0, 0.99], at most " f"{MAX_LIST}: the KV tokens each GPU holds at "
+                   "each")
+    p.add_argument("--json", metavar="PATH", help="write the tables as JSON ('-' for stdout), with each step's "
+                   "compute share")
     p.add_argument("--calibration-report", metavar="PATH", nargs="?", const="docs/calibration.md",
                    help="write the calibration report (default docs/calibration.md)")
     p.add_argument("--fit", action="store_true", help="refit the dense-GEMM parameters to the Vidur data")
@@ -53,6 +59,8 @@ def cmd_latency(args: argparse.Namespace) -> int:
     batches = parse_int_list(w, "--batches", args.batches, 1, MAX_BATCH)
     contexts = parse_int_list(w, "--contexts", args.contexts, 1, MAX_CONTEXT)
     chunks = parse_int_list(w, "--chunks", args.chunks, 1, MAX_CHUNK)
+    prefixes = parse_int_list(w, "--prefixes", args.prefixes, 0, MAX_CONTEXT)
+    reserves = parse_float_list(w, "--kv-reserve", args.kv_reserve, 0.0, 0.99, lo_open=False, empty_ok=False)
     check_outputs(w, {"--json": args.json, "--calibration-report": args.calibration_report}, stdout_ok=["--json"])
     if args.fit:
         from kairos_gym.latency.fit import FIT_PARAMS, fit
@@ -75,7 +83,7 @@ def cmd_latency(args: argparse.Namespace) -> int:
             print(f"{k}: {v}")
         write_json(args.json, res)
         return 0
-    table = latency_table(m, batches, contexts, chunks)
+    table = latency_table(m, batches, contexts, chunks, prefixes=prefixes, kv_reserves=reserves)
     if args.json == "-":
         write_json("-", table)
     else:

@@ -15,6 +15,8 @@ from kairos_gym.latency.presets import get_gpu, model_presets
 DEFAULT_BATCHES = (1, 8, 16, 32, 64)
 DEFAULT_CONTEXTS = (512, 1024, 2048, 4096)
 DEFAULT_CHUNKS = (128, 256, 512, 1024, 2048)
+DEFAULT_PREFIXES = (0,)
+DEFAULT_KV_RESERVES = (0.1,)
 SEED_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 
@@ -24,24 +26,41 @@ def latency_table(
     contexts: tuple[int, ...] = DEFAULT_CONTEXTS,
     chunks: tuple[int, ...] = DEFAULT_CHUNKS,
     n_chunk_index: int = 5,
+    prefixes: tuple[int, ...] = DEFAULT_PREFIXES,
+    kv_reserves: tuple[float, ...] = DEFAULT_KV_RESERVES,
 ) -> dict[str, Any]:
-    """Decode-only step time and the added latency of chunk index 1..n (prefix = (i-1) x chunk).
+    """Decode-only step time and the added latency of chunk index 1..n (prefix = (i-1) x chunk); and a prefill
+    step alone of each chunk size after each prefix.
 
-    Times in milliseconds. Returns ``{"preset": ..., "rows": [{"batch", "context", "decode_ms",
-    "added_ms": {chunk: [idx1, ..., idxn]}}]}``.
+    Times in milliseconds; a compute share is the step's compute time at the kernels' achievable efficiency over
+    its time (the SM-utilization proxy of one step, docs/metrics.md). Returns ``{"preset": ..., "rows":
+    [{"batch", "context", "decode_ms", "decode_compute_share", "added_ms": {chunk: [idx1, ..., idxn]}}],
+    "prefill": [{"tokens", "prefix", "ms", "compute_share", "tokens_per_s"}], "kv_capacity": [{"kv_reserve_frac",
+    "tokens_per_gpu"}]}`` (the KV tokens each GPU holds with that fraction of its memory kept for activations: a
+    decode node's ``cluster.kv_reserve_frac``).
     """
     rows = []
     for b in batches:
         for ctx in contexts:
-            base = m.step_time([ctx] * b)
+            cost = m.step_cost([ctx] * b)
+            base = cost.time_s
             added = {}
             for c in chunks:
                 added[str(c)] = [
                     round((m.step_time([ctx] * b, [(c, (i - 1) * c)]) - base) * 1e3, 3)
                     for i in range(1, n_chunk_index + 1)
                 ]
-            rows.append({"batch": b, "context": ctx, "decode_ms": round(base * 1e3, 3), "added_ms": added})
-    return {"preset": m.describe(), "rows": rows}
+            rows.append({"batch": b, "context": ctx, "decode_ms": round(base * 1e3, 3),
+                         "decode_compute_share": round(cost.compute_s / base, 4), "added_ms": added})
+    prefill = []
+    for c in chunks:
+        for k in prefixes:
+            cost = m.step_cost((), [(c, k)])
+            prefill.append({"tokens": c, "prefix": k, "ms": round(cost.time_s * 1e3, 3),
+                            "compute_share": round(cost.compute_s / cost.time_s, 4),
+                            "tokens_per_s": round(c / cost.time_s, 1)})
+    kv = [{"kv_reserve_frac": f, "tokens_per_gpu": m.kv_capacity_tokens(f)} for f in kv_reserves]
+    return {"preset": m.describe(), "rows": rows, "prefill": prefill, "kv_capacity": kv}
 
 
 def format_latency_table(table: dict[str, Any]) -> str:
@@ -53,12 +72,22 @@ def format_latency_table(table: dict[str, Any]) -> str:
     headers = ["batch", "context\n(tokens)", "decode\n(ms)", *(f"chunk {c}: added\n(ms, index 1-5)" for c in chunks)]
     rows = [[str(r["batch"]), str(r["context"]), f"{r['decode_ms']:.1f}",
              *("/".join(f"{x:.0f}" for x in r["added_ms"][c]) for c in chunks)] for r in table["rows"]]
-    return render_table(
+    decode = render_table(
         headers, rows, keep=3, align=["right"] * len(headers),
         title=f"Step latency: {p['model']} on {p['gpu']} x TP{p['tp']} (KV {p['kv_bytes_per_token']} B/token, "
               f"{p['kv_capacity_tokens_per_gpu']:,} KV tokens/GPU)",
         notes=["decode: decode-only step; chunk c: latency a c-token chunk adds to the step at chunk index 1..5 "
-               "(prefix = (i-1) x c)"])
+               "(prefix = (i-1) x c); the decode steps' compute shares are in the JSON"])
+    prefill = render_table(
+        ["prompt\n(tokens)", "prefix\n(tokens)", "step\n(ms)", "throughput\n(tokens/s)", "compute\nshare"],
+        [[f"{r['tokens']:,}", f"{r['prefix']:,}", f"{r['ms']:.1f}", f"{r['tokens_per_s']:,.0f}",
+          f"{r['compute_share']:.3f}"] for r in table.get("prefill", [])],
+        align=["right"] * 5, title="A prefill step alone (no decode batch) of each chunk size after each prefix",
+        notes=["compute share: the step's compute time at the kernels' achievable efficiency over its time (the "
+               "SM-utilization proxy, docs/metrics.md)"])
+    kv = [f"  {r['kv_reserve_frac']:g} kept for activations (cluster.kv_reserve_frac): {r['tokens_per_gpu']:,}"
+          for r in table.get("kv_capacity", [])]
+    return decode + "\n\n" + prefill + ("\n\nKV tokens per GPU:\n" + "\n".join(kv) if kv else "")
 
 
 def seed_target_checks(m: StepLatencyModel) -> list[dict[str, Any]]:
