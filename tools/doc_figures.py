@@ -249,9 +249,8 @@ def _kv_capacity(text: str) -> str:
 
 
 _SCENARIO_WORKLOADS = ("bursty,steady,decode-heavy,azure-code,azure-conv,mooncake,small,decode-bound,regime-shift,"
-                       "servegen-day,servegen-sharegpt,arxiv-summ,mooncake-synthetic,mix-shift,kv-shift,fault-shift,overload-10x,"
-                       "bursty-prefill-failure,"
-                       "bursty-link-degraded,kv-pressure")
+                       "servegen-day,servegen-sharegpt,arxiv-summ,mooncake-synthetic,mix-shift,kv-shift,fault-shift,"
+                       "overload-10x,bursty-prefill-failure,bursty-link-degraded,kv-pressure")
 """The shipped scenarios of the figure scenario-workloads: all but the 24-hour soaks (millions of requests)."""
 
 
