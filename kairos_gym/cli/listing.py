@@ -53,16 +53,20 @@ def policy_rows() -> list[Row]:
 
 
 def task_rows() -> list[Row]:
-    """The suite's tasks: family, SLO tier, scenario and instances."""
-    from kairos_gym.benchmark.suite import SUITE, TIERS
+    """Every suite's tasks (v1, then v2: ``v2:<task>``): family, SLO tier or split, scenario and instances."""
+    from kairos_gym.benchmark.suite import TIERS
+    from kairos_gym.benchmark.suites import SUITES
     from kairos_gym.flags import format_seeds
 
     rows = []
-    for t in SUITE:
-        tier = "its scenario's SLOs" if t.tier == "default" else f"{t.tier} SLOs ({TIERS[t.tier]:g}x unloaded)"
-        test = (f"{len(t.test)} trace windows" if t.windows
-                else f"seeds {format_seeds([i.seed for i in t.test])}")
-        rows.append((t.name, f"{t.family} at {tier}: scenario {t.scenario}; test {test}, {len(t.train)} train"))
+    for name, suite in SUITES.items():
+        for t in suite:
+            tier = "its scenario's SLOs" if t.tier == "default" else f"{t.tier} SLOs ({TIERS[t.tier]:g}x unloaded)"
+            test = (f"{len(t.test)} trace windows" if t.windows
+                    else f"seeds {format_seeds([i.seed for i in t.test])}")
+            what = f"{t.family} at {tier}" + (f", {t.split}" if t.split else "")
+            label = t.name if name == "v1" else f"{name}:{t.name}"
+            rows.append((label, f"{what}: scenario {t.scenario}; test {test}, {len(t.train)} train"))
     return rows
 
 

@@ -34,12 +34,14 @@ def test_policies_are_the_registry_with_a_line_each(capsys):
     assert all(rows.values()) and "LargestSafe" in rows["sq-ls"]
 
 
-def test_tasks_are_the_suite(capsys):
+def test_tasks_are_every_suite(capsys):
     from kairos_gym.benchmark.suite import SUITE
+    from kairos_gym.benchmark.suite_v2 import SUITE as V2
 
     rows = _listed(capsys, "tasks")
-    assert list(rows) == [t.name for t in SUITE]
+    assert list(rows) == [t.name for t in SUITE] + [f"v2:{t.name}" for t in V2]
     assert "scenario mooncake" in rows["long-tail/strict"] and "seeds 0-9" in rows["bursty"]
+    assert "unseen" in rows["v2:arxiv-summ"] and "seeds 0-29" in rows["v2:bursty"]
 
 
 def test_envs_are_the_registered_ids(capsys):
