@@ -215,7 +215,8 @@ def probe(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int = 0, reque
     ``decide`` that raises, or returns anything but a valid Decision, is a ConfigError naming the flag."""
     old = scenario.workload.max_requests
     n = requests if old is None else min(old, requests)
-    run_checked(policy, scenario.with_overrides({"workload": {"max_requests": n}}), seed)
+    # the prefix is scored from its first request (a warm start's burn-in would leave nothing to score)
+    run_checked(policy, scenario.with_overrides({"workload": {"max_requests": n}, "slo": {"burn_in_requests": 0}}), seed)
 
 
 def run_checked(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int,

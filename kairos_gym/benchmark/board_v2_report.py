@@ -78,3 +78,27 @@ def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS) -> str:
         out.append(f"| {t['task']} | {t['split']} | {t['scenario']} | {t['slo']['ttft_s']:g} / {t['slo']['tbt_s']:g} "
                    f"| {t['test']} | {t['train']} |")
     return "\n".join(out) + "\n"
+
+
+def submission_summary_v2(results: Mapping[str, Mapping[str, Any]], out: str, reps: int = REPS) -> str:
+    """The closing lines of a v2 run with submitted entries (``--policy``, ``--checkpoint``): per entry and track its
+    rank by the headline (unseen mean) with its interval, its seen column, and per task its wins / ties / losses
+    against Kairos on the same instances; empty without a submitted entry."""
+    lines = []
+    for track, res in results.items():
+        cols = all_stats(res, reps)["columns"]
+        for i, c in enumerate(cols, 1):
+            if c["kind"] not in ("file", "checkpoint"):
+                continue
+            lines.append(f"your entry {c['label']}: rank {i} of {len(cols)} by the unseen headline, {track} track: "
+                         f"{_ci(c['unseen'])} (seen {_ci(c['seen'])}; vs kairos {_diff(c.get('vs_kairos'))})")
+            per = []
+            for t in res["tasks"]:
+                x, y = res["scores"][c["label"]][t["task"]], res["scores"]["kairos"][t["task"]]
+                w = sum(a > b for a, b in zip(x, y, strict=True))
+                ls = sum(a < b for a, b in zip(x, y, strict=True))
+                per.append(f"{t['task']} ({t['split']}) {w}/{len(x) - w - ls}/{ls}")
+            lines.append("  wins/ties/losses vs kairos per task: " + ", ".join(per))
+    if lines:
+        lines.append(f"the whole board: {out}")
+    return "\n".join(lines)

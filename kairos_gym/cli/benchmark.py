@@ -180,7 +180,7 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     """``kairos-gym leaderboard --suite v2``: one report section per track (kairos_gym/benchmark/board_v2.py)."""
     from kairos_gym.agents.registry import POLICIES
     from kairos_gym.benchmark.board_v2 import BEST_RULE, DEFAULT_POLICIES_V2, check_v2_entries, run_v2
-    from kairos_gym.benchmark.board_v2_report import leaderboard_v2_md
+    from kairos_gym.benchmark.board_v2_report import leaderboard_v2_md, submission_summary_v2
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES
     from kairos_gym.benchmark.suite import parse_tracks, select_tasks
     from kairos_gym.benchmark.suite_v2 import SUITE
@@ -204,6 +204,9 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     write_text(out, md)
     print(f"wrote {out} ({sum(r['elapsed_s'] for r in results.values()):.0f} s)")
     write_json(args.json, results[tracks[0]] if len(tracks) == 1 else {"tracks": results})
+    summary = submission_summary_v2(results, out)
+    if summary:
+        print(summary)
     return 0
 
 

@@ -118,3 +118,18 @@ def test_bad_suite_flags_exit_2_before_any_run(args: list[str]) -> None:
                        timeout=120)
     assert r.returncode == 2, r.stderr
     assert args[-2] in r.stderr
+
+
+def test_a_submitted_entry_gets_its_rank_and_per_task_record(tmp_path: Any) -> None:
+    from kairos_gym.agents.policy_file_loader import policy_from_file
+    from kairos_gym.benchmark.board_v2_report import submission_summary_v2
+
+    (tmp_path / "mine.py").write_text("from kairos_gym.sim.hook import Decision\n\n\nclass Mine:\n"
+                                      "    def decide(self, ctx):\n        return Decision.prefill_path()\n")
+    ext = policy_from_file(f"{tmp_path / 'mine.py'}:Mine")
+    suite = tuple(t for t in _small() if t.name != "decode-bound")
+    res = run_v2(["kairos"], [ext], suite=suite)
+    text = submission_summary_v2({"exact": res}, "out/x.md", reps=200)
+    assert f"your entry {ext.label}: rank 2 of 2 by the unseen headline, exact track" in text
+    assert "bursty (seen) " in text and "arxiv-summ (unseen) 0/0/3" in text and text.endswith("out/x.md")
+    assert submission_summary_v2({"exact": {**res, "entries": res["entries"][:1]}}, "o") == ""
