@@ -122,6 +122,7 @@ def test_bad_suite_flags_exit_2_before_any_run(args: list[str]) -> None:
 
 def test_a_submitted_entry_gets_its_rank_and_per_task_record(tmp_path: Any) -> None:
     from kairos_gym.agents.policy_file_loader import policy_from_file
+
     from kairos_gym.benchmark.board_v2_report import submission_summary_v2
 
     (tmp_path / "mine.py").write_text("from kairos_gym.sim.hook import Decision\n\n\nclass Mine:\n"
