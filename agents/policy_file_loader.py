@@ -216,7 +216,8 @@ def probe(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int = 0, reque
     old = scenario.workload.max_requests
     n = requests if old is None else min(old, requests)
     # the prefix is scored from its first request (a warm start's burn-in would leave nothing to score)
-    run_checked(policy, scenario.with_overrides({"workload": {"max_requests": n}, "slo": {"burn_in_requests": 0}}), seed)
+    prefix = {"workload": {"max_requests": n}, "slo": {"burn_in_requests": 0}}
+    run_checked(policy, scenario.with_overrides(prefix), seed)
 
 
 def run_checked(policy: ExternalPolicy, scenario: ScenarioConfig, seed: int,
