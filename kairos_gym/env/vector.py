@@ -186,7 +186,7 @@ class KairosVectorEnv(VectorEnv):
         self._masks[i] = env._native_mask
         self._dec[i] = env._decisions
         self._inv[i] = env._n_invalid
-        self._terminated[i] = self._truncated[i] = self._autoreset[i] = False
+        self._autoreset[i] = False  # the next step steps it (the last step's flags stay: SAME_STEP returns them)
         if self._vs is not None:
             self._read_engine(self._rows[i:i + 1])
 
