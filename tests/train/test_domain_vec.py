@@ -158,3 +158,13 @@ def test_bad_reset_seeds_are_refused():
     for seed in (-1, [0, -3], [0, "x"], [0], 1.5):
         with pytest.raises(ConfigError):
             vec.reset(seed=seed)
+
+
+def test_perf_env_times_the_domain_vector_env():
+    """kairos-gym perf-env --vector N --env kairos_train/KairosGeneral-v0 steps the native domain vector env."""
+    from kairos_gym.perf.env_throughput import make_vector, run_vector_steps
+
+    vec = make_vector(DOMAIN_ENV_ID, 2, False)
+    assert type(vec) is DomainVectorEnv and not vec.summaries and not vec.step_infos
+    res = run_vector_steps(DOMAIN_ENV_ID, 2, 30)
+    assert res["env_steps"] == 60 and res["seconds"] > 0
