@@ -27,6 +27,8 @@ MAX_TIMESTEPS = 10_000_000
 """Most environment steps of one timing run."""
 MAX_REPEATS = 20
 """Most timing runs per recipe."""
+MAX_RECIPES = 8
+"""Most recipes of one measurement."""
 
 
 def _learn_rate(path: Path, timesteps: int, seed: int) -> dict[str, Any]:
@@ -74,11 +76,15 @@ def bench_train(timesteps: int = 40_960, repeats: int = 3, seed: int = 0,
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
         raise ConfigError(where, "repeats", repeats, f"a whole number in [1, {MAX_REPEATS}]")
     chosen = RECIPES if recipes is None else recipes
+    if not chosen or len(chosen) > MAX_RECIPES:
+        raise ConfigError(where, "config", list(chosen), f"1 to {MAX_RECIPES} training configs")
     paths = [(label, Path(c) if Path(c).is_absolute() or Path(c).parent != Path() else PPO_CONFIG_DIR / c)
              for label, c in chosen]
     for _, p in paths:
         if not p.is_file():
-            raise ConfigError(where, "config", str(p), "an existing training config YAML")
+            raise ConfigError(where, "config", str(p), "an existing training config YAML (a bare name: in configs/ppo)")
+    if len({label for label, _ in paths}) != len(paths):
+        raise ConfigError(where, "config", [label for label, _ in paths], "each recipe once")
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in paths}
     for _ in range(repeats):
         for label, p in paths:

@@ -307,6 +307,9 @@ def _add_perf_train(sub: Subparsers) -> None:
                    "for both recipes), 1..10000000")
     p.add_argument("--repeats", default="3", help="timing runs per recipe, alternating, 1..20 (the median is reported)")
     p.add_argument("--seed", default="0", help="the recipes' seed")
+    p.add_argument("--config", action="append", metavar="PATH",
+                   help="time this training config instead (repeatable, in order; a bare file name is one of "
+                   "configs/ppo/; ratios to the last). Default: general-fast.yaml, then kairos-v0-fast.yaml")
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
 
 
@@ -324,7 +327,8 @@ def cmd_perf_train(args: argparse.Namespace) -> int:
     from kairos_gym.table import render_table
     from kairos_gym.train.throughput import bench_train
 
-    res = bench_train(timesteps, repeats, seed)
+    recipes = None if not args.config else tuple((Path(c).stem, c) for c in args.config)
+    res = bench_train(timesteps, repeats, seed, recipes)
     if args.json == "-":
         write_json("-", res)
         return 0

@@ -38,6 +38,7 @@ def test_bench_train_refuses_bad_arguments():
 
     from kairos_gym.errors import ConfigError
 
-    for kw in ({"timesteps": 0}, {"repeats": True}, {"recipes": (("x", "no-such.yaml"),)}):
+    for kw in ({"timesteps": 0}, {"repeats": True}, {"recipes": (("x", "no-such.yaml"),)}, {"recipes": ()},
+               {"recipes": (("a", "smoke.yaml"), ("a", "smoke.yaml"))}):
         with pytest.raises(ConfigError):
             bench_train(**kw)
