@@ -359,11 +359,10 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         seeds = check_seed_list(seeds, "eval.seeds", where)
     from kairos_gym.train.envs import TRAIN_SEED_MIN, VEC_BACKENDS
 
-    # the domain env (train/domain.py) changes its scenario per episode; the native vector env binds one per env
-    allowed = tuple(b for b in VEC_BACKENDS if b != "native") if env_id == DOMAIN_ENV_ID else VEC_BACKENDS
-    vec_backend = body.get("vec_backend", allowed[0])
-    if vec_backend not in allowed:
-        raise ConfigError(where, "vec_backend", vec_backend, "one of " + ", ".join(allowed))
+    # every id trains on every backend (the domain env's native one: train/domain_vec.py)
+    vec_backend = body.get("vec_backend", VEC_BACKENDS[0])
+    if vec_backend not in VEC_BACKENDS:
+        raise ConfigError(where, "vec_backend", vec_backend, "one of " + ", ".join(VEC_BACKENDS))
 
     if any(s >= TRAIN_SEED_MIN for s in seeds):
         raise ConfigError(where, "eval.seeds", seeds, f"seeds below {TRAIN_SEED_MIN} (training workloads use seeds "

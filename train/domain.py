@@ -46,7 +46,7 @@ import gymnasium as gym
 import numpy as np
 
 from kairos_gym.benchmark.suite import TRAIN_SEED_MIN
-from kairos_gym.env.registration import GENERAL_ENTRY_POINT, GENERAL_ENV_ID
+from kairos_gym.env.registration import GENERAL_ENTRY_POINT, GENERAL_ENV_ID, GENERAL_VECTOR_ENTRY_POINT
 from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig
 
@@ -316,6 +316,32 @@ def summarize_scores(scores: Mapping[str, float | None]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- the env
+def first_env(spec: DomainSpec, env_kwargs: Mapping[str, Any]) -> Any:
+    """A KairosEnv of the first family's default scenario, after checking that every family of ``spec`` has its
+    observation and action layout (ConfigError naming the first that differs: a domain is never padded)."""
+    from kairos_gym.env.core import KairosEnv
+
+    first: KairosEnv | None = None
+    for fam in spec.families:
+        env = KairosEnv(task_base(fam, "default", "exact", spec.largest_safe), **env_kwargs)
+        if first is None:
+            first = env
+        elif env.feature_names() != first.feature_names() or env.action_space != first.action_space:
+            raise ConfigError(WHERE, "families", fam, "families whose observation and action layouts equal "
+                              f"{spec.families[0]}'s ({first.obs_layout.size} features, "
+                              f"{first.action_space.n} actions; {fam}: {env.obs_layout.size}, "
+                              f"{env.action_space.n})")
+    assert first is not None
+    return first
+
+
+def seed_rng(seed: Any) -> np.random.Generator:
+    """The domain generator of an env reset with ``seed`` (a whole number >= 0; ConfigError otherwise)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"{WHERE}.reset", "seed", seed, "None or a whole number >= 0")
+    return np.random.default_rng([int(seed), _SEED_TAG])
+
+
 class DomainEnv(gym.Env):
     """A KairosEnv whose scenario is drawn per episode from the suite's train side (see the module docstring).
 
@@ -338,17 +364,7 @@ class DomainEnv(gym.Env):
                       "largest_safe_action": largest_safe_action, **env_kwargs})
         self.spec_domain = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action)
         self.env_kwargs = dict(env_kwargs)
-        first: KairosEnv | None = None
-        for fam in self.spec_domain.families:  # one layout for every family, or a clear refusal
-            env = KairosEnv(task_base(fam, "default", "exact", self.spec_domain.largest_safe), **self.env_kwargs)
-            if first is None:
-                first = env
-            elif env.feature_names() != first.feature_names() or env.action_space != first.action_space:
-                raise ConfigError(WHERE, "families", fam, "families whose observation and action layouts equal "
-                                  f"{self.spec_domain.families[0]}'s ({first.obs_layout.size} features, "
-                                  f"{first.action_space.n} actions; {fam}: {env.obs_layout.size}, "
-                                  f"{env.action_space.n})")
-        assert first is not None
+        first = first_env(self.spec_domain, self.env_kwargs)
         self.observation_space = first.observation_space
         self.action_space = first.action_space
         self._names = first.feature_names()
@@ -362,9 +378,7 @@ class DomainEnv(gym.Env):
         if options:
             raise ConfigError(f"{WHERE}.reset", "options", options, "None or {} (no reset options)")
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-                raise ConfigError(f"{WHERE}.reset", "seed", seed, "None or a whole number >= 0")
-            self._rng = np.random.default_rng([int(seed), _SEED_TAG])
+            self._rng = seed_rng(seed)
         # Gymnasium's np_random is seeded as usual (the env checker's contract); the draws use the domain generator
         super().reset(seed=None if seed is None else int(seed))
         d = draw(self.spec_domain, self._rng)
@@ -392,7 +406,7 @@ class DomainEnv(gym.Env):
 def register() -> None:
     """Register :data:`DOMAIN_ENV_ID` (once)."""
     if DOMAIN_ENV_ID not in gym.registry:
-        gym.register(id=DOMAIN_ENV_ID, entry_point=GENERAL_ENTRY_POINT)
+        gym.register(id=DOMAIN_ENV_ID, entry_point=GENERAL_ENTRY_POINT, vector_entry_point=GENERAL_VECTOR_ENTRY_POINT)
 
 
 register()

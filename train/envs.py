@@ -4,7 +4,8 @@ Three vector-env backends (``vec_backend`` in the training config):
 
 - ``native`` (default): :class:`HeldOutVecEnv`, a :class:`~kairos_gym.env.sb3_vec.KairosVecEnv` (one native
   ``VecStepper`` call steps the N envs) with the held-out seed stream of :class:`HeldOutSeeds` per env and
-  Monitor-style ``episode`` infos;
+  Monitor-style ``episode`` infos; for ``kairos_train/KairosGeneral-v0`` over a
+  :class:`~kairos_gym.train.domain_vec.DomainVectorEnv` (a new scenario per env and episode);
 - ``dummy``: SB3's ``DummyVecEnv`` of ``gym.make`` envs, each ``Monitor`` + ``HeldOutSeeds`` (one Python
   ``step`` per env and decision);
 - ``subproc``: the same envs in SB3's ``SubprocVecEnv`` (one worker process per env).
@@ -22,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from kairos_gym.benchmark.suite import TRAIN_SEED_MIN
+from kairos_gym.env.registration import GENERAL_ENV_ID
 from kairos_gym.env.sb3_vec import KairosVecEnv
 from kairos_gym.errors import ConfigError
 
@@ -113,7 +115,11 @@ def make_vec_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: int
     if backend not in VEC_BACKENDS:
         raise ConfigError("make_vec_env", "vec_backend", backend, "one of " + ", ".join(VEC_BACKENDS))
     venv: Any
-    if backend == "native":
+    if backend == "native" and env_id == GENERAL_ENV_ID:  # a new scenario per episode (train/domain_vec.py)
+        from kairos_gym.train.domain_vec import DomainVectorEnv
+
+        venv = HeldOutVecEnv(n_envs, vector_class=DomainVectorEnv, **env_kwargs)
+    elif backend == "native":
         from kairos_gym.env.vector import spec_kwargs
 
         venv = HeldOutVecEnv(n_envs, **{**spec_kwargs(env_id, "make_vec_env"), **env_kwargs})

@@ -248,11 +248,9 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
     if eval_freq is not None:
         cfg = replace(cfg, eval=replace(cfg.eval, freq=eval_freq))
     if vec_backend is not None:
-        from kairos_gym.train.domain import DOMAIN_ENV_ID
         from kairos_gym.train.envs import VEC_BACKENDS
 
-        allowed = tuple(b for b in VEC_BACKENDS if b != "native") if cfg.env_id == DOMAIN_ENV_ID else VEC_BACKENDS
-        if vec_backend not in allowed:  # the domain env changes its scenario per episode (train/config.py)
-            raise ConfigError("train", "--vec-backend", vec_backend, "one of " + ", ".join(allowed))
+        if vec_backend not in VEC_BACKENDS:
+            raise ConfigError("train", "--vec-backend", vec_backend, "one of " + ", ".join(VEC_BACKENDS))
         cfg = replace(cfg, vec_backend=vec_backend)
     return cfg

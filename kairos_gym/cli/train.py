@@ -1,7 +1,7 @@
 """The "train" commands: ``train`` (PPO from a training config, docs/training.md), ``distill`` (the Oracle into a
 masked MLP), ``select`` (two distilled students on the train-side selection set), ``compare`` (checkpoints and
-policy files against the baselines on several scenarios and loads) and ``convert`` (an SB3 checkpoint to the safe
-format)."""
+policy files against the baselines on several scenarios and loads), ``convert`` (an SB3 checkpoint to the safe
+format), ``reward-order`` and ``perf-train`` (training throughput, listed with the performance commands)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``train``, ``distill``, ``select``, ``compare``, ``convert`` and ``reward-order``."""
-    for add in (_add_train, _add_distill, _add_select, _add_compare, _add_convert, _add_reward_order):
+    """Register ``train``, ``distill``, ``select``, ``compare``, ``convert``, ``reward-order`` and ``perf-train``."""
+    for add in (_add_train, _add_distill, _add_select, _add_compare, _add_convert, _add_reward_order,
+                _add_perf_train):
         add(sub)
 
 
@@ -295,3 +296,49 @@ def cmd_reward_order(args: argparse.Namespace) -> int:
     write_json(args.json, res, where=w)
     return 0
 
+
+
+def _add_perf_train(sub: Subparsers) -> None:
+    from kairos_gym.cli.common import JSON_HELP
+
+    p = add_command(sub, "perf-train", cmd_perf_train)
+    p.add_argument("--timesteps", default="40960",
+                   help="environment steps of one timing run per recipe (rounded up to whole rollouts: 4,096 steps "
+                   "for both recipes), 1..10000000")
+    p.add_argument("--repeats", default="3", help="timing runs per recipe, alternating, 1..20 (the median is reported)")
+    p.add_argument("--seed", default="0", help="the recipes' seed")
+    p.add_argument("--config", action="append", metavar="PATH",
+                   help="time this training config instead (repeatable, in order; a bare file name is one of "
+                   "configs/ppo/; ratios to the last). Default: general-fast.yaml, then kairos-v0-fast.yaml")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+
+
+def cmd_perf_train(args: argparse.Namespace) -> int:
+    """``kairos-gym perf-train``: every flag checked before the first timing run."""
+    from kairos_gym.cli.common import write_json
+    from kairos_gym.flags import SEED_LIMIT
+
+    w = "perf-train"
+    timesteps = parse_int(w, "--timesteps", args.timesteps, 1, 10_000_000)
+    repeats = parse_int(w, "--repeats", args.repeats, 1, 20)
+    seed = parse_int(w, "--seed", args.seed, 0, SEED_LIMIT)
+    check_outputs(w, {"--json": args.json}, stdout_ok=["--json"])
+    require("train", "timing training")
+    from kairos_gym.table import render_table
+    from kairos_gym.train.throughput import bench_train
+
+    recipes = None if not args.config else tuple((Path(c).stem, c) for c in args.config)
+    res = bench_train(timesteps, repeats, seed, recipes)
+    if args.json == "-":
+        write_json("-", res)
+        return 0
+    print(render_table(
+        ["recipe", "config", "backend", "envs", "steps/s\n(median)", "ratio to\nthe last", "steps per\nCPU s",
+         "steps/s of each run"],
+        [[r["recipe"], r["config"], r["vec_backend"], str(r["n_envs"]), f"{r['steps_per_s']:,}", f"{r['ratio']:.3f}",
+          f"{r['steps_per_cpu_s']:,}", ", ".join(f"{x:,}" for x in r["steps_per_s_runs"])]
+         for r in res["rows"]],
+        notes=[f"MaskablePPO model.learn of {res['rows'][0]['steps']:,} steps per run, {repeats} runs per recipe "
+               "(envs and model built outside the timing; no evaluations or checkpoints)"]))
+    write_json(args.json, res)
+    return 0

@@ -71,6 +71,9 @@ training); every other shipped scenario's id is ``kairos_gym/Kairos-<name>-v0``.
 GENERAL_ENV_ID = "kairos_train/KairosGeneral-v0"
 """The id of :class:`kairos_gym.train.domain.DomainEnv` (a namespace of its own: not one of :func:`env_ids`)."""
 GENERAL_ENTRY_POINT = "kairos_gym.train.domain:DomainEnv"
+GENERAL_VECTOR_ENTRY_POINT = "kairos_gym.train.domain_vec:DomainVectorEnv"
+"""``gym.make_vec(GENERAL_ENV_ID, num_envs=N, vectorization_mode="vector_entry_point")``: the native domain vector
+env."""
 
 
 def scenario_env_id(name: str) -> str:
@@ -105,7 +108,7 @@ def register_envs() -> list[str]:
                          additional_wrappers=_EnvOnlyWrappers((_wrapper_spec(),)),
                          vector_entry_point=VECTOR_ENTRY_POINT)
     if GENERAL_ENV_ID not in gym.registry:
-        gym.register(id=GENERAL_ENV_ID, entry_point=GENERAL_ENTRY_POINT)
+        gym.register(id=GENERAL_ENV_ID, entry_point=GENERAL_ENTRY_POINT, vector_entry_point=GENERAL_VECTOR_ENTRY_POINT)
     return env_ids()
 
 

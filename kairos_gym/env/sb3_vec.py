@@ -35,11 +35,16 @@ WHERE = "KairosVecEnv"
 
 
 class KairosVecEnv(VecEnv):
-    """``num_envs`` KairosEnvs (built with ``env_kwargs``) as one SB3 VecEnv; see the module docstring."""
+    """``num_envs`` KairosEnvs (built with ``env_kwargs``) as one SB3 VecEnv; see the module docstring.
+    ``vector_class``: the vector env built with them (default :class:`KairosVectorEnv`; a subclass such as
+    :class:`kairos_gym.train.domain_vec.DomainVectorEnv`, which draws a new scenario per episode)."""
 
-    def __init__(self, num_envs: int, *, summaries: bool = False, **env_kwargs: Any) -> None:
-        self.vec = KairosVectorEnv(num_envs, autoreset_mode="same_step", summaries=summaries, step_infos=False,
-                                   **env_kwargs)
+    def __init__(self, num_envs: int, *, summaries: bool = False,
+                 vector_class: type[KairosVectorEnv] = KairosVectorEnv, **env_kwargs: Any) -> None:
+        if not (isinstance(vector_class, type) and issubclass(vector_class, KairosVectorEnv)):
+            raise ConfigError(WHERE, "vector_class", vector_class, "KairosVectorEnv or a subclass of it")
+        self.vec = vector_class(num_envs, autoreset_mode="same_step", summaries=summaries, step_infos=False,
+                                **env_kwargs)
         self.envs = self.vec.envs
         super().__init__(self.vec.num_envs, self.vec.single_observation_space, self.vec.single_action_space)
         self._actions: np.ndarray | None = None

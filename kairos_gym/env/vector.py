@@ -133,6 +133,67 @@ class KairosVectorEnv(VectorEnv):
         self._rid = np.zeros(n, dtype=np.int64)
         self._kind = np.zeros(n, dtype=np.int64)
         self._pull, self._faults = first._pull, first._faults  # the info keys "pull" and "reentry"
+        # the batched reward's per-env terms (set_env may give env i another scenario's SLO)
+        self._reward_kind, self._max_decisions = first.reward_kind, first.max_decisions
+        self._ttft_s = np.array([e._ttft_s for e in self.envs], dtype=np.float64)
+        self._tbt_penalty = np.array([e.tbt_penalty for e in self.envs], dtype=np.float64)
+        self._steppers = [e._native for e in self.envs]  # keeps env i's stepper alive while the VecStepper has it
+
+    def set_env(self, i: int, env: KairosEnv) -> None:
+        """Replace env ``i`` by ``env``, a :class:`KairosEnv` with a pending decision (reset, maybe stepped) that
+        continues from its state: row ``i`` of the observations and masks becomes its pending decision's, its
+        episode counters carry on, and the next :meth:`step` steps it with action ``i`` (on the batched path, one
+        ``VecStepper.set``: nothing else is rebuilt). Its scenario may differ from the other envs' (SLOs, workload,
+        load, information track: the batched reward uses each env's own SLO and ``tbt_penalty``) as long as it
+        has the same observation features and action space, reward kind, ``max_decisions``, decision points and
+        fault setting, and, when the vector env steps in one native call, is on that path too (``misses`` or
+        ``ttft`` reward, no render). Anything else raises :class:`ConfigError` and changes nothing. Used at
+        every reset of :class:`kairos_gym.train.domain_vec.DomainVectorEnv` (a new scenario per episode)."""
+        where = f"{WHERE}.set_env"
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.num_envs:
+            raise ConfigError(where, "i", i, f"an env index in [0, {self.num_envs})")
+        i = int(i)
+        if not isinstance(env, KairosEnv):
+            raise ConfigError(where, "env", type(env).__name__, "a KairosEnv (the unwrapped env)")
+        old = self.envs[i]
+        checks = (("observation_space", env.observation_space, self.single_observation_space),
+                  ("action_space", env.action_space, self.single_action_space),
+                  ("feature_names", env.feature_names(), old.feature_names()),
+                  ("reward", env.reward_kind, self._reward_kind), ("max_decisions", env.max_decisions,
+                                                                   self._max_decisions),
+                  ("obs_mode", env.obs_mode, "flat"), ("decision_points pull", env._pull, self._pull),
+                  ("faults", env._faults, self._faults))
+        for field, got, want in checks:
+            if got != want:
+                raise ConfigError(where, field, got, f"{want!r}, as the vector env's other envs")
+        fast = not env._track_slo and env.render_mode is None
+        if self._vs is not None and not fast:
+            raise ConfigError(where, "env", "reward or render_mode off the batched path",
+                              "the misses or ttft reward and no render (the vector env steps in one native call)")
+        if not env._native_live:
+            raise ConfigError(where, "env", "no pending decision", "a KairosEnv reset and not at its episode's end")
+        if self._vs is not None:
+            self._vs.set(i, env._native)  # checks the buffer sizes before anything changes
+        env.warn_masked = False
+        self.envs[i] = env  # in place: KairosVecEnv.envs is this list
+        self._steppers[i] = env._native
+        self._fast[i] = fast
+        self._cores[i] = env.sim._core
+        self._ttft_s[i] = env._ttft_s
+        self._tbt_penalty[i] = env.tbt_penalty
+        env._native.observe()  # the pending decision's row, whatever path the env took to it (a pure encoding)
+        self._obs[i] = env._native_obs
+        self._masks[i] = env._native_mask
+        self._dec[i] = env._decisions
+        self._inv[i] = env._n_invalid
+        self._autoreset[i] = False  # the next step steps it (the last step's flags stay: SAME_STEP returns them)
+        if self._vs is not None:
+            self._read_engine(self._rows[i:i + 1])
+
+    def _reset_env(self, i: int, seed: int | None) -> tuple[Any, dict[str, Any]]:
+        """Reset env ``i`` with ``seed`` (at :meth:`reset` and every autoreset); a subclass may first give it
+        another env (:meth:`set_env`)."""
+        return self.envs[i].reset(seed=seed)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | list[int | None] | None = None,
@@ -153,8 +214,8 @@ class KairosVectorEnv(VectorEnv):
         else:
             raise ConfigError(f"{WHERE}.reset", "seed", seed, f"None, a whole number >= 0 or a list of {n} seeds")
         infos: dict[str, Any] = {}
-        for i, (env, s) in enumerate(zip(self.envs, seeds, strict=True)):
-            self._obs[i], info = env.reset(seed=s)
+        for i, s in enumerate(seeds):
+            self._obs[i], info = self._reset_env(i, s)
             self._masks[i] = info["action_mask"]
             infos = self._add_info(infos, info, i)
         self._terminated[:] = False
@@ -177,7 +238,7 @@ class KairosVectorEnv(VectorEnv):
         """Reset env ``i`` at an episode's end (seed from :attr:`autoreset_seed`, else its own draw); returns the
         observation and the reset info as :attr:`step_infos` keeps it."""
         src = self.autoreset_seed
-        obs, info = self.envs[i].reset(seed=None if src is None else src(i))
+        obs, info = self._reset_env(i, None if src is None else src(i))
         self._masks[i] = info["action_mask"]
         if self._vs is not None:
             self._read_engine(self._rows[i:i + 1])
@@ -272,10 +333,10 @@ class KairosVectorEnv(VectorEnv):
         obs, masks, rewards = self._obs, self._masks, self._rewards
         term, trunc, auto = self._terminated, self._truncated, self._autoreset
         vobs, vmask, valid, vterm, d_wait, d_viol, d_missed = self._vbuf
-        env0 = self.envs[0]
-        misses = env0.reward_kind == "misses"
+        misses = self._reward_kind == "misses"
+        ttft_s, pen = self._ttft_s, self._tbt_penalty  # each env's own SLO and penalty
         dec, inv = self._dec, self._inv
-        md = env0.max_decisions
+        md = self._max_decisions
         any_auto = bool(auto.any())
         if not any_auto:  # every env steps (the common case): whole-array operations, no index arrays
             stepped = self._rows
@@ -283,7 +344,7 @@ class KairosVectorEnv(VectorEnv):
             if misses:  # negated as ints, then cast: +0.0 where nothing was missed, as the single env's float(-d)
                 np.negative(d_missed, out=rewards, casting="unsafe")
             else:
-                rewards[:] = -(d_wait / env0._ttft_s) - env0.tbt_penalty * d_viol
+                rewards[:] = -(d_wait / ttft_s) - pen * d_viol
             np.copyto(obs, vobs)
             np.copyto(masks, vmask)
             dec += 1
@@ -300,7 +361,7 @@ class KairosVectorEnv(VectorEnv):
             if misses:
                 rewards[stepped] = -d_missed[stepped]
             else:
-                rewards[stepped] = -(d_wait[stepped] / env0._ttft_s) - env0.tbt_penalty * d_viol[stepped]
+                rewards[stepped] = -(d_wait[stepped] / ttft_s[stepped]) - pen[stepped] * d_viol[stepped]
             obs[stepped] = vobs[stepped]
             masks[stepped] = vmask[stepped]
             dec[stepped] += 1

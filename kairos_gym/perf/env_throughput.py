@@ -179,15 +179,26 @@ def bench_vs_cartpole(env_id: str = "kairos_gym/Kairos-v0", seconds: float = 3.0
             "cartpole_runs": [round(r) for r in cart]}
 
 
+def make_vector(env_id: str, num_envs: int, step_infos: bool) -> Any:
+    """The native vector env of ``env_id`` without summaries: a
+    :class:`~kairos_gym.env.vector.KairosVectorEnv`, or for ``kairos_train/KairosGeneral-v0`` its registered vector
+    entry point (``DomainVectorEnv``, a new scenario per env and episode: its resets are inside the figures)."""
+    from kairos_gym.env.registration import GENERAL_ENV_ID
+    from kairos_gym.env.vector import make_vector_env
+
+    if env_id == GENERAL_ENV_ID:
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", summaries=False,
+                            step_infos=step_infos)
+    return make_vector_env(env_id, num_envs, summaries=False, step_infos=step_infos)
+
+
 def _vector_rate(env_id: str, num_envs: int, seconds: float, seed: int, step_infos: bool = False
                  ) -> tuple[float, int]:
     """Env-steps per second (``num_envs`` per ``step`` call, NEXT_STEP autoreset steps included) of a
     :class:`~kairos_gym.env.vector.KairosVectorEnv` of ``env_id`` under a uniform random masked policy
     (vectorized: per row, the ``floor(u * n_valid)``-th valid action), and the episodes ended. No summaries; the
     per-step info keys only with ``step_infos``."""
-    from kairos_gym.env.vector import make_vector_env
-
-    vec = make_vector_env(env_id, num_envs, summaries=False, step_infos=step_infos)
+    vec = make_vector(env_id, num_envs, step_infos)
     rng = np.random.default_rng(seed)
     pc = time.perf_counter
     _, info = vec.reset(seed=seed)
@@ -214,12 +225,12 @@ def run_vector_steps(env_id: str = "kairos_gym/Kairos-v0", num_envs: int = 64, s
     ``valgrind --tool=callgrind --toggle-collect='*VecStepper::step*' kairos-gym perf-env --vector
     64
     --decisions 300``)."""
-    from kairos_gym.env.vector import MAX_NUM_ENVS, make_vector_env
+    from kairos_gym.env.vector import MAX_NUM_ENVS
 
     check_decisions(steps, "run_vector_steps")
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or not 1 <= num_envs <= MAX_NUM_ENVS:
         raise ConfigError("run_vector_steps", "num_envs", num_envs, f"a whole number in [1, {MAX_NUM_ENVS}]")
-    vec = make_vector_env(env_id, num_envs, summaries=False, step_infos=step_infos)
+    vec = make_vector(env_id, num_envs, step_infos)
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
     _, info = vec.reset(seed=seed)

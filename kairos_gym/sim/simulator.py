@@ -29,7 +29,7 @@ import numpy as np
 from kairos_gym import compiled
 from kairos_gym.errors import ConfigError
 from kairos_gym.latency.model import StepLatencyModel
-from kairos_gym.latency.pricing import ChunkPricer, core_pricer, table_sizes
+from kairos_gym.latency.pricing import shared_pricer, table_sizes
 from kairos_gym.latency.transfer import TransferConfig
 from kairos_gym.scenario import MAX_METRICS_WINDOW, ScenarioConfig, load_scenario
 from kairos_gym.sim.decision_check import check_decision
@@ -226,7 +226,10 @@ class Simulator:
         cl = sc.cluster
         self.model = StepLatencyModel.from_preset(cl.model, cl.gpu, cl.tp, dict(cl.calibration) or None)
         self.menu = sc.deflection.chunk_menu
-        self.pricer = ChunkPricer(self.model, self.menu)
+        # one pricer (tables and memos) per distinct latency model and menu in the process: a pure function of them
+        model_key = (cl.model, cl.gpu, cl.tp, tuple(sorted(dict(cl.calibration).items())))
+        n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
+        self.pricer, core_price = shared_pricer(model_key, self.model, self.menu, n_tok, n_seq)
         self.kv_capacity = _check_kv_capacity(kv_capacity) if kv_capacity is not None \
             else self.model.kv_capacity_tokens(cl.kv_reserve_frac)
         t = sc.transfer
@@ -239,8 +242,7 @@ class Simulator:
         self._menu_set = frozenset(self.menu)  # chunk sizes a Decision may name (LARGEST_SAFE aside)
         self._policy_label = "policy"  # names the deciding policy in a bad-decision error (set by run())
         self._kv_capacity_arg = kv_capacity
-        n_tok, n_seq = table_sizes(cl.decode_max_batch, cl.prefill_token_budget, self.menu)
-        self._core = compiled.core().Simulator(self._core_config(), core_pricer(self.pricer, n_tok, n_seq), oracle)
+        self._core = compiled.core().Simulator(self._core_config(), core_price, oracle)
         self._core.trace_on = trace
         self._core.record_timeline = self.record_timeline
         self._menu = self._core.menu_buffers()

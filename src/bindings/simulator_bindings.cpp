@@ -338,10 +338,12 @@ void bind_simulator(nb::module_& m) {
     cls.def("__init__",
              [](Simulator* self, const CoreConfig& config, const Pricer& pricer, bool oracle) {
                  new (self) Simulator(config, pricer, oracle);
+                 self->own_pricer_memos();  // one pricer may build many simulators (pricing.shared_pricer)
              },
              nb::arg("config"), nb::arg("pricer"), nb::arg("oracle"),
              "config: the scenario's constants (a CoreConfig); pricer: a _core.Pricer over the "
-             "scenario's compiled cost tables (copied, memos included); oracle: show output lengths.")
+             "scenario's compiled cost tables (copied: tables shared, memos copied, so simulators of one pricer share no "
+             "mutable state); oracle: show output lengths.")
         .def("reset",
              [](Simulator& s, const F64& arrival, const I64& prompt, const I64& output) {
                  s.reset(make_workload(to_vector<double>(arrival), to_vector<int64_t>(prompt),

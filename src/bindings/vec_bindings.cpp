@@ -24,6 +24,11 @@ void bind_vec(nb::module_& m) {
              },
              nb::arg("actions"), nb::arg("active"),
              "Step every env i with active[i] (uint8) by actions[i] (int64, valid indices: checked by Python).")
+        .def("set",
+             [](VecStepper& s, size_t i, EnvStepper* e) { s.set(i, e); },
+             nb::arg("i"), nb::arg("stepper"),
+             "Replace env i's stepper (equal observation and mask sizes; IndexError / ValueError otherwise). "
+             "The VecStepper does not keep it alive: the caller holds it while it is set (KairosVectorEnv.set_env).")
         .def("buffers",
              [](nb::handle self) {
                  VecStepper& s = nb::cast<VecStepper&>(self);

@@ -25,6 +25,14 @@ VecStepper::VecStepper(std::vector<EnvStepper*> envs) : envs_(std::move(envs)) {
     d_missed.assign(N, 0);
 }
 
+void VecStepper::set(size_t i, EnvStepper* e) {
+    if (i >= envs_.size()) throw std::out_of_range("VecStepper.set: env index out of range");
+    if (e == nullptr || e->obs.size() != F || e->mask.size() != A)
+        throw std::invalid_argument("VecStepper.set: the env stepper differs in observation or mask size");
+    if (envs_.size() > 1) e->share_pricer_memos(*envs_[i == 0 ? 1 : 0]);
+    envs_[i] = e;
+}
+
 void VecStepper::step(const int64_t* actions, const uint8_t* active) {
     for (size_t i = 0; i < envs_.size(); ++i) {
         if (!active[i]) continue;

@@ -17,6 +17,10 @@ public:
     // for every i with active[i]: envs[i]->step(actions[i]), then copy its obs and mask into row i; rows of
     // inactive envs are left as they were
     void step(const int64_t* actions, const uint8_t* active);
+    // replace env i's stepper by `e` (same observation and mask sizes; std::out_of_range / std::invalid_argument
+    // otherwise, nothing changed); it shares another env's pricing memos where their pricers agree (results
+    // unchanged). Row i keeps its values until env i steps. `e` must outlive its use here (the caller keeps it)
+    void set(size_t i, EnvStepper* e);
     size_t n() const { return envs_.size(); }
     size_t F = 0, A = 0;
     std::vector<float> obs;        // [N, F]

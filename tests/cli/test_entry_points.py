@@ -57,7 +57,7 @@ def test_help_lists_every_command_group_and_command(capsys):
         assert f"\n  {name} " in out, name
     assert {"discover", "run", "benchmark", "train", "performance", "machine"} == {t for t, _ in GROUPS}
     assert {"perf", "check", "measure", "compare", "oracle-cache", "pull-compare", "distill", "select", "convert",
-            "soak", "perf-env", "perf-scenario", "perf-components", "perf-pool"} <= set(sub.choices)
+            "soak", "perf-env", "perf-scenario", "perf-components", "perf-pool", "perf-train"} <= set(sub.choices)
     assert "bench" not in sub.choices  # the throughput command is perf; benchmark is the leaderboard's group
 
 

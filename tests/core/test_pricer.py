@@ -432,3 +432,17 @@ def test_kairos_prices_with_the_core_pricer_as_python_does(name, exact):
     assert {k: v for k, v in s_nat.items() if k not in timing} == {k: v for k, v in s_py.items() if k not in timing}
     assert 0 < s_nat["deflection_rate"] < 1
     assert k_nat.pricer.grow_count == 0
+
+
+def test_simulators_of_one_latency_model_and_menu_share_one_pricer():
+    """shared_pricer: one ChunkPricer (and core twin) per distinct (model, GPU, tp, calibration, menu); another
+    calibration or menu gets its own; results are unchanged (tests/golden pin them)."""
+    from kairos_gym.sim import Simulator
+
+    a, b = Simulator("small", seed=0), Simulator("small", seed=1)
+    assert a.pricer is b.pricer
+    c = Simulator(load_scenario("small").with_overrides({"deflection": {"chunk_menu": [256, 512]}}), seed=0)
+    assert c.pricer is not a.pricer
+    calib = {"cluster": {"calibration": {"dense_compute_eff": 0.5}}}
+    d = Simulator(load_scenario("small").with_overrides(calib), seed=0)
+    assert d.pricer is not a.pricer

@@ -269,3 +269,56 @@ def test_run_vector_steps_is_a_fixed_amount_of_work():
         run_vector_steps("kairos_gym/KairosSmall-v0", 0, 10)
     with pytest.raises(ConfigError, match="decisions"):
         run_vector_steps("kairos_gym/KairosSmall-v0", 2, -1)
+
+
+def test_set_env_swaps_in_another_scenario_and_steps_it_as_a_single_env():
+    """env 1 replaced mid-run by a reset KairosEnv of another SLO (and load): env 1 then steps bit for bit as that
+    env alone (the batched ttft reward divides by env 1's own SLO), env 0 is untouched; one VecStepper throughout."""
+    kw = {**KW, "reward": "ttft", "max_decisions": None}
+    vec = KairosVectorEnv(2, **kw)
+    ref0 = KairosEnv(**kw)
+    vec.reset(seed=[3, 4])
+    ref0.reset(seed=3)
+    vs = vec._vs
+    other = {**kw, "slo": {"ttft_s": 0.35, "tbt_s": 0.2}, "tbt_penalty": 0.25}
+    new, twin = KairosEnv(**other), KairosEnv(**other)
+    for e in (new, twin):
+        e.reset(seed=21)
+    for t in range(3):  # the new env arrives mid-episode: its counters carry on
+        a = _pick(new.action_masks()[None], t)[0]
+        new.step(int(a))
+        twin.step(int(a))
+    vec.set_env(1, new)
+    assert vec._vs is vs and vec.envs[1] is new
+    assert vec.action_masks()[1].tobytes() == twin.action_masks().tobytes()
+    rewards = set()
+    for t in range(60):
+        acts = _pick(vec.action_masks(), t)
+        vobs, vrew, vterm, vtrunc, _ = vec.step(acts)
+        o0, r0, te0, _, _ = ref0.step(int(acts[0]))
+        assert vobs[0].tobytes() == o0.tobytes() and vrew[0] == r0 and vterm[0] == te0
+        o1, r1, te1, tr1, _ = twin.step(int(acts[1]))
+        assert vobs[1].tobytes() == o1.tobytes(), t
+        assert np.float64(vrew[1]).tobytes() == np.float64(r1).tobytes() and (vterm[1], vtrunc[1]) == (te1, tr1)
+        rewards.add(r1)
+        if te0 or te1:
+            break
+    assert len(rewards) > 1 and vec._dec[1] == twin._decisions  # (batched counters reach the env at its end)
+
+
+@pytest.mark.parametrize(("i", "env_kw", "reset"), [
+    (2, {}, True), (-1, {}, True), (True, {}, True), (0, {}, False),
+    (0, {"reward": "slo"}, True), (0, {"max_decisions": 3}, True), (0, {"oracle": True}, True),
+    (0, {"deflection": {"chunk_menu": [256, 512]}}, True)])
+def test_set_env_refuses_an_env_that_does_not_fit(i, env_kw, reset):
+    vec = KairosVectorEnv(2, **KW)
+    vec.reset(seed=0)
+    before = vec.envs[:]
+    env = KairosEnv(**{**KW, **env_kw})
+    if reset:
+        env.reset(seed=1)
+    with pytest.raises(ConfigError):
+        vec.set_env(i, env)
+    with pytest.raises(ConfigError):
+        vec.set_env(0, "an env")
+    assert vec.envs == before

@@ -275,18 +275,20 @@ def test_the_same_seed_trains_the_same_run(tmp_path: Path) -> None:
     assert a[-1]["cases"] != c[-1]["cases"]
 
 
-def test_the_domain_env_trains_on_dummy_and_refuses_the_native_vector_env():
-    """The native vector env binds one scenario per env, the domain env draws one per episode: without
-    vec_backend the domain config gets dummy; asking for native is one ConfigError naming the field."""
+def test_the_domain_env_trains_on_every_backend_native_by_default():
+    """The native vector env of the domain (train/domain_vec.py: a new scenario per env and episode) is the domain
+    config's default backend; dummy and subproc stay; anything else is one ConfigError naming the field."""
     from kairos_gym.train.config import parse_config
     from kairos_gym.train.domain import DOMAIN_ENV_ID
 
     from kairos_gym.errors import ConfigError
 
     body = {"algo": "maskable_ppo", "n_envs": 1, "n_timesteps": 64, "n_steps": 32, "batch_size": 32}
-    assert parse_config({DOMAIN_ENV_ID: body}).vec_backend == "dummy"
+    assert parse_config({DOMAIN_ENV_ID: body}).vec_backend == "native"
+    for backend in ("native", "dummy", "subproc"):
+        assert parse_config({DOMAIN_ENV_ID: {**body, "vec_backend": backend}}).vec_backend == backend
     with pytest.raises(ConfigError) as e:
-        parse_config({DOMAIN_ENV_ID: {**body, "vec_backend": "native"}})
+        parse_config({DOMAIN_ENV_ID: {**body, "vec_backend": "ray"}})
     assert e.value.field == "vec_backend"
 
 
