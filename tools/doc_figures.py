@@ -206,6 +206,61 @@ def _measure_acceptance(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _perf_components(text: str) -> str:
+    """``perf-components --json``: the rates as the command prints them (in a code block)."""
+    r = json.loads(text)
+    link, ev = r["link"], r["events"]
+
+    def rates(rows: list[tuple[str, float]], py: float) -> list[str]:
+        return [f"  {label:<26} {v / 1e6:8.2f} M ops/s" + ("" if i == 0 else f"  ({v / py:.1f}x)")
+                for i, (label, v) in enumerate(rows)]
+
+    lines = [f"link    {link['ops']:,} ops (add/remove/next_completion, ~1.5 transfers already on the link at an add)"]
+    lines += rates([("python FairShareLink", link["python"]), ("native, a call per op", link["calls"]),
+                    ("native, replay_link", link["replay"])], link["python"])
+    lines.append(f"events  {ev['ops']:,} ops (push/pop, ~{ev['heap']} events queued)")
+    lines += rates([("python heapq of tuples", ev["python"]), ("native, a call per op", ev["calls"]),
+                    ("native, replay_event_queue", ev["replay"])], ev["python"])
+    return "```\n" + "\n".join(lines) + "\n```\n"
+
+
+def _env_vs_cartpole(text: str) -> str:
+    """``perf-env --vs-cartpole --json``: per id its steps/s under ``gym.make`` against CartPole-v1's in the same
+    process (medians), in a bash block under the command."""
+    lines = ["```bash", "kairos-gym perf-env --vs-cartpole --seconds 2 --repeats 3   # median of 3 x 2 s per id"]
+    for r in json.loads(text):
+        name = r["env_id"].split("/")[-1]
+        lines.append(f"# {name:<15} {r['steps_per_s']:>8,} steps/s under gym.make, CartPole-v1 "
+                     f"{r['cartpole_steps_per_s']:,} in the same process: {r['ratio']:.2f}x")
+    return "\n".join(lines) + "\n```\n"
+
+
+def _vector_vs_cartpole(text: str) -> str:
+    """``perf-env --vector N --json``: per id the vector env's env-steps/s against single-env CartPole-v1's in the
+    same process (medians of alternating runs), with each run's rates."""
+    lines = ["| env | env-steps/s (median) | CartPole-v1 steps/s (median) | ratio | runs: vector env / CartPole |",
+             "|---|---|---|---|---|"]
+    for r in json.loads(text):
+        runs = ", ".join(f"{v:,}" for v in r["env_steps_per_s_runs"]) + " / " + ", ".join(
+            f"{c:,}" for c in r["cartpole_runs"])
+        lines.append(f"| `{r['env_id']}` x {r['num_envs']}{' (step_infos)' if r['step_infos'] else ''} | "
+                     f"{r['env_steps_per_s']:,} | {r['cartpole_steps_per_s']:,} | {r['ratio']:.2f}x | {runs} |")
+    return "\n".join(lines) + "\n"
+
+
+def _soak(text: str) -> str:
+    """``soak --json``'s checkpoints: counts, peak RSS (VmHWM) and wall time since the run's start."""
+    r = json.loads(text)
+    lines = ["| simulated | arrived | completed | rejected | timed out | peak RSS (VmHWM) | wall |",
+             "|---|---|---|---|---|---|---|"]
+    rows = r["checkpoints"]
+    for i, c in enumerate(rows):
+        end = " (end)" if i == len(rows) - 1 and c["arrived"] == r["n_requests"] else ""
+        lines.append(f"| {c['sim_time_s'] / 3600:g} h{end} | {c['arrived']:,} | {c['completed']:,} | "
+                     f"{c['rejected']:,} | {c['timed_out']:,} | {c['peak_rss_mb']:.1f} MB | {c['wall_s']:.1f} s |")
+    return "\n".join(lines) + "\n"
+
+
 FIGURES = {f.name: f for f in (
     Figure("sq-sl-sweep", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _sq_sl_sweep),
     Figure("oracle-empty-arrivals", "docs/policies.md", ("perf-oracle", "--empty", "--instances", "3", "--json",
@@ -219,6 +274,17 @@ FIGURES = {f.name: f for f in (
     Figure("measure-acceptance", "docs/policies.md", ("measure", "--acceptance", "--json", "{out}"),
            _measure_acceptance, fast=False, exit_codes=(0, 1)),
     Figure("pull-compare", "docs/policies.md", ("pull-compare", "--json", "{out}"), _pull_compare, fast=False),
+    Figure("env-vs-cartpole", "docs/env.md", ("perf-env", "--vs-cartpole", "--seconds", "2", "--repeats", "3",
+                                              "--json", "{out}"), _env_vs_cartpole, fast=False, timing=True),
+    Figure("vector-vs-cartpole", "docs/performance.md", ("perf-env", "--vector", "64", "--seconds", "1", "--repeats",
+                                                          "9", "--env", "kairos_gym/Kairos-v0", "--json", "{out}"),
+           _vector_vs_cartpole, fast=False, timing=True),
+    Figure("perf-components", "docs/performance.md", ("perf-components", "--ops", "200000", "--repeats", "5",
+                                                      "--json", "{out}"), _perf_components, fast=False, timing=True),
+    Figure("soak-24h", "docs/reliability.md", ("soak", "--scenario", "soak-24h", "--checkpoints", "1h,6h,12h,24h",
+                                               "--json", "{out}"), _soak, fast=False, timing=True),
+    Figure("soak-10x-24h", "docs/reliability.md", ("soak", "--scenario", "soak-10x-24h", "--checkpoints",
+                                                   "1h,6h,12h,24h", "--json", "{out}"), _soak, fast=False, timing=True),
 )}
 """Every generated block of the docs, by name."""
 

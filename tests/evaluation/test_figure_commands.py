@@ -71,3 +71,43 @@ def test_measure_acceptance_writes_its_rows_and_checks_as_json(tmp_path: Path, m
     assert [r["label"] for r in res["rows"][:4]] == ["bursty: no-deflect", "bursty: kairos", "bursty[:300]: oracle",
                                                      "bursty[:300]: kairos-exact"]
     assert len(res["checks"]) == 12 and all(c["pass"] for c in res["checks"])
+
+
+def test_pull_compare_table_is_the_markdown_the_docs_show():
+    from kairos_gym.benchmark.pull_compare import table
+
+    rows = [{"task": "bursty", "policy": "kairos (exact)", "decision_points": "arrival", "slo_attainment": 0.8153,
+             "ci": 0.0931, "n": 10},
+            {"task": "bursty", "policy": "kairos-pull (exact)", "decision_points": "arrival+pull",
+             "slo_attainment": 0.954, "ci": 0.029, "n": 10, "vs": "kairos (exact)", "diff": 0.1387, "diff_ci": 0.068}]
+    assert table(rows).splitlines()[2:] == [
+        "| bursty | kairos (exact) | arrival | 0.815 ± 0.093 |  |",
+        "| bursty | kairos-pull (exact) | arrival+pull | 0.954 ± 0.029 | +0.139 ± 0.068 (vs kairos (exact)) |"]
+
+
+def test_perf_env_writes_its_results_as_json(tmp_path: Path):
+    out = tmp_path / "env.json"
+    assert main(["perf-env", "--env", "kairos_gym/KairosSmall-v0", "--decisions", "50", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert len(res) == 1 and res[0]["env_id"] == "kairos_gym/KairosSmall-v0"
+
+
+def test_perf_components_writes_its_rates_as_json(tmp_path: Path):
+    out = tmp_path / "c.json"
+    assert main(["perf-components", "--ops", "1000", "--repeats", "1", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["ops"] == 1000 and res["heap"] == 64
+    for part in ("link", "events"):
+        assert {"ops", "python", "calls", "replay"} <= set(res[part]) and res[part]["replay"] > 0
+
+
+def test_soak_writes_its_checkpoints_as_json(tmp_path: Path):
+    sc = tmp_path / "short-soak.yaml"
+    sc.write_text("name: short-soak\noverload: {timeout_s: 5.0}\nmetrics: {mode: streaming, window: 1024}\n"
+                  "workload:\n  arrival: {kind: gamma, rate: 22.0, cv: 3.0}\n  duration_s: 30\n")
+    out = tmp_path / "soak.json"
+    assert main(["soak", "--scenario", str(sc), "--checkpoints", "10s,20s", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["scenario"] == "short-soak" and res["seed"] == 0 and res["conserved"]
+    assert [c["sim_time_s"] for c in res["checkpoints"]] == [10.0, 20.0]
+    assert all(c["arrived"] >= c["completed"] for c in res["checkpoints"])
