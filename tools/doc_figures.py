@@ -261,6 +261,15 @@ def _soak(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _overload_10x(text: str) -> str:
+    """``simulate --json``'s summary of an overload run: its requests' outcomes and TTFT percentiles."""
+    r = json.loads(text)
+    return ("| requests | rejected at admission | completed | timed out | TTFT P50 (s) | TTFT P99 (s) |\n"
+            "|---|---|---|---|---|---|\n"
+            f"| {r['n_requests']:,} | {r['n_rejected_admission']:,} | {r['n_completed']:,} | {r['n_timed_out']:,} | "
+            f"{r['ttft_p50']:.2f} | {r['ttft_p99']:.2f} |\n")
+
+
 FIGURES = {f.name: f for f in (
     Figure("sq-sl-sweep", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _sq_sl_sweep),
     Figure("oracle-empty-arrivals", "docs/policies.md", ("perf-oracle", "--empty", "--instances", "3", "--json",
@@ -268,6 +277,8 @@ FIGURES = {f.name: f for f in (
     Figure("reward-order", "docs/env.md", ("reward-order", "--json", "{out}"), _reward_order),
     Figure("fault-runs-shipped", "docs/reliability.md", ("fault-runs", "--json", "{out}"), _fault_runs_shipped),
     Figure("fault-runs-reentry", "docs/reliability.md", ("fault-runs", "--json", "{out}"), _fault_runs_reentry),
+    Figure("overload-10x", "docs/reliability.md", ("simulate", "--scenario", "overload-10x", "--policy", "no-deflect",
+                                                   "--seed", "0", "--no-progress", "--json", "{out}"), _overload_10x),
     Figure("measure-policies", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _measure_policies),
     Figure("measure-decision-cost", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"),
            _measure_decision_cost, timing=True),
