@@ -23,7 +23,7 @@ def test_every_marked_block_is_a_registered_figure_and_each_figure_is_marked_onc
     assert marked == {name: fig.doc for name, fig in figures.FIGURES.items()}
 
 
-@pytest.mark.parametrize("name", [n for n, f in figures.FIGURES.items() if f.fast])
+@pytest.mark.parametrize("name", [n for n, f in figures.FIGURES.items() if f.fast and not f.timing])
 def test_the_docs_fast_figures_are_what_their_commands_give_now(name: str):
     diffs = figures.check([figures.FIGURES[name]])
     assert not diffs, (f"{figures.FIGURES[name].doc}: figure {name} is stale; rewrite it with "
@@ -70,3 +70,11 @@ def test_an_overload_limit_a_scenario_does_not_set_renders_as_such():
     text = json.dumps([{"scenario": "x", "runs": [run]}])
     assert figures.FIGURES["overload-10x"].render(text).splitlines()[-1] == (
         "| `x` | 10 | 10 (100.0%) | – (no such limit) | – (no such limit) | 640 | 1,246 | 0.000 |")
+
+
+def test_timing_figures_are_written_but_never_checked(monkeypatch: pytest.MonkeyPatch):
+    timed = figures.Figure("t", "docs/x.md", ("perf",), lambda text: text, timing=True)
+    monkeypatch.setattr(figures, "run", lambda fig: pytest.fail("a timing figure was run by check"))
+    assert figures.check([timed]) == []
+    assert "timing: written by --write, never checked" in figures._kind(timed)
+    assert figures._kind(figures.Figure("s", "docs/x.md", ("x",), str, fast=False)) == " (slow: not in make test)"

@@ -58,11 +58,12 @@ def measure(tasks: str = DEFAULT_TASKS, tier: str = "default", instances: int | 
     return rows
 
 
-def report(tasks: str = DEFAULT_TASKS, tier: str = "default") -> None:
-    """Print :func:`measure`'s rows as the markdown table docs/policies.md ("kairos-pull") quotes."""
-    print("| task | policy | decision points | SLO attain. (95% CI) | paired diff. vs arrival-only (95% CI) |")
-    print("|---|---|---|---|---|")
-    for r in measure(tasks, tier):
+def table(rows: list[dict[str, Any]]) -> str:
+    """:func:`measure`'s rows as the markdown table docs/policies.md ("kairos-pull") shows."""
+    lines = ["| task | policy | decision points | SLO attain. (95% CI) | paired diff. vs arrival-only (95% CI) |",
+             "|---|---|---|---|---|"]
+    for r in rows:
         diff = f"{r['diff']:+.3f} ± {r['diff_ci']:.3f} (vs {r['vs']})" if "diff" in r else ""
-        print(f"| {r['task']} | {r['policy']} | {r['decision_points']} | {r['slo_attainment']:.3f} ± {r['ci']:.3f} "
-              f"| {diff} |")
+        lines.append(f"| {r['task']} | {r['policy']} | {r['decision_points']} | {r['slo_attainment']:.3f} ± "
+                     f"{r['ci']:.3f} | {diff} |")
+    return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kairos_gym.cli.common import (
+    JSON_HELP,
     NO_PROGRESS_HELP,
     SEEDS_HELP,
     Subparsers,
@@ -443,15 +444,22 @@ def _add_pull_compare(sub: Subparsers) -> None:
     p = add_command(sub, "pull-compare", cmd_pull_compare)
     p.add_argument("--tasks", default=DEFAULT_TASKS, help=f"task or family names (default {DEFAULT_TASKS})")
     p.add_argument("--tier", default="default", choices=TIER_NAMES, help="SLO tier of the tasks (default: default)")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
 
 
 def cmd_pull_compare(args: argparse.Namespace) -> int:
-    """``kairos-gym pull-compare``: the markdown table on stdout."""
-    from kairos_gym.benchmark.pull_compare import report
+    """``kairos-gym pull-compare``: the markdown table on stdout (and the rows as JSON with ``--json``)."""
+    from kairos_gym.benchmark.pull_compare import measure, table
     from kairos_gym.benchmark.suite import select_tasks
 
     select_tasks(args.tasks, where="pull-compare")
-    report(args.tasks, args.tier)
+    check_outputs("pull-compare", {"--json": args.json}, stdout_ok=["--json"])
+    rows = measure(args.tasks, args.tier)
+    if args.json == "-":
+        write_json("-", rows, where="pull-compare")
+        return 0
+    print(table(rows), end="")
+    write_json(args.json, rows, where="pull-compare")
     return 0
 
 

@@ -46,6 +46,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("demo", "run", "run", "the main job: evaluate the policies on the default bursty scenario"),
     Command("measure", "run", "run", "the baselines on one scenario: P95 TTFT, TBT violations, SLO attainment, "
             "deflection and decision cost per policy; --acceptance: the acceptance criteria"),
+    Command("fault-runs", "run", "run", "the fault runs of docs/reliability.md: Kairos on the shipped fault "
+            "scenarios, re-entry decisions against the rule (3,000 requests each; --json)"),
     Command("leaderboard", "benchmark", "benchmark", "run the standard suite and write the leaderboard "
             "(out/leaderboard.md; docs/benchmark.md)"),
     Command("precision", "benchmark", "benchmark", "Stein's two-stage protocol: enough instances per task for the "

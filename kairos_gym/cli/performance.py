@@ -69,6 +69,7 @@ def _add_soak(sub: Subparsers) -> None:
     p.add_argument("--scenario", default="soak-24h", help="shipped scenario name or YAML path (default: soak-24h)")
     p.add_argument("--checkpoints", default="1h,24h", help="simulated times to report at (default: 1h,24h)")
     p.add_argument("--seed", default="0", help="workload seed, a whole number >= 0")
+    p.add_argument("--json", metavar="PATH", help="also write the summary and the checkpoints' rows as JSON")
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
@@ -77,7 +78,10 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
     marks = parse_checkpoints(args.checkpoints)
     seed = parse_int("soak", "--seed", args.seed, 0, SEED_LIMIT - 1)
-    return 0 if soak(args.scenario, marks, seed)["conserved"] else 1
+    check_outputs("soak", {"--json": args.json})
+    res = soak(args.scenario, marks, seed)
+    write_json(args.json, {**res, "seed": seed}, where="soak")
+    return 0 if res["conserved"] else 1
 
 
 def _add_perf_scenario(sub: Subparsers) -> None:
@@ -111,6 +115,7 @@ def _add_perf_env(sub: Subparsers) -> None:
     p.add_argument("--step-infos", action="store_true",
                    help="with --vector: the vector env's per-step info keys on (gym.make_vec's default; without "
                    "the flag: step_infos=False, summaries=False, the training configuration)")
+    p.add_argument("--json", metavar="PATH", help="also write the results (a list, one per id) as JSON")
 
 
 def cmd_perf_env(args: argparse.Namespace) -> int:
@@ -123,6 +128,8 @@ def cmd_perf_env(args: argparse.Namespace) -> int:
     repeats = parse_int(w, "--repeats", args.repeats, 1, MAX_BENCH_REPEATS)
     decisions = None if args.decisions is None else parse_int(w, "--decisions", args.decisions, 0, et.MAX_DECISIONS)
     vector = None if args.vector is None else parse_int(w, "--vector", args.vector, 1, MAX_NUM_ENVS)
+    check_outputs(w, {"--json": args.json})
+    results = []
     for env_id in args.env or ["kairos_gym/Kairos-v0", "kairos_gym/KairosSmall-v0"]:
         if vector is not None and decisions is not None:
             res = et.run_vector_steps(env_id, vector, decisions, step_infos=args.step_infos)
@@ -135,6 +142,8 @@ def cmd_perf_env(args: argparse.Namespace) -> int:
         else:
             res = et.bench_env(env_id, seconds=seconds, repeats=repeats)
         print(json.dumps(res))
+        results.append(res)
+    write_json(args.json, results, where=w)
     return 0
 
 
@@ -148,6 +157,7 @@ def _add_perf_components(sub: Subparsers) -> None:
     p.add_argument("--seed", default="0", help="seed of the operation sequences (0..2^32-1; default 0)")
     p.add_argument("--heap", default="64",
                    help=f"events kept queued in the event-queue sequence (1..{MAX_HEAP:,}; default 64)")
+    p.add_argument("--json", metavar="PATH", help="also write the rates as JSON")
 
 
 def cmd_perf_components(args: argparse.Namespace) -> int:
@@ -158,7 +168,13 @@ def cmd_perf_components(args: argparse.Namespace) -> int:
     ops = parse_int(w, "--ops", args.ops, 1000, MAX_OPS)
     repeats = parse_int(w, "--repeats", args.repeats, 1, MAX_REPEATS)
     seed = parse_int(w, "--seed", args.seed, 0, 2**32 - 1)
-    return report(ops, repeats, seed, parse_int(w, "--heap", args.heap, 1, MAX_HEAP))
+    heap = parse_int(w, "--heap", args.heap, 1, MAX_HEAP)
+    check_outputs(w, {"--json": args.json})
+    rates: dict = {}
+    status = report(ops, repeats, seed, heap, rates)
+    if status == 0:
+        write_json(args.json, {"ops": ops, "repeats": repeats, "seed": seed, "heap": heap, **rates}, where=w)
+    return status
 
 
 def _add_perf_pool(sub: Subparsers) -> None:

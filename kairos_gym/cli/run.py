@@ -1,7 +1,8 @@
 """The "run" commands: ``simulate`` (one policy, one scenario), ``evaluate`` (every policy on the same workloads),
-``sweep`` (loads and SQ/SL thresholds), ``demo`` (the main job) and ``measure`` (the baselines' table, the
-acceptance criteria). ``simulate``, ``evaluate`` and ``sweep`` also run a user's policy file (``--policy
-FILE.py:CLASS``) and trained checkpoints (``--checkpoint DIR``) beside the registry's (kairos_gym/cli/external.py)."""
+``sweep`` (loads and SQ/SL thresholds), ``demo`` (the main job), ``measure`` (the baselines' table, the
+acceptance criteria) and ``fault-runs`` (the documented fault runs). ``simulate``, ``evaluate`` and ``sweep`` also
+run a user's policy file (``--policy FILE.py:CLASS``) and trained checkpoints (``--checkpoint DIR``) beside the
+registry's (kairos_gym/cli/external.py)."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ SCENARIO_HELP = "shipped scenario name or YAML path (default: bursty)"
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``simulate``, ``evaluate``, ``sweep``, ``demo`` and ``measure``."""
-    for add in (_add_simulate, _add_evaluate, _add_sweep, _add_demo, _add_measure):
+    """Register ``simulate``, ``evaluate``, ``sweep``, ``demo``, ``measure`` and ``fault-runs``."""
+    for add in (_add_simulate, _add_evaluate, _add_sweep, _add_demo, _add_measure, _add_fault_runs):
         add(sub)
 
 
@@ -326,7 +327,7 @@ def _add_measure(sub: Subparsers) -> None:
     p.add_argument("--trust-checkpoint", action="store_true",
                    help="allow an SB3 zip for --ppo-path (it is unpickled, which can execute code stored in it)")
     p.add_argument("--sweep", action="store_true", help="also sweep SQ and SL thresholds x chunks 512/2048")
-    p.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    p.add_argument("--json", metavar="PATH", help="write the rows as JSON (with --acceptance: its rows and checks)")
     p.add_argument("--acceptance", action="store_true",
                    help="check the acceptance criteria on the shipped bursty and decode-heavy scenarios (PASS/FAIL, "
                    "exit status 1 if one fails)")
@@ -341,8 +342,48 @@ def cmd_measure(args: argparse.Namespace) -> int:
     n_req = parse_int("measure", "--requests", args.requests, 1, MAX_REQUESTS)
     check_outputs("measure", {"--json": args.json})
     if args.acceptance:
-        return acceptance(seed)
+        return acceptance(seed, json_path=args.json)
     scenario = args.scenario if args.scenario else dict_scenario(n_req, args.rate)
     names = [n.strip() for n in args.policies.split(",") if n.strip()]
     return run_rows(scenario, seed, names, ppo_path=args.ppo_path, trust_checkpoint=args.trust_checkpoint,
                     sweep=args.sweep, json_path=args.json)
+
+
+def _add_fault_runs(sub: Subparsers) -> None:
+    p = add_command(sub, "fault-runs", cmd_fault_runs)
+    p.add_argument("--seed", default="0", help=f"workload seed, a whole number in [0, {SEED_LIMIT}) (default 0)")
+    p.add_argument("--json", metavar="PATH", help=JSON_HELP)
+
+
+def cmd_fault_runs(args: argparse.Namespace) -> int:
+    """``kairos-gym fault-runs``: the tables of :func:`kairos_gym.evaluation.fault_runs.fault_runs`."""
+    from kairos_gym.evaluation.fault_runs import counters_text, fault_runs
+    from kairos_gym.table import render_table
+
+    seed = parse_int("fault-runs", "--seed", args.seed, 0, SEED_LIMIT - 1)
+    check_outputs("fault-runs", {"--json": args.json}, stdout_ok=["--json"])
+    res = fault_runs(seed)
+    if args.json == "-":
+        write_json("-", res, where="fault-runs")
+        return 0
+    print(render_table(
+        ["scenario (kairos,\nreentry: prefill)", "completed", "rejected", "TTFT P50\n(s)", "TTFT P99\n(s)",
+         "SLO att", "fault counters"],
+        [[r["scenario"], f"{r['n_completed']:,}", f"{r['n_rejected']:,}", f"{r['ttft_p50']:.3f}",
+          f"{r['ttft_p99']:.3f}", f"{r['slo_attainment']:.3f}", counters_text(r["faults"])] for r in res["shipped"]]))
+    print()
+    print(render_table(
+        ["scenario", "policy", "reentry", "TTFT P50\n(s)", "TTFT P99\n(s)", "SLO att", "re-entries", "deflected"],
+        [[r["scenario"], r["policy"], r["reentry"], f"{r['ttft_p50']:.3f}", f"{r['ttft_p99']:.3f}",
+          f"{r['slo_attainment']:.3f}", *_reentries(r)] for r in res["reentry"]]))
+    write_json(args.json, res, where="fault-runs")
+    return 0
+
+
+def _reentries(row: dict) -> list[str]:
+    """A re-entry row's victims (re-entry decisions under ``policy``; the requests a failure sent back under
+    ``prefill``) and its deflected re-entries (``-`` under ``prefill``)."""
+    f = row["faults"]
+    if row["reentry"] == "policy":
+        return [f"{f['reentry_decisions']:,}", f"{f['reentry_deflected']:,}"]
+    return [f"{f['requeued'] + f['transfers_lost'] + f['decode_reentries']:,}", "-"]

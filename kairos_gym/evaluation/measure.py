@@ -105,17 +105,20 @@ ORACLE_REQUESTS = 300
 """Requests of the acceptance's Oracle check (the first ones of bursty: full-horizon rollouts cost O(n^2))."""
 
 
-def acceptance(seed: int = 0) -> int:
+def acceptance(seed: int = 0, json_path: str | None = None) -> int:
     """The baselines' acceptance criteria (Kairos against no-deflect on bursty and decode-heavy, the Oracle against
     kairos-exact, Kairos's decision cost, SQ/SL thresholds that under- and over-deflect), printed as PASS/FAIL lines;
-    exit status 1 if any fails."""
+    exit status 1 if any fails. ``json_path``: also ``{"rows": [every run's row, labelled "scenario: policy"],
+    "checks": [{"check", "pass"}]}`` as JSON there."""
     checks: list[tuple[str, bool]] = []
+    rows: list[dict[str, Any]] = []
 
     def run(label: str, name: str, scenario: Any, **kw: Any) -> dict[str, Any]:
         t0 = time.perf_counter()
         s = run_policy(name, scenario, seed, **kw)
         where = scenario if isinstance(scenario, str) else f"bursty[:{ORACLE_REQUESTS}]"
-        print(_line(_row(f"{where}: {label}", s, time.perf_counter() - t0)), flush=True)
+        rows.append(_row(f"{where}: {label}", s, time.perf_counter() - t0))
+        print(_line(rows[-1]), flush=True)
         return s
 
     nd = run("no-deflect", "no-deflect", "bursty")
@@ -155,5 +158,10 @@ def acceptance(seed: int = 0) -> int:
     print()
     for text, ok in checks:
         print(("PASS  " if ok else "FAIL  ") + text)
+    if json_path:
+        from kairos_gym.output_file import write_text
+
+        res = {"seed": seed, "rows": rows, "checks": [{"check": text, "pass": ok} for text, ok in checks]}
+        write_text(json_path, json.dumps(res, indent=2) + "\n", where="measure", flag="--json")
     return 0 if all(ok for _, ok in checks) else 1
 

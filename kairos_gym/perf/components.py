@@ -21,6 +21,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -133,10 +134,12 @@ def best_rate(n_ops: int, repeats: int, fn: Callable[[], object]) -> float:
     return n_ops / best
 
 
-def report(n_ops: int = 200_000, repeats: int = 5, seed: int = 0, heap: int = 64) -> int:
+def report(n_ops: int = 200_000, repeats: int = 5, seed: int = 0, heap: int = 64,
+           rates: dict[str, Any] | None = None) -> int:
     """Check every variant bit-identical to Python's, then print the operations per second of each: ``n_ops``
     operations per sequence, the fastest of ``repeats`` timed runs, ``heap`` events kept queued. Exit status 1
-    (and one error line) when a native variant differs."""
+    (and one error line) when a native variant differs. ``rates``: a dict filled with ``{"link": {...},
+    "events": {...}}``, each the sequence's ``ops`` and the ops/s of ``python``, ``calls`` and ``replay``."""
     core = compiled.core()
 
     ops = link_ops(n_ops, seed)
@@ -154,6 +157,8 @@ def report(n_ops: int = 200_000, repeats: int = 5, seed: int = 0, heap: int = 64
     print(f"  python FairShareLink       {py / 1e6:8.2f} M ops/s")
     print(f"  native, a call per op      {calls / 1e6:8.2f} M ops/s  ({calls / py:.1f}x)")
     print(f"  native, replay_link        {replay / 1e6:8.2f} M ops/s  ({replay / py:.1f}x)")
+    if rates is not None:
+        rates["link"] = {"ops": int(n), "python": py, "calls": calls, "replay": replay}
 
     qops = queue_ops(n_ops, seed, heap)
     m = qops[0].size
@@ -174,4 +179,6 @@ def report(n_ops: int = 200_000, repeats: int = 5, seed: int = 0, heap: int = 64
     print(f"  python heapq of tuples     {py / 1e6:8.2f} M ops/s")
     print(f"  native, a call per op      {calls / 1e6:8.2f} M ops/s  ({calls / py:.1f}x)")
     print(f"  native, replay_event_queue {replay / 1e6:8.2f} M ops/s  ({replay / py:.1f}x)")
+    if rates is not None:
+        rates["events"] = {"ops": int(m), "python": py, "calls": calls, "replay": replay, "heap": heap}
     return 0
