@@ -5,7 +5,9 @@ One id per env: ``kairos_gym/Kairos-v0`` (scenario ``bursty``, the default), ``k
 ``configs/scenarios/<name>.yaml`` found when :func:`register_envs` runs (:func:`scenario_env_id` names them; the
 streaming-metrics scenarios have none). ``kairos_train/KairosGeneral-v0`` (domain randomisation over the
 benchmark's train split, :mod:`kairos_gym.train.domain`) is registered here too, by its entry-point string:
-``gym.make`` imports the training package, ``import kairos_gym`` does not (neither needs torch). It runs on
+``gym.make`` imports the training package, ``import kairos_gym`` does not (neither needs torch); its vector entry
+point is :class:`kairos_gym.train.domain_vec.DomainVectorEnv` (``gym.make_vec(..., vectorization_mode=
+"vector_entry_point")``). It runs on
 ``import kairos_gym`` (right after gymnasium's import: kairos_gym/post_import.py); call it again to pick up
 scenario files added later. A missing scenario file only fails ``gym.make`` of its id, with a ConfigError.
 Importing this module imports no gymnasium.

@@ -10,6 +10,8 @@ masks ``[N, A]`` int8.
 
 Because every env is a plain ``KairosEnv`` stepped and reset exactly as Gymnasium's ``SyncVectorEnv`` would,
 env i of a vector env matches a single env seeded alike, bit for bit (tests/core/test_vector_env.py).
+:meth:`KairosVectorEnv.set_env` replaces one env by another (of another scenario with the same layout: the
+batched reward uses each env's own SLO); ``kairos_gym.train.domain_vec.DomainVectorEnv`` does so at every reset.
 
 Autoreset: Gymnasium 1.x's default NEXT_STEP mode (the step after an episode's end ignores that env's
 action, resets it without a seed (the seed is drawn from its ``np_random``), and returns the reset
