@@ -18,4 +18,11 @@ if [ ! -f "$B/CMakeCache.txt" ]; then
 fi
 echo "build_core: building kairos_gym._core in $B"
 cmake --build "$B" -j "${JOBS:-2}"
-cmake --install "$B" --prefix . >/dev/null
+# install by rename (a new file, not the old one overwritten): a process that has the old module loaded (a test run,
+# a benchmark) keeps its copy intact instead of crashing on a module rewritten under it
+stage=$(mktemp -d "$B/stage.XXXXXX")
+cmake --install "$B" --prefix "$stage" >/dev/null
+for so in "$stage"/kairos_gym/_core*; do
+    mv -f "$so" "kairos_gym/$(basename "$so")"
+done
+rm -rf "$stage"

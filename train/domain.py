@@ -61,35 +61,41 @@ MAX_LOAD = 4.0
 """Largest load factor accepted (a factor ``f`` divides a trace's span by ``f``)."""
 MIN_LOAD = 0.05
 """Smallest load factor accepted."""
-DOMAIN_KEYS = ("families", "tiers", "tracks", "load", "largest_safe_action", "reward", "tbt_penalty", "max_decisions")
+DOMAIN_KEYS = ("suite", "families", "tiers", "tracks", "load", "largest_safe_action", "reward", "tbt_penalty",
+               "max_decisions")
 """Keyword arguments of :class:`DomainEnv` (a training config's ``env_kwargs``)."""
 VALIDATION_LOAD = 1.0
 """Load factor of the held-out validation cases."""
 _SEED_TAG = 0x67656E  # mixes into the domain generator's seed so it differs from the inner env's streams
 
 
-def _suite() -> dict[tuple[str, str], Any]:
-    from kairos_gym.benchmark.suite import SUITE
-
-    return {(t.family, t.tier): t for t in SUITE}
-
-
-def family_names() -> tuple[str, ...]:
-    """The suite's task families, in suite order."""
-    from kairos_gym.benchmark.suite import FAMILIES
-
-    return tuple(f[0] for f in FAMILIES)
+DOMAIN_SUITES = ("v1", "v2")
+"""The suites a domain draws from (``suite``; kairos_gym/benchmark/suites.py): v1's train side (default), or v2's
+**seen** families only (its unseen families are never a training draw)."""
 
 
-def default_families() -> tuple[str, ...]:
+def _suite(name: str = "v1") -> dict[tuple[str, str], Any]:
+    from kairos_gym.benchmark.suites import SUITES
+
+    return {(t.family, t.tier): t for t in SUITES[name] if t.split != "unseen"}
+
+
+def family_names(suite: str = "v1") -> tuple[str, ...]:
+    """The suite's task families a domain may draw (v2: the seen ones), in suite order."""
+    return tuple(dict.fromkeys(f for f, _tier in _suite(suite)))
+
+
+def default_families(suite: str = "v1") -> tuple[str, ...]:
     """The families a domain draws from when ``families`` is not given: every family of the suite whose scenario
     has no ``faults:`` section. A fault family's observation carries the availability group (P + D + 1 more
     features: docs/reliability.md), so it cannot share a domain with the others; name it alone (or with other
     fault families of its layout) in ``families``."""
-    from kairos_gym.benchmark.suite import FAMILIES
-    from kairos_gym.scenario import load_scenario
+    return tuple(f for f in family_names(suite) if not _suite(suite)[(f, _tiers(suite)[0])].base().faults.enabled)
 
-    return tuple(f[0] for f in FAMILIES if not load_scenario(f[1]).faults.enabled)
+
+def _tiers(suite: str) -> tuple[str, ...]:
+    """The SLO tiers of a suite's tasks (v2: its tasks' own SLOs only)."""
+    return tuple(dict.fromkeys(tier for _f, tier in _suite(suite)))
 
 
 def _choice(where: str, field: str, value: Any, allowed: Sequence[str]) -> tuple[str, ...]:
@@ -129,18 +135,22 @@ class DomainSpec:
     tracks: tuple[str, ...]
     load: tuple[float, float]
     largest_safe: bool = False
+    suite: str = "v1"
 
     @classmethod
     def parse(cls, families: Any = None, tiers: Any = None, tracks: Any = None, load: Any = LOAD_RANGE,
-              where: str = WHERE, largest_safe: Any = False) -> DomainSpec:
+              where: str = WHERE, largest_safe: Any = False, suite: Any = "v1") -> DomainSpec:
         """Validate the names, the load range and the flag (no simulation); every bad value is a ConfigError."""
-        from kairos_gym.benchmark.suite import TIER_NAMES, TRACKS
+        from kairos_gym.benchmark.suite import TRACKS
 
+        if not isinstance(suite, str) or suite not in DOMAIN_SUITES:
+            raise ConfigError(where, "suite", suite, "one of " + ", ".join(DOMAIN_SUITES))
         if not isinstance(largest_safe, bool):
             raise ConfigError(where, "largest_safe_action", largest_safe, "true or false")
-        fams = default_families() if families is None else _choice(where, "families", families, family_names())
-        return cls(fams, _choice(where, "tiers", tiers, TIER_NAMES),
-                   _choice(where, "tracks", tracks, TRACKS), _load_range(where, load), largest_safe)
+        fams = (default_families(suite) if families is None
+                else _choice(where, "families", families, family_names(suite)))
+        return cls(fams, _choice(where, "tiers", tiers, _tiers(suite)),
+                   _choice(where, "tracks", tracks, TRACKS), _load_range(where, load), largest_safe, suite)
 
 
 def check_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> None:
@@ -150,14 +160,16 @@ def check_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> None:
         if k not in DOMAIN_KEYS:
             raise ConfigError(where, str(k), v, "one of " + ", ".join(DOMAIN_KEYS))
     DomainSpec.parse(kwargs.get("families"), kwargs.get("tiers"), kwargs.get("tracks"),
-                     kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False))
+                     kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False),
+                     kwargs.get("suite", "v1"))
 
 
 def spec_from_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> DomainSpec:
     """The :class:`DomainSpec` of :class:`DomainEnv` keyword arguments (checked by :func:`check_kwargs`)."""
     check_kwargs(kwargs, where)
     return DomainSpec.parse(kwargs.get("families"), kwargs.get("tiers"), kwargs.get("tracks"),
-                            kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False))
+                            kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False),
+                            kwargs.get("suite", "v1"))
 
 
 # ---------------------------------------------------------------------------------------------- instances
@@ -189,13 +201,13 @@ def scale_load(sc: ScenarioConfig, factor: float) -> ScenarioConfig:
 
 
 @functools.lru_cache(maxsize=64)
-def task_base(family: str, tier: str, track: str, largest_safe: bool = False) -> ScenarioConfig:
+def task_base(family: str, tier: str, track: str, largest_safe: bool = False, suite: str = "v1") -> ScenarioConfig:
     """The suite's scenario of ``family`` at ``tier`` on ``track`` (cached: the tier SLOs cost a simulation); with
     ``largest_safe``, also offering the LargestSafe action (one more action per decode node; the observation and
     the simulator's physics are unchanged: Kairos and the ``-ls`` baselines deflect that way on every task)."""
     from kairos_gym.benchmark.suite import on_track
 
-    sc = on_track(_suite()[(family, tier)].base(), track)
+    sc = on_track(_suite(suite)[(family, tier)].base(), track)
     return sc.with_overrides({"deflection": {"largest_safe_action": True}}) if largest_safe else sc
 
 
@@ -209,9 +221,10 @@ class Draw:
     load: float
     instance: Any  # kairos_gym.benchmark.suite.Instance
     largest_safe: bool = False
+    suite: str = "v1"
 
     def scenario(self) -> ScenarioConfig:
-        base = task_base(self.family, self.tier, self.track, self.largest_safe)
+        base = task_base(self.family, self.tier, self.track, self.largest_safe, self.suite)
         return scale_load(self.instance.scenario(base), self.load)
 
     def as_dict(self) -> dict[str, Any]:
@@ -226,7 +239,8 @@ def draw(spec: DomainSpec, rng: np.random.Generator) -> Draw:
     track = spec.tracks[int(rng.integers(len(spec.tracks)))]
     lo, hi = spec.load
     load = float(lo if lo == hi else rng.uniform(lo, hi))
-    return Draw(fam, tier, track, load, training_instance(_suite()[(fam, tier)], rng), spec.largest_safe)
+    return Draw(fam, tier, track, load, training_instance(_suite(spec.suite)[(fam, tier)], rng), spec.largest_safe,
+                spec.suite)
 
 
 @dataclass(frozen=True)
@@ -238,6 +252,7 @@ class ValidationCase:
     track: str
     instance: Any
     largest_safe: bool = False
+    suite: str = "v1"
 
     @property
     def label(self) -> str:
@@ -245,14 +260,14 @@ class ValidationCase:
         return f"{task}@{self.track}"
 
     def scenario(self) -> ScenarioConfig:
-        base = task_base(self.family, self.tier, self.track, self.largest_safe)
+        base = task_base(self.family, self.tier, self.track, self.largest_safe, self.suite)
         return scale_load(self.instance.scenario(base), VALIDATION_LOAD)
 
 
 def validation_cases(spec: DomainSpec) -> list[ValidationCase]:
     """Every family x tier x track of ``spec`` on the family's :func:`validation_instance`."""
-    suite = _suite()
-    return [ValidationCase(f, t, tr, validation_instance(suite[(f, t)]), spec.largest_safe)
+    suite = _suite(spec.suite)
+    return [ValidationCase(f, t, tr, validation_instance(suite[(f, t)]), spec.largest_safe, spec.suite)
             for f in spec.families for t in spec.tiers for tr in spec.tracks]
 
 
@@ -323,7 +338,7 @@ def first_env(spec: DomainSpec, env_kwargs: Mapping[str, Any]) -> Any:
 
     first: KairosEnv | None = None
     for fam in spec.families:
-        env = KairosEnv(task_base(fam, "default", "exact", spec.largest_safe), **env_kwargs)
+        env = KairosEnv(task_base(fam, _tiers(spec.suite)[0], "exact", spec.largest_safe, spec.suite), **env_kwargs)
         if first is None:
             first = env
         elif env.feature_names() != first.feature_names() or env.action_space != first.action_space:
@@ -346,7 +361,9 @@ class DomainEnv(gym.Env):
     """A KairosEnv whose scenario is drawn per episode from the suite's train side (see the module docstring).
 
     Args:
-        families, tiers, tracks: names to draw from (default: all of the suite's).
+        suite: ``v1`` (default: its train side) or ``v2`` (its seen families only, at their own SLOs, on v2's
+            warm-started production-length instances; :data:`DOMAIN_SUITES`).
+        families, tiers, tracks: names to draw from (default: all of the suite's; families without faults).
         load: ``[low, high]`` of the uniform load factor (default :data:`LOAD_RANGE`).
         largest_safe_action: every scenario also offers the LargestSafe action per decode node (13 actions on the
             suite's 2P2D instead of 11; :class:`~kairos_gym.agents.ppo.PPOAgent` recognises such a checkpoint by
@@ -357,12 +374,13 @@ class DomainEnv(gym.Env):
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
     def __init__(self, families: Any = None, tiers: Any = None, tracks: Any = None, load: Any = LOAD_RANGE,
-                 largest_safe_action: Any = False, **env_kwargs: Any) -> None:
+                 largest_safe_action: Any = False, suite: Any = "v1", **env_kwargs: Any) -> None:
         from kairos_gym.env.core import KairosEnv
 
         check_kwargs({"families": families, "tiers": tiers, "tracks": tracks, "load": load,
-                      "largest_safe_action": largest_safe_action, **env_kwargs})
-        self.spec_domain = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action)
+                      "largest_safe_action": largest_safe_action, "suite": suite, **env_kwargs})
+        self.spec_domain = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action,
+                                            suite=suite)
         self.env_kwargs = dict(env_kwargs)
         first = first_env(self.spec_domain, self.env_kwargs)
         self.observation_space = first.observation_space

@@ -36,19 +36,20 @@ class DomainVectorEnv(KairosVectorEnv):
 
     Args:
         num_envs: 1 to :data:`kairos_gym.env.vector.MAX_NUM_ENVS`.
-        families, tiers, tracks, load, largest_safe_action: the domain, as :class:`DomainEnv`'s (checked alike).
+        suite, families, tiers, tracks, load, largest_safe_action: the domain, as :class:`DomainEnv`'s (checked
+            alike).
         autoreset_mode, summaries, step_infos, max_episode_steps: as :class:`KairosVectorEnv`'s.
         **env_kwargs: ``reward``, ``tbt_penalty``, ``max_decisions`` (every episode's KairosEnv); any other key is a
             ConfigError, as in DomainEnv.
     """
 
     def __init__(self, num_envs: int = 1, *, families: Any = None, tiers: Any = None, tracks: Any = None,
-                 load: Any = LOAD_RANGE, largest_safe_action: Any = False,
+                 load: Any = LOAD_RANGE, largest_safe_action: Any = False, suite: Any = "v1",
                  autoreset_mode: str | AutoresetMode = "next_step", summaries: bool = True, step_infos: bool = True,
                  max_episode_steps: int | None = None, **env_kwargs: Any) -> None:
         check_kwargs({"families": families, "tiers": tiers, "tracks": tracks, "load": load,
-                      "largest_safe_action": largest_safe_action, **env_kwargs})
-        spec = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action)
+                      "largest_safe_action": largest_safe_action, "suite": suite, **env_kwargs})
+        spec = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action, suite=suite)
         first = first_env(spec, env_kwargs)  # one layout for every family, or a clear refusal
         super().__init__(num_envs, autoreset_mode=autoreset_mode, summaries=summaries, step_infos=step_infos,
                          max_episode_steps=max_episode_steps, scenario=first.scenario, **env_kwargs)

@@ -109,8 +109,8 @@ def test_observation_is_the_kairos_env_layout_on_every_family() -> None:
 def test_a_family_with_another_layout_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     real = D.task_base
 
-    def other(family: str, tier: str, track: str, largest_safe: bool = False):
-        sc = real(family, tier, track, largest_safe)
+    def other(family: str, tier: str, track: str, largest_safe: bool = False, suite: str = "v1"):
+        sc = real(family, tier, track, largest_safe, suite)
         return sc.with_overrides({"deflection": {"chunk_menu": [256, 512]}}) if family == "kv-pressure" else sc
 
     monkeypatch.setattr(D, "task_base", other)
@@ -304,3 +304,25 @@ def test_the_default_domain_leaves_the_fault_families_out_and_they_train_alone()
     with pytest.raises(ConfigError) as e:
         D.DomainEnv(families=["bursty", "fault-shift"])
     assert e.value.field == "families" and "62" in str(e.value)
+
+
+def test_the_v2_domain_draws_seen_families_only_on_warm_instances() -> None:
+    import numpy as np
+
+    from kairos_gym.benchmark.suite_v2 import BURN_IN, SCORED
+    from kairos_gym.errors import ConfigError
+    from kairos_gym.train.domain import DomainSpec, draw, validation_cases
+
+    spec = DomainSpec.parse(suite="v2")
+    assert spec.families == ("bursty", "regime-shift", "decode-bound", "kv-pressure")  # fault-shift: its own layout
+    assert spec.tiers == ("default",)
+    rng = np.random.default_rng(3)
+    for _ in range(8):
+        d = draw(spec, rng)
+        sc = d.scenario()
+        assert d.suite == "v2" and d.instance.seed >= 10_000
+        assert sc.slo.burn_in_requests == BURN_IN and sc.workload.num_requests == BURN_IN + SCORED
+    assert {c.instance.seed for c in validation_cases(spec)} == {1004}
+    for bad in ({"families": ["arxiv-summ"]}, {"tiers": ["strict"]}, {"suite": "v3"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            DomainSpec.parse(**{"suite": "v2", **bad})
