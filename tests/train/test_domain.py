@@ -308,10 +308,10 @@ def test_the_default_domain_leaves_the_fault_families_out_and_they_train_alone()
 
 def test_the_v2_domain_draws_seen_families_only_on_warm_instances() -> None:
     import numpy as np
+    from kairos_gym.train.domain import DomainSpec, draw, validation_cases
 
     from kairos_gym.benchmark.suite_v2 import BURN_IN, SCORED
     from kairos_gym.errors import ConfigError
-    from kairos_gym.train.domain import DomainSpec, draw, validation_cases
 
     spec = DomainSpec.parse(suite="v2")
     assert spec.families == ("bursty", "regime-shift", "decode-bound", "kv-pressure")  # fault-shift: its own layout
