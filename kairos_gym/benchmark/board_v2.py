@@ -64,7 +64,11 @@ TRAINED_ON: dict[str, tuple[str, ...]] = {
 """The families each shipped learnt entry trained on (their cards: agents/checkpoints/*/meta.json and
 docs/training.md): ``ppo`` on Kairos-v0 (bursty), ``ppo-general`` on the v1 train split of every family without
 faults. None of them saw an unseen family of v2."""
-KIND_LEARNT = ("checkpoint",)
+HOW_TRAINED: dict[str, str] = {
+    "ppo": "RL: MaskablePPO, ttft reward",
+    "ppo-general": "supervised: distilled from the Oracle, with Kairos's action as an input (not RL)",
+}
+"""How each shipped learnt entry was trained (its card: agents/checkpoints/*/meta.json, docs/training.md)."""
 
 
 def check_v2_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
@@ -177,8 +181,8 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
                    "scored_requests": bases[t.name].workload.num_requests - bases[t.name].slo.burn_in_requests,
                    "test": t.describe("test"), "train": t.describe("train"), "n_test": len(t.test),
                    "slo": {"ttft_s": bases[t.name].slo.ttft_s, "tbt_s": bases[t.name].slo.tbt_s}} for t in suite],
-        "entries": [{"label": e.label, "kind": e.kind, "trained_on": list(TRAINED_ON.get(e.label, ())) or None}
-                    for e in entries],
+        "entries": [{"label": e.label, "kind": e.kind, "trained_on": list(TRAINED_ON.get(e.label, ())) or None,
+                     "how_trained": HOW_TRAINED.get(e.label)} for e in entries],
         "scores": scores,
         "best_rule": best,
         "elapsed_s": round(time.perf_counter() - t0, 1),

@@ -34,12 +34,14 @@ def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS) -> str:
            "weighted equally; 95% stratified-bootstrap intervals over the instances "
            f"({reps:,} resamples). *vs kairos*: the paired difference of the headline (same instances). "
            "*P(> kairos)*: on the unseen tasks, the mean over tasks of the share of instances above Kairos (ties "
-           "1/2). *trained on*: the families a learnt entry trained on (none of them unseen).", "",
+           "1/2). *trained on*: the families a learnt entry trained on (none of them unseen), and how.", "",
            "| rank | entry | kind | **unseen (headline)** | vs kairos | P(> kairos) | seen | all tasks | trained on |",
            "|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(st["columns"], 1):
         trained = ", ".join(r["trained_on"]) if r["trained_on"] else ("–" if r["kind"] != "checkpoint"
                                                                       else "undeclared")
+        if r.get("how_trained"):
+            trained += f" ({r['how_trained']})"
         out.append(f"| {i} | {r['label']} | {r['kind']} | **{_ci(r['unseen'])}** | {_diff(r.get('vs_kairos'))} | "
                    f"{r.get('p_above_kairos', float('nan')):.2f} | {_ci(r['seen'])} | {_ci(r['all'])} | {trained} |")
     rb = st["robustness"]

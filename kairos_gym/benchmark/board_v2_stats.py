@@ -57,7 +57,8 @@ def columns(res: Mapping[str, Any], reps: int = REPS) -> list[dict[str, Any]]:
     split = HEADLINE_SPLIT if _has(res, HEADLINE_SPLIT) else None
     for e in res["entries"]:
         lab = e["label"]
-        row: dict[str, Any] = {"label": lab, "kind": e["kind"], "trained_on": e.get("trained_on")}
+        row: dict[str, Any] = {"label": lab, "kind": e["kind"], "trained_on": e.get("trained_on"),
+                               "how_trained": e.get("how_trained")}
         for col, sp in (("seen", "seen"), ("unseen", "unseen"), ("all", None)):
             if not _has(res, sp):
                 row[col] = None

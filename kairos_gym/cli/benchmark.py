@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from kairos_gym.benchmark.suite import Task
 
 LEADERBOARD_OUT = "out/leaderboard.md"
+MAX_V2_JSON_BYTES = 64 * 1024 * 1024
+"""Largest ``--from-json`` file (bytes): a v2 run's JSON is about 90 KB."""
 LEADERBOARD_V2_OUT = "out/leaderboard-v2.md"
 """``leaderboard --suite v2 --out``'s default (results/leaderboard-v2.md is the tracked board)."""
 """``leaderboard --out``'s default: under the output folder (git-ignored), never the tracked results/leaderboard.md."""
@@ -136,6 +138,9 @@ def _add_leaderboard(sub: Subparsers) -> None:
                    help="information track(s) to run (docs/benchmark.md): every policy on every task of each, one "
                    "section per track (kairos-exact, the reference, always on exact); default both")
     p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP + " (suite v1 only)")
+    p.add_argument("--from-json", action="append", default=None, metavar="PATH",
+                   help="suite v2: write the report from saved run results (--json of earlier runs, one per track; "
+                   "repeat the flag) instead of running")
     p.add_argument("--suite", default="v1", metavar="v1|v2",
                    help="the suite by name (docs/benchmark.md): v1 (seven families x three SLO tiers, 500-request "
                    "instances, Oracle-normalised; default) or v2 (seen and unseen families, 30 warm-started "
@@ -177,6 +182,25 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_v2_json(path: str) -> dict[str, Any]:
+    """One track's v2 result from ``--json`` of an earlier run (bounded, safe JSON; checked complete)."""
+    from kairos_gym.benchmark.board_v2 import HOW_TRAINED
+    from kairos_gym.benchmark.board_v2_stats import check_scores
+    from kairos_gym.json_file import read_json_file
+
+    res = read_json_file("leaderboard", "--from-json", path, MAX_V2_JSON_BYTES,
+                         "file holding the --json of a --suite v2 run")
+    if not isinstance(res, dict) or res.get("suite") != "v2" or "scores" not in res:
+        raise ConfigError("leaderboard", "--from-json", path, "the --json of one track of a --suite v2 run")
+    try:
+        check_scores(res)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError("leaderboard", "--from-json", path, f"a complete v2 result ({e})") from e
+    for e in res["entries"]:  # a result saved before entries carried how they were trained: their cards say
+        e.setdefault("how_trained", HOW_TRAINED.get(e["label"]))
+    return res
+
+
 def leaderboard_v2(args: argparse.Namespace) -> int:
     """``kairos-gym leaderboard --suite v2``: one report section per track (kairos_gym/benchmark/board_v2.py)."""
     from kairos_gym.agents.registry import POLICIES
@@ -199,11 +223,21 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     externals = external_policies(args, w)
     check_v2_entries(policies, externals)
     results = {}
-    for track in tracks:
+    if args.from_json:  # the tracks are the saved runs' own, in the order of --track both
+        for path in args.from_json:
+            res = read_v2_json(path)
+            if res["track"] in results:
+                raise ConfigError(w, "--from-json", path, f"one saved run per track ({res['track']} is given twice)")
+            results[res["track"]] = res
+        tracks = tuple(tr for tr in ("exact", "realistic") if tr in results)
+    for track in ([] if args.from_json else tracks):
         results[track] = run_suite(args, partial(run_v2, policies, externals, suite=suite, track=track), lines=True)
     md = "\n".join(leaderboard_v2_md(results[tr]) for tr in tracks)
     write_text(out, md)
-    print(f"wrote {out} ({sum(r['elapsed_s'] for r in results.values()):.0f} s)")
+    if args.from_json:
+        print(f"wrote {out} (from {len(results)} saved run(s))")
+    else:
+        print(f"wrote {out} ({sum(r['elapsed_s'] for r in results.values()):.0f} s)")
     write_json(args.json, results[tracks[0]] if len(tracks) == 1 else {"tracks": results})
     summary = submission_summary_v2(results, out)
     if summary:

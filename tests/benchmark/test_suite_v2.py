@@ -134,3 +134,21 @@ def test_a_submitted_entry_gets_its_rank_and_per_task_record(tmp_path: Any) -> N
     assert f"your entry {ext.label}: rank 2 of 2 by the unseen headline, exact track" in text
     assert "bursty (seen) " in text and "arxiv-summ (unseen) 0/0/3" in text and text.endswith("out/x.md")
     assert submission_summary_v2({"exact": {**res, "entries": res["entries"][:1]}}, "o") == ""
+
+
+def test_a_saved_run_renders_the_same_report_again(small_run: dict[str, Any], tmp_path: Any) -> None:
+    import json
+
+    saved = tmp_path / "exact.json"
+    saved.write_text(json.dumps(small_run))
+    out = tmp_path / "board.md"
+    r = subprocess.run([sys.executable, "-m", "kairos_gym.cli", "leaderboard", "--suite", "v2", "--from-json",
+                        str(saved), "--out", str(out)], capture_output=True, text=True, timeout=300, check=True)
+    assert "from 1 saved run(s)" in r.stdout
+    assert out.read_text() == leaderboard_v2_md(small_run)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({**small_run, "scores": {"kairos": {}}}))
+    for bad in (broken, tmp_path / "missing.json"):
+        r = subprocess.run([sys.executable, "-m", "kairos_gym.cli", "leaderboard", "--suite", "v2", "--from-json",
+                            str(bad), "--out", str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and "--from-json" in r.stderr
