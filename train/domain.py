@@ -82,7 +82,9 @@ def _suite(name: str = "v1") -> dict[tuple[str, str], Any]:
 
 def family_names(suite: str = "v1") -> tuple[str, ...]:
     """The suite's task families a domain may draw (v2: the seen ones), in suite order."""
-    return tuple(dict.fromkeys(f for f, _tier in _suite(suite)))
+    from kairos_gym.benchmark.suites import training_families
+
+    return training_families(suite)
 
 
 def default_families(suite: str = "v1") -> tuple[str, ...]:
@@ -90,7 +92,9 @@ def default_families(suite: str = "v1") -> tuple[str, ...]:
     has no ``faults:`` section. A fault family's observation carries the availability group (P + D + 1 more
     features: docs/reliability.md), so it cannot share a domain with the others; name it alone (or with other
     fault families of its layout) in ``families``."""
-    return tuple(f for f in family_names(suite) if not _suite(suite)[(f, _tiers(suite)[0])].base().faults.enabled)
+    from kairos_gym.benchmark.suites import default_training_families
+
+    return default_training_families(suite)
 
 
 def _tiers(suite: str) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from kairos_gym.agents.policy_file_loader import ExternalPolicy, probe
@@ -35,6 +36,7 @@ from kairos_gym.benchmark.provenance import provenance
 from kairos_gym.benchmark.scoring import run_scores
 from kairos_gym.benchmark.suite import Task, on_track
 from kairos_gym.benchmark.suite_v2 import NAME
+from kairos_gym.benchmark.trained_on import declared
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
 from kairos_gym.evaluation.backends.runs import RunSpec, run_task
@@ -57,18 +59,21 @@ REFUSED_V2 = {"oracle": "the Oracle is not a v2 entry (minutes per production-le
               "kairos-exact": "kairos on the exact track is the kairos row (one row per distinct policy)",
               "best-static": "v2's tuned-rule entry is best-rule (static and predictive rules)"}
 """Registry names a v2 run refuses, with why."""
-TRAINED_ON: dict[str, tuple[str, ...]] = {
-    "ppo": ("bursty",),
-    "ppo-general": ("bursty", "regime-shift", "decode-bound", "long-tail", "kv-pressure", "azure-code"),
-}
-"""The families each shipped learnt entry trained on (their cards: agents/checkpoints/*/meta.json and
-docs/training.md): ``ppo`` on Kairos-v0 (bursty), ``ppo-general`` on the v1 train split of every family without
-faults. None of them saw an unseen family of v2."""
-HOW_TRAINED: dict[str, str] = {
-    "ppo": "RL: MaskablePPO, ttft reward",
-    "ppo-general": "supervised: distilled from the Oracle, with Kairos's action as an input (not RL)",
-}
-"""How each shipped learnt entry was trained (its card: agents/checkpoints/*/meta.json, docs/training.md)."""
+def shipped_checkpoints() -> dict[str, Path]:
+    """The checkpoint folder of each shipped learnt registry entry (agents/ppo.py)."""
+    from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT, GENERAL_CHECKPOINT
+
+    return {"ppo": DEFAULT_CHECKPOINT.parent, "ppo-general": GENERAL_CHECKPOINT.parent}
+
+
+def card(label: str, kind: str, spec: str | None = None) -> tuple[list[str] | None, str | None]:
+    """``(trained_on, how_trained)`` of an entry: a shipped learnt entry's or a submitted checkpoint's, as its
+    folder's config.yaml declares them (:mod:`kairos_gym.benchmark.trained_on`); ``(None, None)`` for a rule."""
+    folder = shipped_checkpoints().get(label) if kind == "built-in" else (spec if kind == "checkpoint" else None)
+    if folder is None:
+        return None, None
+    fams, how = declared(folder)
+    return (list(fams) if fams else None), how
 
 
 def check_v2_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
@@ -168,6 +173,7 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
 
     entries = [tuned() if p == BEST_RULE else builtin_entry(p) for p in policies]
     entries += [external_entry(e) for e in externals]
+    specs = {e.label: e.spec for e in externals}
     jobs = [entry_task(e, t, inst.scenario(bases[t.name]), inst.seed, f"{t.name} {e.label} {inst.label}")
             for e in entries for t in suite for inst in t.test]
     out = iter((backend or SerialBackend(retries=0)).map(jobs, bar))
@@ -181,8 +187,9 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
                    "scored_requests": bases[t.name].workload.num_requests - bases[t.name].slo.burn_in_requests,
                    "test": t.describe("test"), "train": t.describe("train"), "n_test": len(t.test),
                    "slo": {"ttft_s": bases[t.name].slo.ttft_s, "tbt_s": bases[t.name].slo.tbt_s}} for t in suite],
-        "entries": [{"label": e.label, "kind": e.kind, "trained_on": list(TRAINED_ON.get(e.label, ())) or None,
-                     "how_trained": HOW_TRAINED.get(e.label)} for e in entries],
+        "entries": [dict(zip(("label", "kind", "trained_on", "how_trained"),
+                             (e.label, e.kind, *card(e.label, e.kind, specs.get(e.label))), strict=True))
+                    for e in entries],
         "scores": scores,
         "best_rule": best,
         "elapsed_s": round(time.perf_counter() - t0, 1),

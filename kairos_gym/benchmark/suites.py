@@ -24,3 +24,17 @@ def suite_named(name: str, where: str = "leaderboard") -> tuple[Task, ...]:
     if name not in SUITES:
         raise ConfigError(where, "--suite", name, "one of " + ", ".join(SUITES))
     return SUITES[name]
+
+
+def training_families(name: str) -> tuple[str, ...]:
+    """The families a learnt entry may train on in suite ``name`` (v2: the seen ones), in suite order."""
+    return tuple(dict.fromkeys(t.family for t in suite_named(name) if t.split != "unseen"))
+
+
+def default_training_families(name: str) -> tuple[str, ...]:
+    """:func:`training_families` without fault families (the domain env's default, train/domain.py: a fault family's
+    observation carries the availability features and cannot share a domain with the others)."""
+    first = {}
+    for t in suite_named(name):
+        first.setdefault(t.family, t)
+    return tuple(f for f in training_families(name) if not first[f].base().faults.enabled)

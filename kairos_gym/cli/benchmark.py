@@ -184,7 +184,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def read_v2_json(path: str) -> dict[str, Any]:
     """One track's v2 result from ``--json`` of an earlier run (bounded, safe JSON; checked complete)."""
-    from kairos_gym.benchmark.board_v2 import HOW_TRAINED
+    from kairos_gym.benchmark.board_v2 import card
     from kairos_gym.benchmark.board_v2_stats import check_scores
     from kairos_gym.json_file import read_json_file
 
@@ -197,7 +197,7 @@ def read_v2_json(path: str) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError) as e:
         raise ConfigError("leaderboard", "--from-json", path, f"a complete v2 result ({e})") from e
     for e in res["entries"]:  # a result saved before entries carried how they were trained: their cards say
-        e.setdefault("how_trained", HOW_TRAINED.get(e["label"]))
+        e.setdefault("how_trained", card(e["label"], e["kind"])[1])
     return res
 
 

@@ -1,0 +1,72 @@
+"""What a submitted checkpoint declares it trained on (suite v2's "trained on" column, docs/benchmark.md).
+
+A checkpoint folder written by ``kairos-gym train --export`` or ``kairos-gym distill`` holds the training config
+(``config.yaml``). Its families are read from it, never guessed:
+
+- a domain config (``kairos_train/KairosGeneral-v0``): ``env_kwargs.families`` (absent: the domain's default families
+  of its ``suite``, train/domain.py);
+- a single-scenario config (``kairos_gym/Kairos-<scenario>-v0``, ``Kairos-v0`` = bursty): that scenario;
+- a distillation config (a ``distill:`` section): its ``families``.
+
+How it trained comes from the same file: ``algo`` (RL) or ``distill`` (supervised), and the reward. Anything else
+(no config, a config of another shape) is "undeclared", and the report says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kairos_gym.errors import ConfigError
+
+GENERAL_ID = "kairos_train/KairosGeneral-v0"
+SCENARIO_OF = {"kairos_gym/Kairos-v0": "bursty", "kairos_gym/KairosSmall-v0": "small"}
+
+
+def _scenario_of(env_id: str) -> str | None:
+    if env_id in SCENARIO_OF:
+        return SCENARIO_OF[env_id]
+    prefix, suffix = "kairos_gym/Kairos-", "-v0"
+    if env_id.startswith(prefix) and env_id.endswith(suffix):
+        return env_id[len(prefix):-len(suffix)]
+    return None
+
+
+def declared(folder: str | Path) -> tuple[tuple[str, ...] | None, str | None]:
+    """``(families, how)`` a checkpoint folder's ``config.yaml`` declares; ``(None, None)`` where it declares
+    nothing readable."""
+    from kairos_gym.yaml_io import load_yaml_file
+
+    path = Path(folder) / "config.yaml"
+    if not path.is_file():
+        return None, None
+    try:
+        cfg = load_yaml_file(path)
+    except ConfigError:
+        return None, None
+    if not isinstance(cfg, dict):
+        return None, None
+    if isinstance(cfg.get("distill"), dict):
+        fams = cfg["distill"].get("families")
+        return (tuple(fams) if _names(fams) else None), "supervised: distilled from the Oracle"
+    if len(cfg) != 1:
+        return None, None
+    env_id, section = next(iter(cfg.items()))
+    if not isinstance(section, dict):
+        return None, None
+    kwargs: Any = section.get("env_kwargs") or {}
+    how = f"RL: {section.get('algo', 'maskable_ppo')}, {kwargs.get('reward', 'misses')} reward"
+    if env_id == GENERAL_ID:
+        fams = kwargs.get("families")
+        if fams is None:
+            from kairos_gym.benchmark.suites import SUITES, default_training_families
+
+            suite = kwargs.get("suite", "v1")
+            fams = default_training_families(suite) if suite in SUITES else None
+        return (tuple(fams) if _names(fams) else None), how
+    scenario = _scenario_of(str(env_id))
+    return ((scenario,) if scenario else None), how
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)

@@ -1,0 +1,37 @@
+"""What a checkpoint declares it trained on (kairos_gym/benchmark/trained_on.py): read from its config.yaml, never
+guessed; the shipped learnt entries' cards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kairos_gym.benchmark.board_v2 import card
+from kairos_gym.benchmark.trained_on import declared
+
+
+def test_the_shipped_learnt_entries() -> None:
+    assert card("ppo", "built-in") == (["bursty"], "RL: maskable_ppo, ttft reward")
+    fams, how = card("ppo-general", "built-in")
+    assert fams == ["bursty", "regime-shift", "decode-bound", "long-tail", "kv-pressure", "azure-code"]
+    assert how is not None and how.startswith("supervised")
+    assert card("kairos", "built-in") == (None, None)
+
+
+def _folder(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "config.yaml").write_text(text)
+    return tmp_path
+
+
+def test_a_domain_config_with_and_without_families(tmp_path: Path) -> None:
+    head = "kairos_train/KairosGeneral-v0:\n  algo: maskable_ppo\n  env_kwargs:\n    suite: v2\n    reward: misses\n"
+    assert declared(_folder(tmp_path, head + "    families: [bursty, kv-pressure]\n")) == (
+        ("bursty", "kv-pressure"), "RL: maskable_ppo, misses reward")
+    assert declared(_folder(tmp_path, head)) == (("bursty", "regime-shift", "decode-bound", "kv-pressure"),
+                                                 "RL: maskable_ppo, misses reward")  # v2's default: seen, no faults
+
+
+def test_a_single_scenario_config_and_the_undeclared(tmp_path: Path) -> None:
+    assert declared(_folder(tmp_path, "kairos_gym/Kairos-kv-pressure-v0:\n  algo: ppo\n"))[0] == ("kv-pressure",)
+    for junk in ("[1, 2]\n", "a: 1\nb: 2\n", "other/Env-v0:\n  algo: ppo\n", "distill:\n  families: 3\n"):
+        assert declared(_folder(tmp_path, junk))[0] is None
+    assert declared(tmp_path / "nowhere") == (None, None)
