@@ -152,3 +152,15 @@ def test_a_saved_run_renders_the_same_report_again(small_run: dict[str, Any], tm
         r = subprocess.run([sys.executable, "-m", "kairos_gym.cli", "leaderboard", "--suite", "v2", "--from-json",
                             str(bad), "--out", str(out)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 2 and "--from-json" in r.stderr
+
+
+def test_the_committed_v2_board_is_what_its_saved_runs_render() -> None:
+    """results/leaderboard-v2.md cannot drift from results/leaderboard-v2-{exact,realistic}.json (a change of the
+    report's code shows here: re-render with the command in docs/benchmark.md)."""
+    from pathlib import Path
+
+    from kairos_gym.cli.benchmark import read_v2_json
+
+    root = Path(__file__).resolve().parents[2] / "results"
+    runs = [read_v2_json(str(root / f"leaderboard-v2-{track}.json")) for track in ("exact", "realistic")]
+    assert (root / "leaderboard-v2.md").read_text() == "\n".join(leaderboard_v2_md(r) for r in runs)
