@@ -78,3 +78,46 @@ def test_timing_figures_are_written_but_never_checked(monkeypatch: pytest.Monkey
     assert figures.check([timed]) == []
     assert "timing: written by --write, never checked" in figures._kind(timed)
     assert figures._kind(figures.Figure("s", "docs/x.md", ("x",), str, fast=False)) == " (slow: not in make test)"
+
+
+def test_the_acceptance_verdict_counts_only_the_checks_of_results():
+    rows = [{"label": label, "ttft_p95": 1.0, "tbt_violation_rate": 0.0, "slo_attainment": 0.5,
+             "deflection_rate": 0.0} for label in figures._ACCEPTANCE_ROWS]
+    checks = [{"check": "bursty: kairos decision cost P99 < 1 ms", "pass": False},
+              {"check": "bursty: kairos SLO attainment > no-deflect", "pass": True}]
+    text = figures.FIGURES["measure-acceptance"].render(json.dumps({"seed": 0, "rows": rows, "checks": checks}))
+    assert text.splitlines()[-1] == "1 of 1 checks of results PASS."
+    checks[1]["pass"] = False
+    text = figures.FIGURES["measure-acceptance"].render(json.dumps({"seed": 0, "rows": rows, "checks": checks}))
+    assert text.splitlines()[-1] == "0 of 1 checks of results PASS; FAIL: bursty: kairos SLO attainment > no-deflect."
+
+
+def test_the_soak_rows_mark_the_end_of_the_run():
+    rows = [{"sim_time_s": 3600.0, "arrived": 10, "completed": 9, "rejected": 0, "timed_out": 1, "peak_rss_mb": 70.0,
+             "wall_s": 0.3},
+            {"sim_time_s": 86400.0, "arrived": 20, "completed": 19, "rejected": 0, "timed_out": 1,
+             "peak_rss_mb": 70.5, "wall_s": 5.9}]
+    text = figures.FIGURES["soak-24h"].render(json.dumps({"n_requests": 20, "checkpoints": rows}))
+    assert text.splitlines()[2:] == ["| 1 h | 10 | 9 | 0 | 1 | 70.0 MB | 0.3 s |",
+                                     "| 24 h (end) | 20 | 19 | 0 | 1 | 70.5 MB | 5.9 s |"]
+    assert figures.FIGURES["soak-24h"].timing and not figures.FIGURES["fault-runs-shipped"].timing
+
+
+def test_a_command_runs_once_for_the_figures_that_share_it(monkeypatch: pytest.MonkeyPatch):
+    calls = []
+
+    class Done:
+        returncode = 1
+
+    def fake_run(args, **kw):
+        calls.append(args)
+        Path(args[args.index("--json") + 1]).write_text("[]", encoding="utf-8")
+        return Done()
+
+    monkeypatch.setattr(figures.subprocess, "run", fake_run)
+    monkeypatch.setattr(figures, "_OUTPUTS", {})
+    cmd = ("fake", "--json", "{out}")
+    assert figures.output(cmd, (0, 1)) == "[]" and figures.output(cmd, (0, 1)) == "[]"
+    assert len(calls) == 1
+    with pytest.raises(figures.subprocess.CalledProcessError):
+        figures.output(("other", "--json", "{out}"))

@@ -243,6 +243,8 @@ def _add_demo(sub: Subparsers) -> None:
     p.add_argument("--out", default="out/demo", help="folder for the plots and evaluate.json (default out/demo)")
     p.add_argument("--seeds", default="0-2", help=SEEDS_HELP + "; the Oracle runs on the first")
     p.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+    p.add_argument("--json", metavar="PATH", help="also write the runs as JSON: the scenario, seeds, policies, every "
+                   "run's summary and the Oracle prefix's runs")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -253,7 +255,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from kairos_gym.table import render_table
 
     seeds = parse_seeds(args.seeds, "--seeds", "demo")
-    check_outputs("demo", folders={"--out": (args.out, (*PLOT_FILES, "evaluate.json"))})
+    check_outputs("demo", {"--json": args.json}, folders={"--out": (args.out, (*PLOT_FILES, "evaluate.json"))})
     from kairos_gym.scenario import load_scenario
 
     load_scenario(args.scenario)  # a bad scenario fails before anything is printed
@@ -287,6 +289,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"seed-{first_seed} workload above (max_requests: {cap}, a true prefix):")
     print(format_table(oracle))
     write_json(str(Path(args.out) / "evaluate.json"), {"runs": result["runs"] + oracle["runs"]})
+    write_json(args.json, {"scenario": args.scenario, "seeds": seeds, "policies": policies, "runs": result["runs"],
+                           "oracle": {"seed": first_seed, "requests": cap, "runs": oracle["runs"]}}, where="demo")
     if plots:
         print(f"plots and JSON in {args.out}/: " + ", ".join(Path(p).name for p in result["plots"]) + ", evaluate.json")
     else:

@@ -111,3 +111,8 @@ def test_soak_writes_its_checkpoints_as_json(tmp_path: Path):
     assert res["scenario"] == "short-soak" and res["seed"] == 0 and res["conserved"]
     assert [c["sim_time_s"] for c in res["checkpoints"]] == [10.0, 20.0]
     assert all(c["arrived"] >= c["completed"] for c in res["checkpoints"])
+
+
+def test_demo_refuses_a_bad_json_path_before_any_run(tmp_path: Path):
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--json", "/proc/demo.json"]) == 2
+    assert not (tmp_path / "demo").exists()
