@@ -14,8 +14,8 @@ TINY = tiny_scenario(60, rate=20, cv=None)
 
 def test_names():
     assert list(POLICIES) == ["no-deflect", "always-deflect", "always-deflect-ls", "random", "sq", "sq-ls", "sl",
-                              "sl-ls", "pending-switch", "kairos", "kairos-exact", "kairos-pull", "oracle", "ppo",
-                              "ppo-general"]
+                              "sl-ls", "pending-switch", "slo-guard", "kairos", "kairos-exact", "kairos-pull", "oracle",
+                              "ppo", "ppo-general"]
 
 
 def test_kairos_exact_is_kairos_on_the_exact_track():
