@@ -34,7 +34,7 @@ from kairos_gym.benchmark.entries import (
 )
 from kairos_gym.benchmark.provenance import provenance
 from kairos_gym.benchmark.scoring import run_scores
-from kairos_gym.benchmark.suite import Task, on_track
+from kairos_gym.benchmark.suite import Task, check_suite, on_track
 from kairos_gym.benchmark.suite_v2 import NAME
 from kairos_gym.benchmark.trained_on import declared
 from kairos_gym.errors import ConfigError
@@ -144,12 +144,9 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
     from kairos_gym.benchmark.suite_v2 import SUITE
 
     t0 = time.perf_counter()
-    suite = SUITE if suite is None else tuple(suite)
+    suite = check_suite(SUITE if suite is None else suite)
     policies = list(policies)
     check_v2_entries(policies, externals)
-    if not suite or any(not t.test or not t.train for t in suite) or len({t.name for t in suite}) != len(suite):
-        raise ConfigError("leaderboard", "suite", [t.name for t in suite],
-                          "tasks with distinct names, each with test and train instances")
     bases = {t.name: on_track(t.base(), track) for t in suite}
     registry = [p for p in policies if p != BEST_RULE]
     for t in suite:

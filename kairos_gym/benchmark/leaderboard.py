@@ -42,7 +42,7 @@ from kairos_gym.benchmark.entries import (
 )
 from kairos_gym.benchmark.provenance import provenance
 from kairos_gym.benchmark.scoring import KEYS, NOT_HEURISTICS, REFERENCE, run_scores, score
-from kairos_gym.benchmark.suite import TRACKS, Task, on_track, parse_tracks
+from kairos_gym.benchmark.suite import TRACKS, Task, check_suite, on_track, parse_tracks
 from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
 from kairos_gym.evaluation.evaluate import check_policies
@@ -76,12 +76,9 @@ def run_suite(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (),
     ``progress`` that this many tracks' runs come (:func:`run_count` each): 1, this run's; :func:`run_tracks` has
     its first track announce them all and the others 0, so the estimate of the time left covers the command."""
     t0 = time.perf_counter()
-    suite = standard.SUITE if suite is None else tuple(suite)
+    suite = check_suite(standard.SUITE if suite is None else suite)
     policies = list(policies)
     check_entries(policies, externals)
-    if not suite or any(not t.test or not t.train for t in suite) or len({t.name for t in suite}) != len(suite):
-        raise ConfigError("leaderboard", "suite", [t.name for t in suite],
-                          "tasks with distinct names, each with test and train instances")
     bases = {t.name: on_track(t.base(), track) for t in suite}
     registry = [p for p in policies if p != BEST_STATIC]
     for t in suite:

@@ -196,6 +196,16 @@ SUITE: tuple[Task, ...] = tuple(
 train instances of ``best-static``."""
 
 
+def check_suite(suite: Sequence[Task], where: str = "leaderboard") -> tuple[Task, ...]:
+    """``suite`` as a tuple when its tasks have distinct names and each has test and train instances (ConfigError
+    otherwise: a run would have nothing to score or tune on)."""
+    suite = tuple(suite)
+    if not suite or any(not t.test or not t.train for t in suite) or len({t.name for t in suite}) != len(suite):
+        raise ConfigError(where, "suite", [t.name for t in suite],
+                          "tasks with distinct names, each with test and train instances")
+    return suite
+
+
 def select_tasks(spec: str, suite: Sequence[Task] | None = None, where: str = "leaderboard") -> tuple[Task, ...]:
     """The tasks of a comma-separated ``--tasks`` list: task names (``bursty/strict``; ``<family>/default`` is a
     family's default tier alone, whose task name is the family's), family names (every tier of the family) or
