@@ -16,7 +16,6 @@ The statistics are :mod:`kairos_gym.benchmark.board_v2_stats`; the markdown :mod
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,21 +24,20 @@ from typing import Any
 from kairos_gym.agents.policy_file_loader import ExternalPolicy, probe
 from kairos_gym.benchmark.entries import (
     STATIC_GRID,
-    Entry,
     builtin_entry,
     check_names,
+    choose,
     entry_task,
     external_entry,
-    rule_label,
+    tune_static,
+    tuned_entry,
 )
 from kairos_gym.benchmark.provenance import provenance
 from kairos_gym.benchmark.scoring import run_scores
 from kairos_gym.benchmark.suite import Task, check_suite, on_track
 from kairos_gym.benchmark.suite_v2 import NAME
 from kairos_gym.benchmark.trained_on import declared
-from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
-from kairos_gym.evaluation.backends.runs import RunSpec, run_task
 from kairos_gym.evaluation.evaluate import check_policies
 from kairos_gym.progress import RunProgress, or_silent
 from kairos_gym.scenario import ScenarioConfig
@@ -59,6 +57,8 @@ REFUSED_V2 = {"oracle": "the Oracle is not a v2 entry (minutes per production-le
               "kairos-exact": "kairos on the exact track is the kairos row (one row per distinct policy)",
               "best-static": "v2's tuned-rule entry is best-rule (static and predictive rules)"}
 """Registry names a v2 run refuses, with why."""
+
+
 def shipped_checkpoints() -> dict[str, Path]:
     """The checkpoint folder of each shipped learnt registry entry (agents/ppo.py)."""
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT, GENERAL_CHECKPOINT
@@ -77,37 +77,9 @@ def card(label: str, kind: str, spec: str | None = None) -> tuple[list[str] | No
 
 
 def check_v2_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) -> None:
-    """The names: registry policies or best-rule, none of :data:`REFUSED_V2`, kairos among them (the comparison)."""
-    from kairos_gym.agents.registry import POLICIES
-
-    names = [p for p in policies if p != BEST_RULE]
-    for p in names:
-        if p not in POLICIES and p not in REFUSED_V2:
-            raise ConfigError("leaderboard", "--policies", p, "names from " + ", ".join(
-                [*(q for q in POLICIES if q not in REFUSED_V2), BEST_RULE]))
-    check_names("leaderboard", names, externals, REFUSED_V2, ("kairos",))
-    if len(set(policies)) != len(policies):
-        raise ConfigError("leaderboard", "--policies", ",".join(policies), "each policy once")
-
-
-def _grid_runs(tasks: Sequence[Task], bases: Mapping[str, ScenarioConfig], bar: RunProgress,
-               backend: Backend | None) -> dict[str, list[float | None]]:
-    """Per seen task, every rule's mean train SLO attainment (in :data:`RULE_GRID` order)."""
-    jobs = [run_task(RunSpec(inst.scenario(bases[t.name]), name, inst.seed, dict(params)),
-                     f"tune {t.name} {rule_label(name, params)} {inst.label}")
-            for t in tasks for name, params in RULE_GRID for inst in t.train]
-    out = iter((backend or SerialBackend(retries=0)).map(jobs, bar))
-    means: dict[str, list[float | None]] = {}
-    for t in tasks:
-        means[t.name] = []
-        for _rule in RULE_GRID:
-            vals = [v for v in run_scores([next(out) for _ in t.train]) if not math.isnan(v)]
-            means[t.name].append(sum(vals) / len(vals) if vals else None)
-    return means
-
-
-def _best(scores: Sequence[float | None]) -> int:
-    return max(range(len(scores)), key=lambda i: (-math.inf if scores[i] is None else scores[i], -i))
+    """The names: registry policies or best-rule, none of :data:`REFUSED_V2`, each once, kairos among them (the
+    comparison)."""
+    check_names("leaderboard", policies, externals, REFUSED_V2, ("kairos",), tuned=BEST_RULE)
 
 
 def tune_rules(suite: Sequence[Task], bases: Mapping[str, ScenarioConfig], bar: RunProgress,
@@ -116,23 +88,16 @@ def tune_rules(suite: Sequence[Task], bases: Mapping[str, ScenarioConfig], bar: 
     on, "grid": [...]}`` (module docstring: a seen task on its own train instances, an unseen one on every seen
     task's)."""
     seen = [t for t in suite if t.split != "unseen"]
-    means = _grid_runs(seen, bases, bar, backend)
-    pooled: list[float | None] = []
-    for k in range(len(RULE_GRID)):
-        vals = [means[t.name][k] for t in seen if means[t.name][k] is not None]
-        pooled.append(sum(vals) / len(vals) if vals else None)
-
-    def pick(scores: list[float | None], source: str) -> dict[str, Any]:
-        grid = [{"rule": rule_label(n, p), "policy": n, "params": dict(p), "train_score": s}
-                for (n, p), s in zip(RULE_GRID, scores, strict=True)]
-        return {"chosen": grid[_best(scores)], "from": source, "grid": grid}
-
-    out = {t.name: pick(means[t.name], "its own train instances") for t in seen}
-    if len(seen) < len(suite):
-        shared = pick(pooled, "every seen task's train instances (mean of the task means)")
-        for t in suite:
-            if t.split == "unseen":
-                out[t.name] = shared
+    out = {t.name: {**tune_static(t, bases[t.name], bar, backend, RULE_GRID), "from": "its own train instances"}
+           for t in seen}
+    unseen = [t for t in suite if t.split == "unseen"]
+    if unseen:
+        pooled: list[float | None] = []
+        for k in range(len(RULE_GRID)):
+            vals = [s for t in seen if (s := out[t.name]["grid"][k]["train_score"]) is not None]
+            pooled.append(sum(vals) / len(vals) if vals else None)
+        shared = {**choose(RULE_GRID, pooled), "from": "every seen task's train instances (mean of the task means)"}
+        out.update({t.name: shared for t in unseen})
     return out
 
 
@@ -161,14 +126,8 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
                                                             else 0))
     best = tune_rules(suite, bases, bar, backend) if BEST_RULE in policies else {}
 
-    def tuned() -> Entry:
-        def spec(task: Task, sc: ScenarioConfig, seed: int) -> RunSpec:
-            c = best[task.name]["chosen"]
-            return RunSpec(sc, c["policy"], seed, dict(c["params"]))
-
-        return Entry(BEST_RULE, "tuned", lambda *a: {}, spec)
-
-    entries = [tuned() if p == BEST_RULE else builtin_entry(p) for p in policies]
+    entries = [tuned_entry(lambda task, sc: best[task.name]["chosen"], BEST_RULE) if p == BEST_RULE
+               else builtin_entry(p) for p in policies]
     entries += [external_entry(e) for e in externals]
     specs = {e.label: e.spec for e in externals}
     jobs = [entry_task(e, t, inst.scenario(bases[t.name]), inst.seed, f"{t.name} {e.label} {inst.label}")

@@ -42,28 +42,26 @@ MAX_SCORED = 100_000
 MAX_BURN_IN = 100_000
 
 
+def _default_tasks() -> dict[str, Any]:
+    """The v1 suite's synthetic tasks at their default SLO tier, by family."""
+    from kairos_gym.benchmark.suite import SUITE
+
+    return {t.family: t for t in SUITE if t.tier == "default" and not t.windows}
+
+
 def families() -> tuple[str, ...]:
     """The synthetic families of the v1 suite (kairos_gym.benchmark.suite.FAMILIES without trace windows)."""
-    from kairos_gym.benchmark.suite import FAMILIES
-
-    return tuple(fam for fam, _scen, _over, _test, _train, win in FAMILIES if not win)
+    return tuple(_default_tasks())
 
 
 def instance_scenario(family: str, burn_in: int, scored: int) -> ScenarioConfig:
-    """The family's scenario (its v1 overrides, default SLO tier) with ``burn_in + scored`` requests of which the
-    first ``burn_in`` are not scored."""
-    from kairos_gym.benchmark.suite import FAMILIES
-
-    for fam, scen, over, _test, _train, win in FAMILIES:
-        if fam == family and not win:
-            from kairos_gym.scenario import load_scenario
-
-            sc = load_scenario(scen)
-            if over:
-                sc = sc.with_overrides(over)
-            return sc.with_overrides({"workload": {"num_requests": burn_in + scored},
-                                      "slo": {"burn_in_requests": burn_in}})
-    raise ConfigError("convergence", "--families", family, "one of " + ", ".join(families()))
+    """The family's v1 task scenario (its overrides, default SLO tier) with ``burn_in + scored`` requests of which
+    the first ``burn_in`` are not scored."""
+    task = _default_tasks().get(family)
+    if task is None:
+        raise ConfigError("convergence", "--families", family, "one of " + ", ".join(families()))
+    return task.base().with_overrides({"workload": {"num_requests": burn_in + scored},
+                                       "slo": {"burn_in_requests": burn_in}})
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:

@@ -79,14 +79,14 @@ def check_entries(policies: Sequence[str], externals: Sequence[ExternalPolicy]) 
 
 
 def check_names(where: str, policies: Sequence[str], externals: Sequence[ExternalPolicy], refused: Mapping[str, str],
-                required: Sequence[str] = ()) -> None:
-    """The checks of a ``--policies`` list and ``--policy`` / ``--checkpoint`` entries (the leaderboard's and the
-    precision protocol's): at least one entry; registry names or best-static, none of ``refused`` (name -> why),
-    each once; every name of ``required`` present; at most :data:`MAX_EXTERNAL` external entries, their labels
-    distinct from each other and from the names."""
+                required: Sequence[str] = (), tuned: str = BEST_STATIC) -> None:
+    """The checks of a ``--policies`` list and ``--policy`` / ``--checkpoint`` entries (the leaderboards' and the
+    precision protocol's): at least one entry; registry names or the suite's tuned entry ``tuned``, none of
+    ``refused`` (name -> why), each once; every name of ``required`` present; at most :data:`MAX_EXTERNAL` external
+    entries, their labels distinct from each other and from the names."""
     from kairos_gym.agents.registry import POLICIES
 
-    allowed = [p for p in (*POLICIES, BEST_STATIC) if p not in refused]
+    allowed = [p for p in (*POLICIES, tuned) if p not in refused]
     if not policies and not externals:
         raise ConfigError(where, "--policies", list(policies), "at least one policy")
     for p in policies:
@@ -100,7 +100,7 @@ def check_names(where: str, policies: Sequence[str], externals: Sequence[Externa
     missing = [p for p in required if p not in policies]
     if missing:
         raise ConfigError(where, "--policies", ",".join(policies), f"a list that includes {', '.join(required)} "
-                          f"(the normalisation anchors and the comparison; missing: {', '.join(missing)})")
+                          f"(the board's anchors and comparison; missing: {', '.join(missing)})")
     if len(externals) > MAX_EXTERNAL:
         raise ConfigError(where, "--policy/--checkpoint", len(externals), f"at most {MAX_EXTERNAL} entries")
     labels = [e.label for e in externals]
@@ -122,9 +122,9 @@ def builtin_entry(name: str) -> Entry:
     return Entry(name, "built-in", run, spec)
 
 
-def tuned_entry(chosen: Callable[[Task, ScenarioConfig], Mapping[str, Any]]) -> Entry:
-    """The ``best-static`` entry: on each (task, scenario) the rule ``chosen(task, sc)`` (a ``"policy"`` and its
-    ``"params"``, as :func:`tune_static` chose it)."""
+def tuned_entry(chosen: Callable[[Task, ScenarioConfig], Mapping[str, Any]], label: str = BEST_STATIC) -> Entry:
+    """A tuned entry (``best-static``; suite v2's ``best-rule``): on each (task, scenario) the rule
+    ``chosen(task, sc)`` (a ``"policy"`` and its ``"params"``, as :func:`tune_static` chose it)."""
     def run(task: Task, sc: ScenarioConfig, seed: int, tick: Any) -> dict[str, Any]:
         c = chosen(task, sc)
         return run_one(sc, c["policy"], seed, params=c["params"], tick=tick)[0]
@@ -133,7 +133,7 @@ def tuned_entry(chosen: Callable[[Task, ScenarioConfig], Mapping[str, Any]]) -> 
         c = chosen(task, sc)
         return RunSpec(sc, c["policy"], seed, dict(c["params"]))
 
-    return Entry(BEST_STATIC, "tuned", run, spec)
+    return Entry(label, "tuned", run, spec)
 
 
 def external_entry(ext: ExternalPolicy) -> Entry:
@@ -170,26 +170,31 @@ def entry_task(e: Entry, task: Task, sc: ScenarioConfig, seed: int, label: str) 
 
 
 # ---------------------------------------------------------------------------------------------- tuning
-def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress,
-                backend: Backend | None = None) -> dict[str, Any]:
-    """Mean train SLO attainment of every rule of :data:`STATIC_GRID`; the best (first on ties). ``backend`` runs
-    the runs (default: serially, here)."""
+def tune_static(task: Task, base: ScenarioConfig, bar: RunProgress, backend: Backend | None = None,
+                grid: Sequence[tuple[str, Mapping[str, Any]]] = STATIC_GRID) -> dict[str, Any]:
+    """Mean train SLO attainment of every rule of ``grid`` (default :data:`STATIC_GRID`); the best (first on ties)
+    as ``"chosen"``, every rule's as ``"grid"``. ``backend`` runs the runs (default: serially, here)."""
     tasks = [run_task(RunSpec(inst.scenario(base), name, inst.seed, dict(params)),
                       f"tune {task.name} {rule_label(name, params)} {inst.label}")
-             for name, params in STATIC_GRID for inst in task.train]
+             for name, params in grid for inst in task.train]
     out = (backend or SerialBackend(retries=0)).map(tasks, bar)
-    grid = []
     n = len(task.train)
-    for k, (name, params) in enumerate(STATIC_GRID):
-        runs = out[k * n:(k + 1) * n]
-        vals = [v for v in run_scores(runs) if not math.isnan(v)]
-        grid.append({"rule": rule_label(name, params), "policy": name, "params": dict(params),
-                     "train_score": sum(vals) / len(vals) if vals else None})
-    best = max(range(len(grid)), key=lambda i: (-math.inf if grid[i]["train_score"] is None
-                                                else grid[i]["train_score"], -i))
-    return {"chosen": grid[best], "grid": grid}
+    scores = []
+    for k in range(len(grid)):
+        vals = [v for v in run_scores(out[k * n:(k + 1) * n]) if not math.isnan(v)]
+        scores.append(sum(vals) / len(vals) if vals else None)
+    return choose(grid, scores)
+
+
+def choose(grid: Sequence[tuple[str, Mapping[str, Any]]], scores: Sequence[float | None]) -> dict[str, Any]:
+    """``{"chosen": the best rule, "grid": every rule}`` of ``grid`` with its mean train ``scores`` (None: no
+    finite score; the first rule wins a tie)."""
+    rows = [{"rule": rule_label(name, params), "policy": name, "params": dict(params), "train_score": s}
+            for (name, params), s in zip(grid, scores, strict=True)]
+    best = max(range(len(rows)), key=lambda i: (-math.inf if scores[i] is None else scores[i], -i))
+    return {"chosen": rows[best], "grid": rows}
 
 
 __all__ = ["BEST_STATIC", "DEFAULT_POLICIES", "MAX_EXTERNAL", "PINNED_TRACK", "REFUSED", "REQUIRED", "STATIC_GRID",
-           "Entry", "builtin_entry", "check_entries", "check_names", "entry_task", "external_entry", "rule_label",
-           "tune_static", "tuned_entry"]
+           "Entry", "builtin_entry", "check_entries", "check_names", "choose", "entry_task", "external_entry",
+           "rule_label", "tune_static", "tuned_entry"]

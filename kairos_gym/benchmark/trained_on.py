@@ -17,19 +17,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kairos_gym.env.registration import GENERAL_ENV_ID
 from kairos_gym.errors import ConfigError
-
-GENERAL_ID = "kairos_train/KairosGeneral-v0"
-SCENARIO_OF = {"kairos_gym/Kairos-v0": "bursty", "kairos_gym/KairosSmall-v0": "small"}
 
 
 def _scenario_of(env_id: str) -> str | None:
-    if env_id in SCENARIO_OF:
-        return SCENARIO_OF[env_id]
-    prefix, suffix = "kairos_gym/Kairos-", "-v0"
-    if env_id.startswith(prefix) and env_id.endswith(suffix):
-        return env_id[len(prefix):-len(suffix)]
-    return None
+    """The shipped scenario whose Gymnasium id is ``env_id`` (kairos_gym.env.registration.scenario_env_id)."""
+    from kairos_gym.env.registration import scenario_env_id
+    from kairos_gym.scenario import scenario_names
+
+    return next((name for name in scenario_names() if scenario_env_id(name) == env_id), None)
 
 
 def declared(folder: str | Path) -> tuple[tuple[str, ...] | None, str | None]:
@@ -56,7 +53,7 @@ def declared(folder: str | Path) -> tuple[tuple[str, ...] | None, str | None]:
         return None, None
     kwargs: Any = section.get("env_kwargs") or {}
     how = f"RL: {section.get('algo', 'maskable_ppo')}, {kwargs.get('reward', 'misses')} reward"
-    if env_id == GENERAL_ID:
+    if env_id == GENERAL_ENV_ID:
         fams = kwargs.get("families")
         if fams is None:
             from kairos_gym.benchmark.suites import SUITES, default_training_families
