@@ -21,7 +21,7 @@ same on every CPU (x86-64 with or without AVX2/FMA/AVX-512, aarch64), and acting
 own forward (torch's float32 kernels, chosen by CPU feature) differs from them in the last bits: the greedy action is
 SB3's ``model.predict(obs, deterministic=True, action_masks=mask)`` except where two unmasked logits lie within that
 rounding of each other. Measured (``python tools/actor_agreement.py --requests 3000 --seeds 0 1 2 3 4``: the shipped
-``ppo`` on bursty seeds 0-4, 15,000 decisions; ``ppo-general`` on the first two test instances of every suite task,
+``ppo`` on bursty seeds 0-4, 15,000 decisions; ``distilled-oracle`` on the first two test instances of every suite task,
 both tracks, 46,230 decisions): the same action as the old torch forward in 61,230 of 61,230 decisions (smallest gap
 between the two best unmasked logits 1.0e-4), logits at most 2.9e-6 from torch's (from a float64 reference: these
 9.4e-7, torch's 3.0e-6);

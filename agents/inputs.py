@@ -9,7 +9,7 @@ realistic track Kairos reads the same stale, noisy view the policy does), decidi
 applied, and the policy's own action still goes through the mask. Kairos's prefill path (any named node: it picks
 the shortest queue of the served view) is action 0; its deflections (always the LargestSafe schedule) are the
 layout's LargestSafe action of that decode node, so the layout must offer that action
-(``deflection.largest_safe_action``; every ``ppo-general`` checkpoint has it).
+(``deflection.largest_safe_action``; every ``distilled-oracle`` checkpoint has it).
 
 Kairos draws nothing and keeps no state between decisions (its last estimate only), so the feature is a pure
 function of the context: :class:`KairosFeature` on a context equals a standalone Kairos deciding on it.

@@ -45,14 +45,14 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import Decision, DecisionContext
 
-__all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "GreedyActor", "PPOAgent", "PPOGeneral"]
+__all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "GreedyActor", "PPOAgent", "DistilledOracle"]
 
 ALGOS = ("auto", "maskable_ppo", "ppo")
 ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO"}
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-kairos-v0" / "policy.json"
 """The shipped agent (agents/checkpoints/ppo-kairos-v0/README.md, safe format): used when no path is given."""
-GENERAL_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-general" / "policy.json"
-"""The general agent distilled from the Oracle (agents/checkpoints/ppo-general/README.md): ``ppo-general``."""
+GENERAL_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "distilled-oracle" / "policy.json"
+"""The general agent distilled from the Oracle (agents/checkpoints/distilled-oracle/README.md): ``distilled-oracle``."""
 
 
 class PPOAgent(BasePolicy):
@@ -230,14 +230,14 @@ class PPOAgent(BasePolicy):
         return {**super().describe(), "path": self.path, "algo": algo}
 
 
-class PPOGeneral(PPOAgent):
-    """``ppo-general``: :class:`PPOAgent` with the general agent's checkpoint (:data:`GENERAL_CHECKPOINT`: the
+class DistilledOracle(PPOAgent):
+    """``distilled-oracle``: :class:`PPOAgent` with the general agent's checkpoint (:data:`GENERAL_CHECKPOINT`: the
     rollout Oracle distilled into a 128x128 Tanh MLP over the benchmark's train split that also reads the one-hot
     of Kairos's action on the same track, train/distill.py, configs/ppo/distill-kairos-label.yaml) as its
     default ``path``; everything else is PPOAgent's (safe format, 13 actions: the LargestSafe deflection is
     offered on any task)."""
 
-    name = "ppo-general"
+    name = "distilled-oracle"
 
     def __init__(self, scenario: Any = None, seed: int | None = 0, path: str | Path | None = None,
                  algo: str = "auto", device: str = "cpu", obs_builder: Any = None, action_decoder: Any = None,

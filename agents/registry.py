@@ -25,7 +25,7 @@ from kairos_gym.agents.baselines import (
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
-from kairos_gym.agents.ppo import PPOAgent, PPOGeneral
+from kairos_gym.agents.ppo import PPOAgent, DistilledOracle
 from kairos_gym.agents.slo_guard import SLOGuard
 
 from kairos_gym.errors import ConfigError
@@ -67,7 +67,7 @@ POLICIES: dict[str, Callable[..., BasePolicy]] = {
     "kairos-pull": KairosPull,
     "oracle": Oracle,
     "ppo": PPOAgent,
-    "ppo-general": PPOGeneral,
+    "distilled-oracle": DistilledOracle,
 }
 
 
@@ -89,7 +89,7 @@ DESCRIPTIONS: dict[str, str] = {
     "kairos-pull": "Kairos that also answers pull decisions (deflection.decision_points: arrival+pull)",
     "oracle": "clairvoyant rollout Oracle: every action rolled out to the end under base policies (slow)",
     "ppo": "the shipped PPO agent (agents/checkpoints/ppo-kairos-v0); path= for another safe checkpoint",
-    "ppo-general": "the general agent distilled from the Oracle (agents/checkpoints/ppo-general)",
+    "distilled-oracle": "the general agent distilled from the Oracle (agents/checkpoints/distilled-oracle)",
 }
 """One line per registry name: what the policy does (``kairos-gym list policies``; docs/policies.md in full)."""
 
@@ -102,7 +102,14 @@ def policy_params(name: str) -> list[str]:
     return [p for p in inspect.signature(factory).parameters if p not in skip]
 
 
+RENAMED: dict[str, str] = {"ppo-general": "distilled-oracle"}
+"""Former registry names and their names now: refused with the new name (never silently mapped)."""
+
+
 def _factory(name: Any) -> Callable[..., BasePolicy]:
+    if isinstance(name, str) and name in RENAMED:
+        raise ConfigError("policy", "name", name, f"{RENAMED[name]!r} (renamed: it is a supervised student of "
+                          "the Oracle, not an RL agent)")
     if not isinstance(name, str) or name not in POLICIES:
         raise ConfigError("policy", "name", name, "one of " + ", ".join(POLICIES))
     return POLICIES[name]

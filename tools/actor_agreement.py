@@ -2,7 +2,7 @@
 
     python tools/actor_agreement.py [--requests 400] [--seeds 0 1 2] [--instances 2]
 
-Runs the shipped agents (``ppo`` on its scenario ``bursty``; ``ppo-general`` on the first test instances of every
+Runs the shipped agents (``ppo`` on its scenario ``bursty``; ``distilled-oracle`` on the first test instances of every
 task of the suite, both information tracks) with the portable actor (:class:`kairos_gym.agents.checkpoint.
 GreedyActor`), records every decision's network input and mask, and recomputes each decision with a torch forward
 pass (``F.linear`` + activation per layer, float32, batch of one: libm- and SIMD-dependent) and with a
@@ -108,14 +108,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=400, help="requests per episode (workload.max_requests)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="ppo's workload seeds on bursty")
-    ap.add_argument("--instances", type=int, default=2, help="ppo-general: the first N test instances of each task")
+    ap.add_argument("--instances", type=int, default=2, help="distilled-oracle: the first N test instances of each task")
     args = ap.parse_args()
     from kairos_gym.scenario import load_scenario
 
     ppo_runs = [(load_scenario("bursty"), s) for s in args.seeds]
     general_runs = [(on_track(inst.scenario(t.base()), track), inst.seed)
                     for t in SUITE for inst in t.test[:args.instances] for track in ("exact", "realistic")]
-    for name, runs in (("ppo", ppo_runs), ("ppo-general", general_runs)):
+    for name, runs in (("ppo", ppo_runs), ("distilled-oracle", general_runs)):
         print(measure(name, runs, args.requests))
     return 0
 

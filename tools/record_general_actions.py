@@ -1,8 +1,8 @@
-"""Record the actions the shipped ``ppo-general`` actor takes on 300 rows of a label dataset, the data of
+"""Record the actions the shipped ``distilled-oracle`` actor takes on 300 rows of a label dataset, the data of
 ``tests/train/test_shipped_general.py::test_shipped_actor_takes_the_recorded_actions``.
 
-    python tools/record_general_actions.py --data runs/base/data.npz [--checkpoint agents/checkpoints/ppo-general]
-        [--out tests/train/data/ppo-general-actions.npz] [--rows 300]
+    python tools/record_general_actions.py --data runs/base/data.npz [--checkpoint agents/checkpoints/distilled-oracle]
+        [--out tests/train/data/distilled-oracle-actions.npz] [--rows 300]
 
 Rows are drawn without replacement by ``numpy.random.default_rng(0)`` and sorted; each row's actor input follows
 the checkpoint's layout (``policy.json`` ``inputs``: the observation, or the observation followed by the one-hot of
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="a label dataset written by train/distill.py (data.npz)")
-    ap.add_argument("--checkpoint", default=str(ROOT / "agents" / "checkpoints" / "ppo-general"))
-    ap.add_argument("--out", default=str(ROOT / "tests" / "train" / "data" / "ppo-general-actions.npz"))
+    ap.add_argument("--checkpoint", default=str(ROOT / "agents" / "checkpoints" / "distilled-oracle"))
+    ap.add_argument("--out", default=str(ROOT / "tests" / "train" / "data" / "distilled-oracle-actions.npz"))
     ap.add_argument("--rows", type=int, default=300)
     args = ap.parse_args()
     actor = load_policy(Path(args.checkpoint))

@@ -50,7 +50,7 @@ RULE_GRID: tuple[tuple[str, dict[str, Any]], ...] = (
     *STATIC_GRID, *(("slo-guard", {"fraction": f}) for f in GUARD_FRACTIONS))
 """The rules ``best-rule`` chooses from: v1's static grid, then the predictive rule."""
 DEFAULT_POLICIES_V2 = ("no-deflect,always-deflect-ls,sq-ls,sl-ls,pending-switch,slo-guard,best-rule,kairos,ppo,"
-                       "ppo-general")
+                       "distilled-oracle")
 """The entries of a v2 run unless ``--policies`` says otherwise (``kairos-exact`` is ``kairos`` on the exact track:
 one row)."""
 REFUSED_V2 = {"oracle": "the Oracle is not a v2 entry (minutes per production-length instance)",
@@ -63,7 +63,7 @@ def shipped_checkpoints() -> dict[str, Path]:
     """The checkpoint folder of each shipped learnt registry entry (agents/ppo.py)."""
     from kairos_gym.agents.ppo import DEFAULT_CHECKPOINT, GENERAL_CHECKPOINT
 
-    return {"ppo": DEFAULT_CHECKPOINT.parent, "ppo-general": GENERAL_CHECKPOINT.parent}
+    return {"ppo": DEFAULT_CHECKPOINT.parent, "distilled-oracle": GENERAL_CHECKPOINT.parent}
 
 
 def card(label: str, kind: str, spec: str | None = None) -> tuple[list[str] | None, str | None]:

@@ -35,7 +35,7 @@ REQUIRED = (BASELINE, COMPARISON, REFERENCE)
 BEST_STATIC = "best-static"
 """The entry that tunes a static rule (:data:`STATIC_GRID`) per task on the train instances."""
 DEFAULT_POLICIES = ("no-deflect,always-deflect,always-deflect-ls,sq,sq-ls,sl,sl-ls,pending-switch,best-static,kairos,"
-                    "kairos-exact,ppo,ppo-general,oracle")
+                    "kairos-exact,ppo,distilled-oracle,oracle")
 REFUSED: dict[str, str] = {}
 """Registry names the leaderboard refuses, with why."""
 PINNED_TRACK = {REFERENCE: "exact", "kairos-exact": "exact"}

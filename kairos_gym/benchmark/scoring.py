@@ -42,7 +42,7 @@ REFERENCE = "oracle"
 REFERENCE_LABEL = ("the clairvoyant rollout Oracle (agents/oracle.py: it knows the workload's future and rolls every "
                    "action out to the end of the instance under no-deflect, kairos-exact, always-deflect-ls, sq-ls, "
                    "sl-ls and the task's best-static rule; never below any of them on an instance)")
-NOT_HEURISTICS = (REFERENCE, "ppo", "ppo-general")
+NOT_HEURISTICS = (REFERENCE, "ppo", "distilled-oracle")
 """Built-in entries that are not shipped heuristics (the headroom compares the Oracle with the best of the rest)."""
 COMPARISON = "kairos"
 """The policy every other is compared with, paired on the instances (probability of improvement, differences)."""

@@ -179,7 +179,7 @@ def _add_select(sub: Subparsers) -> None:
     p = add_command(sub, "select", cmd_select)
     p.add_argument("--candidate", required=True, help="the candidate's checkpoint folder (policy.json)")
     p.add_argument("--incumbent", default=str(GENERAL_CHECKPOINT.parent),
-                   help="the incumbent's checkpoint folder (default: the shipped ppo-general)")
+                   help="the incumbent's checkpoint folder (default: the shipped distilled-oracle)")
     p.add_argument("--config", default="configs/ppo/distill.yaml",
                    help="the distill config whose families, tiers and label jobs define the set")
     p.add_argument("--instances", default=str(DEFAULT_INSTANCES),

@@ -19,7 +19,7 @@ from typing import Any
 from kairos_gym.errors import ConfigError
 
 DEFAULT_POLICIES = ("no-deflect", "always-deflect", "always-deflect-ls", "sq", "sq-ls", "sl", "sl-ls", "kairos",
-                    "kairos-exact", "ppo", "ppo-general")
+                    "kairos-exact", "ppo", "distilled-oracle")
 """The shipped policies the check runs by default (the rules, Kairos on both tracks' settings, the shipped agents)."""
 MAX_EPISODE_REQUESTS = 20_000
 """Largest episode of the check (requests): each policy runs one whole episode per seed and reward."""

@@ -15,7 +15,12 @@ TINY = tiny_scenario(60, rate=20, cv=None)
 def test_names():
     assert list(POLICIES) == ["no-deflect", "always-deflect", "always-deflect-ls", "random", "sq", "sq-ls", "sl",
                               "sl-ls", "pending-switch", "slo-guard", "kairos", "kairos-exact", "kairos-pull", "oracle",
-                              "ppo", "ppo-general"]
+                              "ppo", "distilled-oracle"]
+
+
+def test_a_former_name_is_refused_with_the_new_one():
+    with pytest.raises(ConfigError, match=r"ppo-general.*'distilled-oracle'.*supervised student"):
+        make_policy("ppo-general", TINY)
 
 
 def test_kairos_exact_is_kairos_on_the_exact_track():

@@ -11,7 +11,7 @@ from kairos_gym.benchmark.trained_on import declared
 
 def test_the_shipped_learnt_entries() -> None:
     assert card("ppo", "built-in") == (["bursty"], "RL: maskable_ppo, ttft reward")
-    fams, how = card("ppo-general", "built-in")
+    fams, how = card("distilled-oracle", "built-in")
     assert fams == ["bursty", "regime-shift", "decode-bound", "long-tail", "kv-pressure", "azure-code"]
     assert how is not None and how.startswith("supervised")
     assert card("kairos", "built-in") == (None, None)

@@ -77,14 +77,14 @@ def test_simulate_runs_one_of_a_name_a_file_a_checkpoint(flags, label, files, ca
     assert len((files / "r.csv").read_text().splitlines()) == 61
 
 
-def test_the_shipped_general_agent_as_a_checkpoint_is_ppo_general(files, capsys):
-    """agents/checkpoints/ppo-general (inputs: observation+kairos) through --checkpoint acts as the registry's."""
+def test_the_shipped_general_agent_as_a_checkpoint_is_distilled_oracle(files, capsys):
+    """agents/checkpoints/distilled-oracle (inputs: observation+kairos) through --checkpoint acts as the registry's."""
     general = str(GENERAL_CHECKPOINT.parent)
-    assert main(["evaluate", "--scenario", "tiny.yaml", "--policies", "ppo-general", "--checkpoint", general,
+    assert main(["evaluate", "--scenario", "tiny.yaml", "--policies", "distilled-oracle", "--checkpoint", general,
                  "--seeds", "0,1", "--json", "-"]) == 0
     runs = _json(capsys)["runs"]
     mine = [(r["ttft_p95"], r["deflection_rate"]) for r in runs if r["policy"] == f"checkpoint:{general}"]
-    assert mine == [(r["ttft_p95"], r["deflection_rate"]) for r in runs if r["policy"] == "ppo-general"]
+    assert mine == [(r["ttft_p95"], r["deflection_rate"]) for r in runs if r["policy"] == "distilled-oracle"]
     assert len(mine) == 2
 
 

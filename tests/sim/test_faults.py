@@ -452,7 +452,7 @@ def test_random_draws_past_the_event_bound_are_an_error_not_a_truncation(monkeyp
 SHIPPED = ("bursty-prefill-failure", "bursty-link-degraded")
 
 
-# ppo and ppo-general included: the shipped checkpoints (trained without faults) read the fault-free observation on
+# ppo and distilled-oracle included: the shipped checkpoints (trained without faults) read the fault-free observation on
 # these scenarios (agents/ppo.py), the mask keeps them off down decode nodes
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("name", SHIPPED)
@@ -464,7 +464,7 @@ def test_every_shipped_policy_on_the_shipped_fault_scenarios_loses_nothing(name,
     assert (np.asarray(sim.first_token)[np.asarray(sim.path) >= 0] > 0).all()
 
 
-@pytest.mark.parametrize("policy", ["ppo", "ppo-general"])
+@pytest.mark.parametrize("policy", ["ppo", "distilled-oracle"])
 def test_ppo_checkpoint_reads_the_fault_free_observation_on_a_fault_scenario(policy):
     """The shipped checkpoint's observation has no availability group (57 features; a fault scenario's has P + D + 1
     more): on a fault scenario it is served the same scenario's fault-free observation, and never deflects to a

@@ -14,7 +14,7 @@ from kairos_gym.agents.inputs import KairosFeature, kairos_action
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.policy_file_loader import policy_from_checkpoint
-from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOAgent, PPOGeneral
+from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOAgent, DistilledOracle
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train import distill as D
 from kairos_gym.train.domain import run_actor, task_base
@@ -176,7 +176,7 @@ def test_unknown_layout_is_refused(data: dict[str, np.ndarray], tmp_path: Path) 
 
 def test_shipped_general_checkpoint_layout_is_its_own() -> None:
     spec = json.loads(GENERAL_CHECKPOINT.read_text())
-    agent = PPOGeneral(_small())
+    agent = DistilledOracle(_small())
     want = spec.get("inputs", "observation")
     assert agent.actor is not None and agent.actor.inputs == want
     assert (agent.kairos_feature is None) == (want == "observation")

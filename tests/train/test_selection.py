@@ -104,5 +104,5 @@ def test_bad_flags_are_refused_before_any_run(tmp_path, capsys: pytest.CaptureFi
     assert "--candidate" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="--instances"):
         selection_cases(CFG, 0)
-    assert main(["select", "--candidate", "agents/checkpoints/ppo-general", "--instances", "5e2"]) == 2
+    assert main(["select", "--candidate", "agents/checkpoints/distilled-oracle", "--instances", "5e2"]) == 2
     assert "--instances" in capsys.readouterr().err

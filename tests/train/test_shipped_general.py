@@ -1,4 +1,4 @@
-"""The shipped general agent agents/checkpoints/ppo-general (train/distill.py): files, loading, actions."""
+"""The shipped general agent agents/checkpoints/distilled-oracle (train/distill.py): files, loading, actions."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from kairos_gym.agents import make_policy, run_policy
 from kairos_gym.agents.checkpoint import SAFE_FILES, load_policy
-from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOGeneral
+from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, DistilledOracle
 from kairos_gym.train.distill import load_config
 
 from kairos_gym.benchmark.suite import SUITE, on_track
 
 CKPT = GENERAL_CHECKPOINT.parent
-DATA = Path(__file__).resolve().parent / "data" / "ppo-general-actions.npz"
+DATA = Path(__file__).resolve().parent / "data" / "distilled-oracle-actions.npz"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,13 +48,13 @@ def test_shipped_actor_takes_the_recorded_actions() -> None:
 
 
 @pytest.mark.parametrize("track", ["exact", "realistic"])
-def test_ppo_general_runs_on_a_suite_task(track: str) -> None:
+def test_distilled_oracle_runs_on_a_suite_task(track: str) -> None:
     task = next(t for t in SUITE if t.name == "bursty/strict")
     sc = on_track(task.base(), track).with_overrides({"workload": {"num_requests": 120}})
-    agent = make_policy("ppo-general", sc, 0)
-    assert isinstance(agent, PPOGeneral) and agent.path == str(GENERAL_CHECKPOINT)
+    agent = make_policy("distilled-oracle", sc, 0)
+    assert isinstance(agent, DistilledOracle) and agent.path == str(GENERAL_CHECKPOINT)
     out = run_policy(agent, sc, 0)
-    assert out["policy"] == "ppo-general" and out["n_completed"] == 120
+    assert out["policy"] == "distilled-oracle" and out["n_completed"] == 120
     if track == "exact":
         assert out["n_invalid_actions"] == 0  # masked: on the exact track every offered action is taken
     assert 0.0 < out["deflection_rate"] < 1.0
