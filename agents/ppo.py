@@ -45,7 +45,7 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.scenario import ScenarioConfig, load_scenario
 from kairos_gym.sim.hook import Decision, DecisionContext
 
-__all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "GreedyActor", "PPOAgent", "DistilledOracle"]
+__all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "DistilledOracle", "GreedyActor", "PPOAgent"]
 
 ALGOS = ("auto", "maskable_ppo", "ppo")
 ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO"}

@@ -25,7 +25,7 @@ from kairos_gym.agents.baselines import (
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.kairos_pull import KairosPull
 from kairos_gym.agents.oracle import Oracle
-from kairos_gym.agents.ppo import PPOAgent, DistilledOracle
+from kairos_gym.agents.ppo import DistilledOracle, PPOAgent
 from kairos_gym.agents.slo_guard import SLOGuard
 
 from kairos_gym.errors import ConfigError

@@ -108,7 +108,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=400, help="requests per episode (workload.max_requests)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="ppo's workload seeds on bursty")
-    ap.add_argument("--instances", type=int, default=2, help="distilled-oracle: the first N test instances of each task")
+    ap.add_argument("--instances", type=int, default=2,
+                    help="distilled-oracle: the first N test instances of each task")
     args = ap.parse_args()
     from kairos_gym.scenario import load_scenario
 

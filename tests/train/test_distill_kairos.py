@@ -14,7 +14,7 @@ from kairos_gym.agents.inputs import KairosFeature, kairos_action
 from kairos_gym.agents.kairos import Kairos
 from kairos_gym.agents.oracle import Oracle
 from kairos_gym.agents.policy_file_loader import policy_from_checkpoint
-from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, PPOAgent, DistilledOracle
+from kairos_gym.agents.ppo import GENERAL_CHECKPOINT, DistilledOracle, PPOAgent
 from kairos_gym.agents.runner import run_policy
 from kairos_gym.train import distill as D
 from kairos_gym.train.domain import run_actor, task_base
