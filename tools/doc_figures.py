@@ -448,7 +448,21 @@ def _soak(text: str) -> str:
         end = " (end)" if i == len(rows) - 1 and c["arrived"] == r["n_requests"] else ""
         lines.append(f"| {c['sim_time_s'] / 3600:g} h{end} | {c['arrived']:,} | {c['completed']:,} | "
                      f"{c['rejected']:,} | {c['timed_out']:,} | {c['peak_rss_mb']:.1f} MB | {c['wall_s']:.1f} s |")
+    first, last = rows[0]["peak_rss_mb"], rows[-1]["peak_rss_mb"]
+    lines += ["", f"Peak RSS {100 * (last - first) / first:+.1f}% between the first and the last checkpoint."]
     return "\n".join(lines) + "\n"
+
+
+def _soak_accounting(text: str) -> str:
+    """``soak --json``'s request accounting (machine-independent, unlike its memory and wall time): where every
+    arrival went, its TTFT P99 and the completions per simulated second."""
+    r = json.loads(text)
+    n, done, rej, out = r["n_requests"], r["n_completed"], r["n_rejected"], r.get("n_timed_out", 0)
+    return ("| requests | completed | rejected | timed out | completed + rejected + timed out | TTFT P99 (s) | "
+            "completed per simulated s |\n|---:|---:|---:|---:|---|---:|---:|\n"
+            f"| {n:,} | {done:,} ({100 * done / n:.1f}%) | {rej:,} ({100 * rej / n:.1f}%) | {out:,} "
+            f"({100 * out / n:.1f}%) | {done + rej + out:,} ({'conserved' if r['conserved'] else 'NOT conserved'}) "
+            f"| {r['ttft_p99']:.2f} | {done / r['sim_time_s']:.1f} |\n")
 
 
 def _overload_10x(text: str) -> str:
@@ -564,6 +578,12 @@ _FIGURE_LIST = (
            _vector_vs_cartpole, fast=False, timing=True),
     Figure("perf-components", "docs/performance.md", ("perf-components", "--ops", "200000", "--repeats", "5",
                                                       "--json", "{out}"), _perf_components, fast=False, timing=True),
+    Figure("soak-24h-accounting", "docs/reliability.md", ("soak", "--scenario", "soak-24h", "--checkpoints",
+                                                          "1h,6h,12h,24h", "--json", "{out}"), _soak_accounting,
+           fast=False),
+    Figure("soak-10x-24h-accounting", "docs/reliability.md", ("soak", "--scenario", "soak-10x-24h", "--checkpoints",
+                                                              "1h,6h,12h,24h", "--json", "{out}"), _soak_accounting,
+           fast=False),
     Figure("soak-24h", "docs/reliability.md", ("soak", "--scenario", "soak-24h", "--checkpoints", "1h,6h,12h,24h",
                                                "--json", "{out}"), _soak, fast=False, timing=True),
     Figure("soak-10x-24h", "docs/reliability.md", ("soak", "--scenario", "soak-10x-24h", "--checkpoints",
