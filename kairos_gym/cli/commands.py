@@ -69,6 +69,8 @@ COMMANDS: tuple[Command, ...] = (
             "(configs/ppo/*.yaml)"),
     Command("distill", "train", "train", "distil the clairvoyant Oracle into a masked MLP policy: labels, "
             "training, validation (configs/ppo/distill.yaml)"),
+    Command("lofo", "train", "train", "leave one family out: a suite-v2 domain recipe retrained without each seen "
+            "family, scored there against the recipe on every family and Kairos (docs/benchmark.md)"),
     Command("select", "train", "train", "choose between two distilled students on the train-side selection set "
             "(docs/training.md, \"A second selection protocol\")"),
     Command("compare", "train", "train", "trained checkpoints (and --policy files) against the baselines on "

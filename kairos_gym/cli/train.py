@@ -19,8 +19,9 @@ from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``train``, ``distill``, ``select``, ``compare``, ``convert``, ``reward-order`` and ``perf-train``."""
-    for add in (_add_train, _add_distill, _add_select, _add_compare, _add_convert, _add_reward_order,
+    """Register ``train``, ``distill``, ``lofo``, ``select``, ``compare``, ``convert``, ``reward-order`` and
+    ``perf-train``."""
+    for add in (_add_train, _add_distill, _add_lofo, _add_select, _add_compare, _add_convert, _add_reward_order,
                 _add_perf_train):
         add(sub)
 
@@ -169,6 +170,66 @@ def cmd_distill(args: argparse.Namespace) -> int:
         raise ConfigError("distill", "--data", args.data, "an existing data.npz")
     with backend_from_args("distill", args) as backend:
         run(cfg, args.out, args.data, log=lambda s: print(s, flush=True), backend=backend)
+    return 0
+
+
+def _add_lofo(sub: Subparsers) -> None:
+    p = add_command(sub, "lofo", cmd_lofo)
+    p.add_argument("--config", required=True, help="a suite-v2 domain recipe (kairos_train/KairosGeneral-v0 with "
+                   "suite: v2), e.g. configs/ppo/v2-seen.yaml")
+    p.add_argument("--hold-out", default=None, metavar="F1,F2",
+                   help="the families to hold out, one at a time (default: every family of the recipe)")
+    p.add_argument("--seeds", default="0", help="training seeds, e.g. 0 or 0-2 (default 0; at most 10)")
+    p.add_argument("--timesteps", type=int, default=None,
+                   help="timesteps per run (default: the recipe's n_timesteps)")
+    p.add_argument("--tracks", default="exact,realistic", help="information tracks to score on "
+                   "(default exact,realistic)")
+    p.add_argument("--runs", default="runs/lofo", help="folder of the training runs (default runs/lofo; a finished "
+                   "run with the same config is reused)")
+    p.add_argument("--out", default="out/lofo-v2.md", help="the markdown report (default out/lofo-v2.md)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the whole study as JSON")
+    p.add_argument("--from-json", default=None, metavar="PATH", help="write the report from a saved --json "
+                   "instead of running")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar for the scoring runs")
+    from kairos_gym.evaluation.backends import add_backend_flags
+
+    add_backend_flags(p)  # the scoring runs on a process pool or Ray (training runs in this process)
+
+
+def cmd_lofo(args: argparse.Namespace) -> int:
+    """``kairos-gym lofo``: train (or reuse) the runs, score them on the held-out families, write the report."""
+    from kairos_gym.cli.common import progress, write_json
+
+    check_outputs("lofo", {"--out": args.out, "--json": args.json})
+    if args.from_json is not None:
+        from kairos_gym.json_file import read_json_file
+        from kairos_gym.train.lofo import MAX_JSON_BYTES, check_study, render
+
+        res = check_study(read_json_file("lofo", "--from-json", args.from_json, MAX_JSON_BYTES,
+                                         "lofo study JSON (the --json of an earlier run)"), args.from_json)
+        write_text(args.out, render(res), where="lofo")
+        print(f"wrote {args.out} (from {args.from_json})")
+        return 0
+    require("train", "lofo")
+    from kairos_gym.evaluation.backends import backend_from_args
+    from kairos_gym.train.config import load_config
+    from kairos_gym.train.lofo import TRACKS, parse_held_out, render, run_lofo
+
+    cfg = load_config(args.config)
+    held = parse_held_out(cfg, args.hold_out)
+    seeds = parse_seeds(args.seeds, "--seeds", "lofo")
+    if args.timesteps is not None and args.timesteps < 1:
+        raise ConfigError("lofo", "--timesteps", args.timesteps, "a whole number >= 1")
+    tracks = [t.strip() for t in args.tracks.split(",")]
+    if not tracks or any(t not in TRACKS for t in tracks) or len(set(tracks)) != len(tracks):
+        raise ConfigError("lofo", "--tracks", args.tracks, "distinct names among " + ", ".join(TRACKS))
+    with backend_from_args("lofo", args) as backend:
+        res = run_lofo(cfg, args.runs, held, seeds, args.timesteps, tracks, backend=backend,
+                       log=lambda s: print(s, flush=True), progress=progress(args, "lofo"),
+                       command=command_line(args))
+    write_json(args.json, res, where="lofo")
+    write_text(args.out, render(res), where="lofo")
+    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
     return 0
 
 
