@@ -396,6 +396,61 @@ def _measure_acceptance(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mega(x: float) -> str:
+    """A count of rollout decisions: ``1.83 M`` from a million on, else the whole number (``499``)."""
+    return f"{x / 1e6:.2f} M" if x >= 1e6 else f"{x:,.0f}"
+
+
+def _ratio(x: float) -> str:
+    """A cost ratio as ``1.1x``, ``11,659x`` from a hundred on."""
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.1f}x"
+
+
+def _oracle_suite_rows(text: str) -> list[tuple[str, dict]]:
+    """``perf-oracle --suite --json``'s rows: each task's, then the suite's (its label in bold)."""
+    r = json.loads(text)
+    t = r["total"]
+    return [(row["task"], row) for row in r["tasks"]] + [(f"**suite ({t['instances']} instances)**", t)]
+
+
+def _oracle_suite_decisions(text: str) -> str:
+    """``perf-oracle --suite --json``: per task the rollout decisions of the exhaustive and the bounded search and
+    their ratio (a count: the same on every machine)."""
+    lines = ["| task | rollout decisions, exhaustive -> bounded | ratio |", "|---|---:|---:|"]
+    lines += [f"| {task} | {_mega(r['exhaustive_rollout_decisions'])} -> {_mega(r['bounded_rollout_decisions'])} | "
+              f"{_ratio(r['cost_ratio'])} |" for task, r in _oracle_suite_rows(text)]
+    return "\n".join(lines) + "\n"
+
+
+def _oracle_suite_wall(text: str) -> str:
+    """``perf-oracle --suite --json``: per task the wall seconds of both searches and their ratio (timing)."""
+    lines = ["| task | wall (s), exhaustive -> bounded | ratio |", "|---|---:|---:|"]
+    lines += [f"| {task} | {r['exhaustive_wall_s']:.1f} -> {r['bounded_wall_s']:.1f} | {_ratio(r['wall_ratio'])} |"
+              for task, r in _oracle_suite_rows(text)]
+    return "\n".join(lines) + "\n"
+
+
+def _oracle_growth_decisions(text: str) -> str:
+    """``perf-oracle --growth --json``: per size the rollout decisions and the Oracle's SLO attainment (counts and
+    results: the same on every machine), and the growth exponent of the rollout decisions."""
+    r = json.loads(text)
+    lines = ["| requests | rollout decisions | Oracle |", "|---:|---:|---:|"]
+    lines += [f"| {row['requests']:,} | {row['rollout_decisions']:,} | {row['slo_attainment']:.3f} |"
+              for row in r["rows"]]
+    lines += ["", f"Rollout decisions grow as n^{r['exponent_rollout_decisions']:.2f} (least-squares slope on "
+              "log-log)."]
+    return "\n".join(lines) + "\n"
+
+
+def _oracle_growth_wall(text: str) -> str:
+    """``perf-oracle --growth --json``: per size the wall time, and its growth exponent (timing)."""
+    r = json.loads(text)
+    lines = ["| requests | wall (s) |", "|---:|---:|"]
+    lines += [f"| {row['requests']:,} | {_sig(row['wall_s'])} |" for row in r["rows"]]
+    lines += ["", f"Wall time grows as n^{r['exponent_wall']:.2f} (least-squares slope on log-log)."]
+    return "\n".join(lines) + "\n"
+
+
 def _perf_components(text: str) -> str:
     """``perf-components --json``: the rates as the command prints them (in a code block)."""
     r = json.loads(text)
@@ -412,6 +467,43 @@ def _perf_components(text: str) -> str:
     lines += rates([("python heapq of tuples", ev["python"]), ("native, a call per op", ev["calls"]),
                     ("native, replay_event_queue", ev["replay"])], ev["python"])
     return "```\n" + "\n".join(lines) + "\n```\n"
+
+
+def _perf_scenario(text: str) -> str:
+    """``perf-scenario``'s JSON (stdout): the scenario's requests and its wall times under no-deflect."""
+    r = json.loads(text)
+    runs = ", ".join(f"{x:.3f}" for x in r["wall_s_runs"])
+    return ("| scenario | requests | engine | wall, best run (s) | runs (s) |\n|---|---:|---|---:|---|\n"
+            f"| `{r['scenario']}` | {r['requests']:,} | `{r['engine']}` | {r['wall_s']:.3f} | {runs} |\n")
+
+
+def _decision_cost(text: str) -> str:
+    """``compare --json``'s decision cost per scenario and policy: wall clock and thread CPU time (microseconds)."""
+    lines = ["| scenario | policy | requests | us p50 | us p99 | CPU us p50 | CPU us p99 |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| `{res['scenario']}` | {r['policy']} | {r['n_requests']:,} | {r['decision_us_p50']:.1f} | "
+              f"{r['decision_us_p99']:.1f} | {r['decision_cpu_us_p50']:.1f} | {r['decision_cpu_us_p99']:.1f} |"
+              for res in json.loads(text) for r in res["runs"]]
+    return "\n".join(lines) + "\n"
+
+
+def _perf_train(text: str) -> str:
+    """``perf-train --json``: per recipe its steps/s (median of the runs), the ratio to the last recipe, steps per
+    CPU second and each run's rate."""
+    r = json.loads(text)
+    lines = ["| recipe | config | backend | envs | steps/s (median) | ratio to the last | steps per CPU s | "
+             "steps/s of each run |", "|---|---|---|---:|---:|---:|---:|---|"]
+    lines += [f"| {x['recipe']} | `{x['config']}` | {x['vec_backend']} | {x['n_envs']} | {x['steps_per_s']:,} | "
+              f"{x['ratio']:.3f} | {x['steps_per_cpu_s']:,} | " + ", ".join(f"{v:,}" for v in x["steps_per_s_runs"])
+              + " |" for x in r["rows"]]
+    lines += ["", f"MaskablePPO `model.learn` of {r['rows'][0]['steps']:,} steps per run, {r['repeats']} runs per "
+              "recipe, alternating."]
+    return "\n".join(lines) + "\n"
+
+
+def _code_block(text: str) -> str:
+    """A command's standard output as it prints it, in a code block."""
+    return "```\n" + text.strip("\n") + "\n```\n"
 
 
 def _env_vs_cartpole(text: str) -> str:
@@ -495,6 +587,16 @@ def _demo(text: str) -> str:
 
 _FIGURE_LIST = (
     Figure("sq-sl-sweep", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _sq_sl_sweep),
+    Figure("oracle-suite-decisions", "docs/policies.md", ("perf-oracle", "--suite", "--json", "{out}"),
+           _oracle_suite_decisions, fast=False),
+    Figure("oracle-suite-wall", "docs/policies.md", ("perf-oracle", "--suite", "--json", "{out}"), _oracle_suite_wall,
+           fast=False, timing=True),
+    Figure("oracle-growth-decisions", "docs/policies.md", ("perf-oracle", "--scenario", "bursty", "--growth",
+                                                           "250,500,1000,2000,3000", "--threads", "1", "--json",
+                                                           "{out}"), _oracle_growth_decisions, fast=False),
+    Figure("oracle-growth-wall", "docs/policies.md", ("perf-oracle", "--scenario", "bursty", "--growth",
+                                                      "250,500,1000,2000,3000", "--threads", "1", "--json", "{out}"),
+           _oracle_growth_wall, fast=False, timing=True),
     Figure("oracle-empty-arrivals", "docs/policies.md", ("perf-oracle", "--empty", "--instances", "3", "--json",
                                                            "{out}"), _empty_arrivals),
     Figure("reward-order", "docs/env.md", ("reward-order", "--json", "{out}"), _reward_order),
@@ -576,6 +678,15 @@ _FIGURE_LIST = (
     Figure("vector-vs-cartpole", "docs/performance.md", ("perf-env", "--vector", "64", "--seconds", "1", "--repeats",
                                                           "9", "--env", "kairos_gym/Kairos-v0", "--json", "{out}"),
            _vector_vs_cartpole, fast=False, timing=True),
+    Figure("perf-scenario", "docs/performance.md", ("perf-scenario", "--repeats", "3"), _perf_scenario, fast=False,
+           timing=True),
+    Figure("kairos-decision-cost", "docs/performance.md", ("compare", "--scenarios", "bursty,mooncake", "--policies",
+                                                           "kairos", "--seeds", "0", "--json", "{out}"),
+           _decision_cost, fast=False, timing=True),
+    Figure("perf-train", "docs/performance.md", ("perf-train", "--timesteps", "40960", "--repeats", "3", "--json",
+                                                 "{out}"), _perf_train, fast=False, timing=True),
+    Figure("perf-pool", "docs/performance.md", ("perf-pool", "--tasks", "20000"), _code_block, fast=False,
+           timing=True),
     Figure("perf-components", "docs/performance.md", ("perf-components", "--ops", "200000", "--repeats", "5",
                                                       "--json", "{out}"), _perf_components, fast=False, timing=True),
     Figure("soak-24h-accounting", "docs/reliability.md", ("soak", "--scenario", "soak-24h", "--checkpoints",
