@@ -99,7 +99,8 @@ def test_the_soak_rows_mark_the_end_of_the_run():
              "peak_rss_mb": 70.5, "wall_s": 5.9}]
     text = figures.FIGURES["soak-24h"].render(json.dumps({"n_requests": 20, "checkpoints": rows}))
     assert text.splitlines()[2:] == ["| 1 h | 10 | 9 | 0 | 1 | 70.0 MB | 0.3 s |",
-                                     "| 24 h (end) | 20 | 19 | 0 | 1 | 70.5 MB | 5.9 s |"]
+                                     "| 24 h (end) | 20 | 19 | 0 | 1 | 70.5 MB | 5.9 s |", "",
+                                     "Peak RSS +0.7% between the first and the last checkpoint."]
     assert figures.FIGURES["soak-24h"].timing and not figures.FIGURES["fault-runs-shipped"].timing
 
 
@@ -121,3 +122,51 @@ def test_a_command_runs_once_for_the_figures_that_share_it(monkeypatch: pytest.M
     assert len(calls) == 1
     with pytest.raises(figures.subprocess.CalledProcessError):
         figures.output(("other", "--json", "{out}"))
+
+
+def test_a_command_without_an_output_file_gives_its_standard_output(monkeypatch: pytest.MonkeyPatch):
+    seen = {}
+
+    class Done:
+        returncode, stdout = 0, "| a |\n"
+
+    def fake_run(args, **kwargs):
+        seen.update(kwargs)
+        return Done()
+
+    monkeypatch.setattr(figures.subprocess, "run", fake_run)
+    monkeypatch.setattr(figures, "_OUTPUTS", {})
+    assert figures.output(("check", "fault-switch")) == "| a |\n"
+    assert seen["stdout"] is figures.subprocess.PIPE
+    assert figures.FIGURES["fault-switch-500"].render("\n\nline\n\n") == "line\n"
+
+
+def test_a_markdown_output_is_shown_as_such_in_the_marker():
+    fig = figures.FIGURES["ppo-generalisation-mooncake"]
+    assert fig.shown_command().endswith("--markdown OUT.md")
+    assert "{out}" not in figures.FIGURES["swap-order"].shown_command()
+
+
+def test_compare_rows_render_one_line_per_scenario_and_policy_with_a_seed_range():
+    runs = [{"policy": "p", "seed": s, "slo_attainment": v} for s, v in enumerate((0.5, 0.6, 0.7))]
+    text = json.dumps([{"scenario": "kv-pressure", "runs": runs}])
+    line = figures._compare_table((("SLO attainment", "slo_attainment", ".3f"),))(text).splitlines()[-1]
+    assert line.startswith("| `kv-pressure` | p | 0-2 | 0.600 ± ")
+    assert figures._seeds([0, 3]) == "0,3" and figures._seeds([4, 5, 6, 7]) == "4-7"
+
+
+def test_the_soak_accounting_shows_where_every_arrival_went():
+    text = json.dumps({"n_requests": 100, "n_completed": 70, "n_rejected": 20, "n_timed_out": 10, "conserved": True,
+                       "ttft_p99": 1.234, "sim_time_s": 10.0})
+    assert figures.FIGURES["soak-24h-accounting"].render(text).splitlines()[-1] == (
+        "| 100 | 70 (70.0%) | 20 (20.0%) | 10 (10.0%) | 100 (conserved) | 1.23 | 7.0 |")
+
+
+def test_the_oracle_suite_counts_and_walls_are_separate_blocks():
+    row = {"task": "t", "instances": 1, "exhaustive_rollout_decisions": 5817690.0, "bounded_rollout_decisions": 499.0,
+           "cost_ratio": 11658.7, "exhaustive_wall_s": 14.58, "bounded_wall_s": 0.18, "wall_ratio": 78.5}
+    text = json.dumps({"tasks": [row], "total": row})
+    decisions = figures.FIGURES["oracle-suite-decisions"].render(text)
+    assert "| t | 5.82 M -> 499 | 11,659x |" in decisions and "wall" not in decisions
+    assert "| t | 14.6 -> 0.2 | 78.5x |" in figures.FIGURES["oracle-suite-wall"].render(text)
+    assert figures.FIGURES["oracle-suite-wall"].timing and not figures.FIGURES["oracle-suite-decisions"].timing

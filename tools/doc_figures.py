@@ -59,7 +59,8 @@ class Figure(NamedTuple):
 
     def shown_command(self) -> str:
         """The command as the marker shows it."""
-        return "kairos-gym " + " ".join(self.command).replace("{out}", "OUT.json").replace("{dir}", "DIR")
+        shown = " ".join(self.command).replace("--markdown {out}", "--markdown OUT.md")
+        return "kairos-gym " + shown.replace("{out}", "OUT.json").replace("{dir}", "DIR")
 
 
 _SWEEP_LABEL = re.compile(r"^(sq|sl)\((q>|L<)(\d+)(?: tok)?, chunk (\d+)\)$")
@@ -673,6 +674,25 @@ _FIGURE_LIST = (
     Figure("pull-compare", "docs/policies.md", ("pull-compare", "--json", "{out}"), _pull_compare, fast=False),
     Figure("demo", "docs/policies.md", ("demo", "--no-progress", "--out", "{dir}", "--json", "{out}"), _demo,
            fast=False),
+    Figure("ppo-bursty", "docs/training.md", ("compare", "--scenarios", "bursty,bursty:information.track=realistic",
+                                              "--policies", "no-deflect,always-deflect,always-deflect:chunk=1024,"
+                                              "kairos,ppo", "--seeds", "0-4", "--json", "{out}"),
+           _compare_table((("TTFT P95 (s)", "ttft_p95", ".3g"), ("SLO attainment", "slo_attainment", ".3f"),
+                           ("TBT violation rate", "tbt_violation_rate", ".3g"), ("TBT P99 (s)", "tbt_p99", ".3f"),
+                           ("deflection rate", "deflection_rate", ".3f"))), fast=False),
+    Figure("ppo-generalisation-synthetic", "docs/training.md",
+           ("compare", "--policies", "no-deflect,always-deflect,kairos,ppo", "--seeds", "0-4", "--scenarios",
+            "bursty,bursty:workload.arrival.rate=16,bursty:workload.arrival.rate=28,steady,decode-heavy",
+            "--markdown", "{out}"), _markdown, fast=False),
+    Figure("ppo-generalisation-azure", "docs/training.md",
+           ("compare", "--policies", "no-deflect,always-deflect,kairos,ppo", "--seeds", "0-2", "--scenarios",
+            "azure-code,azure-conv,azure-conv:workload.arrival.rate_scale=6", "--markdown", "{out}"), _markdown,
+           fast=False),
+    Figure("ppo-generalisation-mooncake", "docs/training.md",
+           ("compare", "--policies", "no-deflect,always-deflect,kairos,ppo", "--seeds", "0-2", "--scenarios",
+            "mooncake,mooncake:workload.arrival.rate_scale=0.225", "--markdown", "{out}"), _markdown, fast=False),
+    Figure("regime-shift-check", "docs/benchmark.md", ("check", "regime-shift"), _markdown, fast=False),
+    Figure("mix-shift-check", "docs/benchmark.md", ("check", "mix-shift"), _markdown, fast=False),
     Figure("env-vs-cartpole", "docs/env.md", ("perf-env", "--vs-cartpole", "--seconds", "2", "--repeats", "3",
                                               "--json", "{out}"), _env_vs_cartpole, fast=False, timing=True),
     Figure("vector-vs-cartpole", "docs/performance.md", ("perf-env", "--vector", "64", "--seconds", "1", "--repeats",
