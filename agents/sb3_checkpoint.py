@@ -83,10 +83,11 @@ def parse_normalize(where: str, value: Any, kwargs: Any = None) -> dict[str, Any
 
 
 # ---------------------------------------------------------------------------- SB3 model -> safe format
-def actor_from_sb3(model: Any, normalizer: Any = None) -> GreedyActor:
+def actor_from_sb3(model: Any, normalizer: Any = None, inputs: str = "observation") -> GreedyActor:
     """A :class:`GreedyActor` with a copy of an SB3 PPO / MaskablePPO model's actor weights and
     ``normalizer``'s observation statistics (a VecNormalize, an :class:`ObsNormalizer` or None; a
-    VecNormalize without ``norm_obs`` normalises nothing). Needs an ``MlpPolicy`` on a flat ``Box``
+    VecNormalize without ``norm_obs`` normalises nothing); ``inputs``: the input layout the model was trained on
+    (the training env's, :func:`kairos_gym.train.envs.env_inputs`). Needs an ``MlpPolicy`` on a flat ``Box``
     observation with a ``Discrete`` action space (what the safe format stores)."""
     import torch.nn as nn
 
@@ -118,7 +119,8 @@ def actor_from_sb3(model: Any, normalizer: Any = None) -> GreedyActor:
         raise ConfigError(where, "action_net", head, "a Linear layer with bias")
     algo = "maskable_ppo" if type(model).__name__ == "MaskablePPO" else "ppo"
     return GreedyActor(hidden, (_np(head.weight), _np(head.bias)), activation or "Tanh",
-                       maskable=algo == "maskable_ppo", normalizer=obs_normalizer_of(normalizer), algo=algo)
+                       maskable=algo == "maskable_ppo", normalizer=obs_normalizer_of(normalizer), algo=algo,
+                       inputs=inputs)
 
 
 def _np(t: Any) -> np.ndarray:

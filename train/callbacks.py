@@ -192,14 +192,16 @@ class DomainEvalCallback(KairosEvalCallback):
         self.eval_seconds += time.perf_counter() - t0
 
     def evaluate(self) -> dict[str, Any]:
-        from kairos_gym.train.domain import normalized_score, run_actor, summarize_scores
+        from kairos_gym.train.distill import run_student
+        from kairos_gym.train.domain import normalized_score, summarize_scores
+        from kairos_gym.train.envs import env_inputs
         from stable_baselines3.common.vec_env import VecNormalize
 
         t0 = time.perf_counter()
         venv = self.model.get_env()
-        actor = actor_from_sb3(self.model, venv if isinstance(venv, VecNormalize) else None)
+        actor = actor_from_sb3(self.model, venv if isinstance(venv, VecNormalize) else None, env_inputs(venv))
         assert self.anchors is not None and self.ref is not None and self.ref_scores is not None
-        per_case = {c.label: run_actor(actor, c) for c in self.cases}
+        per_case = {c.label: run_student(actor, c) for c in self.cases}  # the actor's inputs, as PPOAgent builds them
         scores = {lb: normalized_score(f["slo_attainment"], **self.anchors[lb]) for lb, f in per_case.items()}
         agg = summarize_scores(scores)
         m: dict[str, Any] = {k: float(np.mean([f[k] for f in per_case.values()])) for k in METRICS}

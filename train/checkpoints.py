@@ -23,8 +23,10 @@ __all__ = ["run_episode", "save_checkpoint", "save_safe"]
 
 def save_safe(model: Any, venv: Any, folder: str | Path, provenance: Mapping[str, Any] | None = None) -> Path:
     """Write ``model`` (with ``venv``'s statistics when it is a VecNormalize) in the safe format into ``folder``."""
+    from kairos_gym.train.envs import env_inputs
+
     stats = normalize_stats(venv)
-    actor = actor_from_sb3(model, venv if stats is not None else None)
+    actor = actor_from_sb3(model, venv if stats is not None else None, env_inputs(venv))
     return write_policy(folder, actor, stats, {"timesteps": int(model.num_timesteps), **(provenance or {})})
 
 

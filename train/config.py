@@ -45,7 +45,7 @@ from kairos_gym.yaml_io import load_yaml_file
 ALGOS = ("maskable_ppo", "ppo")
 RUN_KEYS = ("algo", "n_envs", "vec_backend", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs",
             "policy_kwargs")
-KAIROS_KEYS = ("seed", "eval", "checkpoint_freq", "device")
+KAIROS_KEYS = ("seed", "eval", "checkpoint_freq", "device", "init_from", "freeze_actor_steps")
 EVAL_KEYS = ("freq", "seeds", "env_id", "env_kwargs", "reference")
 NOT_HYPER = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "device", "_init_setup_model",
              "policy_kwargs", "stats_window_size")
@@ -107,6 +107,8 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint_freq: int = 100_000
     device: str = "cpu"
+    init_from: str | None = None  # a safe checkpoint whose actor starts the run (train/init_from.py)
+    freeze_actor_steps: int = 0  # timesteps during which only the value network trains (train/init_from.py)
     source: str = "(dict)"
     raw: dict[str, Any] = field(default_factory=dict)  # the env id's section as written (for the run's copy)
 
@@ -123,6 +125,10 @@ class TrainConfig:
                                                  "env_id": self.eval.env_id, "env_kwargs": self.eval.env_kwargs,
                                                  "reference": self.eval.reference},
                      "checkpoint_freq": self.checkpoint_freq, "device": self.device})
+        if self.init_from is not None:
+            body["init_from"] = self.init_from
+        if self.freeze_actor_steps:
+            body["freeze_actor_steps"] = self.freeze_actor_steps
         return {self.env_id: body}
 
     def raw_hyperparams(self) -> dict[str, Any]:
@@ -383,9 +389,22 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
                         env_id=ev["env_id"], env_kwargs=dict(ev["env_kwargs"] or {}), reference=str(ev["reference"])),
         checkpoint_freq=_pos_int(where, "checkpoint_freq", body.get("checkpoint_freq", 100_000), zero=True),
         device=str(body.get("device", "cpu")),
+        init_from=_init_from(where, body),
+        freeze_actor_steps=_pos_int(where, "freeze_actor_steps", body.get("freeze_actor_steps", 0), zero=True),
         source=source,
         raw=dict(body),
     )
+
+
+def _init_from(where: str, body: Mapping[str, Any]) -> str | None:
+    """``init_from`` checked (train/init_from.py); ``freeze_actor_steps`` needs it."""
+    from kairos_gym.train.init_from import check_init_from
+
+    value = check_init_from(where, body.get("init_from"))
+    if value is None and body.get("freeze_actor_steps"):
+        raise ConfigError(where, "freeze_actor_steps", body["freeze_actor_steps"],
+                          "0 or absent without init_from (a fresh actor has nothing to keep)")
+    return value
 
 
 def load_config(path: str | Path, env_id: str | None = None) -> TrainConfig:

@@ -61,8 +61,8 @@ MAX_LOAD = 4.0
 """Largest load factor accepted (a factor ``f`` divides a trace's span by ``f``)."""
 MIN_LOAD = 0.05
 """Smallest load factor accepted."""
-DOMAIN_KEYS = ("suite", "families", "tiers", "tracks", "load", "largest_safe_action", "reward", "tbt_penalty",
-               "max_decisions")
+DOMAIN_KEYS = ("suite", "families", "tiers", "tracks", "load", "largest_safe_action", "inputs", "reward",
+               "tbt_penalty", "max_decisions")
 """Keyword arguments of :class:`DomainEnv` (a training config's ``env_kwargs``)."""
 VALIDATION_LOAD = 1.0
 """Load factor of the held-out validation cases."""
@@ -163,9 +163,24 @@ def check_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> None:
     for k, v in kwargs.items():
         if k not in DOMAIN_KEYS:
             raise ConfigError(where, str(k), v, "one of " + ", ".join(DOMAIN_KEYS))
+    check_inputs(kwargs.get("inputs", "observation"), kwargs.get("largest_safe_action", False), where)
     DomainSpec.parse(kwargs.get("families"), kwargs.get("tiers"), kwargs.get("tracks"),
                      kwargs.get("load", LOAD_RANGE), where, kwargs.get("largest_safe_action", False),
                      kwargs.get("suite", "v1"))
+
+
+def check_inputs(inputs: Any, largest_safe: Any, where: str = WHERE) -> str:
+    """``inputs``, the policy's input layout (:data:`kairos_gym.agents.checkpoint.INPUTS`): ``observation`` or
+    ``observation+kairos`` (the observation, then the one-hot of Kairos's action at the same decision:
+    kairos_gym/agents/inputs.py), which needs ``largest_safe_action`` (Kairos deflects with LargestSafe chunks)."""
+    from kairos_gym.agents.checkpoint import INPUTS
+
+    if inputs not in INPUTS:
+        raise ConfigError(where, "inputs", inputs, "one of " + ", ".join(INPUTS))
+    if inputs != "observation" and largest_safe is not True:
+        raise ConfigError(where, "inputs", inputs, "observation, or largest_safe_action: true with "
+                          f"{inputs} (Kairos's deflections are LargestSafe actions)")
+    return str(inputs)
 
 
 def spec_from_kwargs(kwargs: Mapping[str, Any], where: str = WHERE) -> DomainSpec:
@@ -372,27 +387,41 @@ class DomainEnv(gym.Env):
         largest_safe_action: every scenario also offers the LargestSafe action per decode node (13 actions on the
             suite's 2P2D instead of 11; :class:`~kairos_gym.agents.ppo.PPOAgent` recognises such a checkpoint by
             its action count and offers the action on the leaderboard's tasks too). Default False.
+        inputs: ``observation`` (default) or ``observation+kairos``: each observation followed by the one-hot
+            (13 values) of the action Kairos, built for the episode's scenario and track, takes at the same decision
+            (:class:`~kairos_gym.agents.inputs.KairosFeature`; what the distilled student reads, so PPO can start from
+            it). Needs ``largest_safe_action``.
         reward, tbt_penalty, max_decisions: passed to every episode's :class:`~kairos_gym.env.core.KairosEnv`.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
     def __init__(self, families: Any = None, tiers: Any = None, tracks: Any = None, load: Any = LOAD_RANGE,
-                 largest_safe_action: Any = False, suite: Any = "v1", **env_kwargs: Any) -> None:
+                 largest_safe_action: Any = False, suite: Any = "v1", inputs: Any = "observation",
+                 **env_kwargs: Any) -> None:
         from kairos_gym.env.core import KairosEnv
 
         check_kwargs({"families": families, "tiers": tiers, "tracks": tracks, "load": load,
-                      "largest_safe_action": largest_safe_action, "suite": suite, **env_kwargs})
+                      "largest_safe_action": largest_safe_action, "suite": suite, "inputs": inputs, **env_kwargs})
         self.spec_domain = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action,
                                             suite=suite)
         self.env_kwargs = dict(env_kwargs)
+        self.inputs = str(inputs)
+        """The observation's input layout (``observation`` or ``observation+kairos``)."""
         first = first_env(self.spec_domain, self.env_kwargs)
-        self.observation_space = first.observation_space
         self.action_space = first.action_space
         self._names = first.feature_names()
+        self.observation_space = first.observation_space
+        if self.inputs != "observation":
+            n = int(first.action_space.n)
+            low = np.concatenate([first.observation_space.low, np.zeros(n, dtype=np.float32)])
+            high = np.concatenate([first.observation_space.high, np.ones(n, dtype=np.float32)])
+            self.observation_space = gym.spaces.Box(low, high, dtype=np.float32)
+            self._names = (*self._names, *(f"kairos_action_{a}" for a in range(n)))
         self._rng = np.random.default_rng()
         self.env: KairosEnv | None = None
         self.draw: Draw | None = None
+        self._kairos: Any = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         from kairos_gym.env.core import KairosEnv
@@ -405,15 +434,31 @@ class DomainEnv(gym.Env):
         super().reset(seed=None if seed is None else int(seed))
         d = draw(self.spec_domain, self._rng)
         self.draw = d
-        self.env = KairosEnv(d.scenario(), **self.env_kwargs)
+        sc = d.scenario()
+        self.env = KairosEnv(sc, **self.env_kwargs)
+        if self.inputs != "observation":
+            from kairos_gym.agents.inputs import KairosFeature
+
+            self._kairos = KairosFeature(sc, self.env.action_layout)
         obs, info = self.env.reset(seed=d.instance.seed)
         info["domain"] = d.as_dict()
-        return obs, info
+        return self._with_inputs(obs, False), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self.env is None:
             raise RuntimeError("DomainEnv.step() called before reset()")
-        return self.env.step(action)
+        obs, reward, term, trunc, info = self.env.step(action)
+        return self._with_inputs(obs, term or trunc), reward, term, trunc, info
+
+    def _with_inputs(self, obs: Any, done: bool) -> Any:
+        """``obs``, followed under ``observation+kairos`` by the one-hot of Kairos's action at the pending decision
+        (zeros once the episode is over: there is no decision left)."""
+        if self.inputs == "observation":
+            return obs
+        assert self.env is not None and self._kairos is not None
+        ctx = None if done else self.env.decision_context
+        extra = np.zeros(self._kairos.size, dtype=np.float32) if ctx is None else self._kairos.encode(ctx)
+        return np.concatenate([obs, extra]).astype(np.float32, copy=False)
 
     def action_masks(self) -> np.ndarray:
         """int8 mask of the valid actions at the pending decision (MaskablePPO)."""

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from kairos_gym.train.domain import LOAD_RANGE, DomainSpec, Draw, check_kwargs, draw, first_env, seed_rng
+from kairos_gym.train.domain import LOAD_RANGE, WHERE, DomainSpec, Draw, check_kwargs, draw, first_env, seed_rng
 
 from kairos_gym.env.core import KairosEnv
 from kairos_gym.env.vector import KairosVectorEnv
+from kairos_gym.errors import ConfigError
 
 
 class DomainVectorEnv(KairosVectorEnv):
@@ -49,6 +50,10 @@ class DomainVectorEnv(KairosVectorEnv):
                  max_episode_steps: int | None = None, **env_kwargs: Any) -> None:
         check_kwargs({"families": families, "tiers": tiers, "tracks": tracks, "load": load,
                       "largest_safe_action": largest_safe_action, "suite": suite, **env_kwargs})
+        inputs = env_kwargs.pop("inputs", "observation")
+        if inputs != "observation":
+            raise ConfigError(WHERE, "inputs", inputs, "observation on the native domain vector env (Kairos's "
+                              "action as an input is computed in Python: vec_backend dummy or subproc)")
         spec = DomainSpec.parse(families, tiers, tracks, load, largest_safe=largest_safe_action, suite=suite)
         first = first_env(spec, env_kwargs)  # one layout for every family, or a clear refusal
         super().__init__(num_envs, autoreset_mode=autoreset_mode, summaries=summaries, step_infos=step_infos,

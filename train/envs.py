@@ -106,6 +106,22 @@ def make_env_fn(env_id: str, env_kwargs: dict[str, Any], *, held_out: bool = Tru
     return _make
 
 
+def env_inputs(venv: Any) -> str:
+    """The input layout a (possibly VecNormalize-wrapped) training vec env observes: its envs' ``inputs``
+    (:class:`~kairos_gym.train.domain.DomainEnv`: ``observation`` or ``observation+kairos``), ``observation`` for
+    every env without the attribute."""
+    from kairos_gym.agents.checkpoint import INPUTS
+
+    try:
+        values = venv.get_attr("inputs")
+    except (AttributeError, NotImplementedError, TypeError):
+        return "observation"
+    found = {v for v in values if isinstance(v, str) and v in INPUTS}
+    if len(found) > 1:
+        raise ConfigError("make_vec_env", "inputs", sorted(found), "one input layout for every env")
+    return found.pop() if found else "observation"
+
+
 def make_vec_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: int,
                  normalize: dict[str, Any] | None, gamma: float, backend: str = "native") -> Any:
     """``n_envs`` envs on ``backend`` (:data:`VEC_BACKENDS`, see the module docstring), seeded, wrapped in

@@ -125,6 +125,11 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
         venv = make_vec_env(cfg.env_id, cfg.env_kwargs, cfg.n_envs, cfg.seed, cfg.normalize, gamma, cfg.vec_backend)
         model = build_model(cfg, venv)
         done = 0
+        if cfg.init_from is not None:
+            from kairos_gym.train.envs import env_inputs
+            from kairos_gym.train.init_from import load_actor_into
+
+            load_actor_into(model, venv, cfg.init_from, env_inputs(venv))
     model.set_logger(configure(str(out / "tb"), ["tensorboard", "csv"]))
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_yaml_dict(), sort_keys=False), encoding="utf-8")
 
@@ -148,6 +153,10 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
             prev = _run_json(out / "best" / "eval.json")
             evaluator.best, evaluator.best_metrics = eval_score(prev), prev
         callbacks.append(evaluator)
+    if cfg.freeze_actor_steps:
+        from kairos_gym.train.init_from import FreezeActor
+
+        callbacks.append(FreezeActor(cfg.freeze_actor_steps))
     ckpt = CheckpointEvery(out / "checkpoints", cfg.checkpoint_freq)
     callbacks.append(ckpt)
     if progress:

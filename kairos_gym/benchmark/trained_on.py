@@ -45,14 +45,14 @@ def declared(folder: str | Path) -> tuple[tuple[str, ...] | None, str | None]:
         return None, None
     if isinstance(cfg.get("distill"), dict):
         fams = cfg["distill"].get("families")
-        return (tuple(fams) if _names(fams) else None), "supervised: distilled from the Oracle"
+        return (tuple(fams) if _names(fams) else None), "supervised: distilled from the Oracle" + _detail(path.parent)
     if len(cfg) != 1:
         return None, None
     env_id, section = next(iter(cfg.items()))
     if not isinstance(section, dict):
         return None, None
     kwargs: Any = section.get("env_kwargs") or {}
-    how = f"RL: {section.get('algo', 'maskable_ppo')}, {kwargs.get('reward', 'misses')} reward"
+    how = f"RL: {section.get('algo', 'maskable_ppo')}, {kwargs.get('reward', 'misses')} reward" + _detail(path.parent)
     if env_id == GENERAL_ENV_ID:
         fams = kwargs.get("families")
         if fams is None:
@@ -63,6 +63,34 @@ def declared(folder: str | Path) -> tuple[tuple[str, ...] | None, str | None]:
         return (tuple(fams) if _names(fams) else None), how
     scenario = _scenario_of(str(env_id))
     return ((scenario,) if scenario else None), how
+
+
+def _detail(folder: Path) -> str:
+    """``"; seed S, ..."``: the seed and the training budget the folder's meta.json records (written by ``kairos-gym
+    train --export`` or ``kairos-gym distill``); "" where it records none."""
+    from kairos_gym.json_file import read_json_file
+
+    path = folder / "meta.json"
+    if not path.is_file():
+        return ""
+    try:
+        meta = read_json_file("trained on", "meta.json", path, 16 << 20, "checkpoint meta.json")
+    except ConfigError:
+        return ""
+    if not isinstance(meta, dict) or not isinstance(meta.get("seed"), int):
+        return ""
+    parts = [f"seed {meta['seed']}"]
+    if isinstance(meta.get("samples"), int) and isinstance(meta.get("label_instances"), int):
+        parts.append(f"{meta['samples']:,} Oracle-labelled decisions from {meta['label_instances']} instances")
+    if isinstance(meta.get("timesteps"), int):
+        parts.append(f"{meta['timesteps']:,} steps")
+        ev = meta.get("exported_eval")
+        step = ev.get("timesteps") if isinstance(ev, dict) else None
+        if meta.get("exported") == "best" and isinstance(step, int):
+            parts.append(f"exported: best validation at {step:,}")
+        elif isinstance(meta.get("exported"), str):
+            parts.append(f"exported: {meta['exported']}")
+    return "; " + ", ".join(parts)
 
 
 def _names(value: Any) -> bool:

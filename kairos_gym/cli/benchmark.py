@@ -49,10 +49,10 @@ CACHE_HELP = ("the Oracle's cached per-instance scores, read where valid (defaul
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``leaderboard``, ``precision``, ``oracle-precision``, ``oracle-cache``, ``pull-compare`` and
-    ``results``."""
+    """Register ``leaderboard``, ``precision``, ``oracle-precision``, ``oracle-cache``, ``convergence``,
+    ``headroom``, ``pull-compare`` and ``results``."""
     for add in (_add_leaderboard, _add_precision, _add_oracle_precision, _add_oracle_cache, _add_convergence,
-                _add_pull_compare, _add_results):
+                _add_headroom, _add_pull_compare, _add_results):
         add(sub)
 
 
@@ -468,6 +468,44 @@ def cmd_convergence(args: argparse.Namespace) -> int:
                            "cells": [{"family": c.family, "burn_in": c.burn_in, "scored": c.scored,
                                       "scores": c.scores} for c in cells],
                            "rows": rows}, where=w)
+    return 0
+
+
+def _add_headroom(sub: Subparsers) -> None:
+    p = add_command(sub, "headroom", cmd_headroom)
+    p.add_argument("--board", default="results/leaderboard-v2-exact.json", metavar="PATH",
+                   help="a v2 exact-track run (leaderboard --suite v2 --track exact --json; default "
+                        "results/leaderboard-v2-exact.json)")
+    p.add_argument("--instances", default="3", metavar="K",
+                   help="Oracle runs per task: its first K test instances (default 3; at most 30)")
+    p.add_argument("--tasks", default=None, help="comma-separated task names (default: every task of the board)")
+    p.add_argument("--cache", default="out/oracle-v2-cache.json", metavar="PATH",
+                   help="the Oracle runs' cache: runs found there are reused, new ones added (default "
+                        "out/oracle-v2-cache.json; the committed one: results/oracle-v2-cache.json)")
+    p.add_argument("--out", default="out/headroom-v2.md", help="the markdown report (default out/headroom-v2.md)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the study as JSON")
+    add_backend_flags(p)
+
+
+def cmd_headroom(args: argparse.Namespace) -> int:
+    """``kairos-gym headroom``: the certified bound and the measured Oracle headroom per v2 task (exact track)."""
+    from kairos_gym.benchmark import headroom_v2 as hr
+    from kairos_gym.flags import parse_names
+    from kairos_gym.json_file import read_json_file
+
+    w = "headroom"
+    board = hr.check_board(read_json_file(w, "--board", args.board, MAX_V2_JSON_BYTES,
+                                          "v2 leaderboard run JSON"), args.board)
+    k = parse_int(w, "--instances", args.instances, 1, hr.MAX_INSTANCES)
+    names = [t["task"] for t in board["tasks"]]
+    tasks = None if args.tasks is None else parse_names(w, "--tasks", args.tasks, names)
+    check_outputs(w, {"--out": args.out, "--json": args.json, "--cache": args.cache})
+    with backend_from_args(w, args) as backend:
+        res = hr.run_headroom(board, k, tasks, cache=args.cache, backend=backend,
+                              log=lambda s: print(s, flush=True), command=command_line(args))
+    write_json(args.json, res, where=w)
+    write_text(args.out, hr.render(res), where=w)
+    print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
     return 0
 
 

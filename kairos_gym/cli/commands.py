@@ -59,6 +59,8 @@ COMMANDS: tuple[Command, ...] = (
             "(kairos_gym/benchmark/oracle_cache.json; hours for the whole suite)"),
     Command("convergence", "benchmark", "benchmark", "the instance-length study: policies' scores and order vs "
             "burn-in and scored requests per synthetic family (tau-b, shift; docs/benchmark.md)"),
+    Command("headroom", "benchmark", "benchmark", "suite v2's headroom against the Oracle per task (exact "
+            "track): a certified bound from the board, and the Oracle on K test instances"),
     Command("pull-compare", "benchmark", "benchmark", "Kairos against Kairos-pull on the suite's prefill-bound "
             "tasks: SLO attainment with 95% intervals, paired differences (the table of docs/policies.md)"),
     Command("results", "benchmark", "benchmark", "regenerate results/paper-claims.md: the paper's claims next to "

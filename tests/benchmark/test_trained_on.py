@@ -10,10 +10,11 @@ from kairos_gym.benchmark.trained_on import declared
 
 
 def test_the_shipped_learnt_entries() -> None:
-    assert card("ppo", "built-in") == (["bursty"], "RL: maskable_ppo, ttft reward")
+    assert card("ppo", "built-in") == (["bursty"], "RL: maskable_ppo, ttft reward; seed 0, 800,768 steps, exported: "
+                                                   "best validation at 450,000")
     fams, how = card("distilled-oracle", "built-in")
     assert fams == ["bursty", "regime-shift", "decode-bound", "long-tail", "kv-pressure", "azure-code"]
-    assert how is not None and how.startswith("supervised")
+    assert how == "supervised: distilled from the Oracle; seed 0, 58,642 Oracle-labelled decisions from 90 instances"
     assert card("kairos", "built-in") == (None, None)
 
 
@@ -35,3 +36,14 @@ def test_a_single_scenario_config_and_the_undeclared(tmp_path: Path) -> None:
     for junk in ("[1, 2]\n", "a: 1\nb: 2\n", "other/Env-v0:\n  algo: ppo\n", "distill:\n  families: 3\n"):
         assert declared(_folder(tmp_path, junk))[0] is None
     assert declared(tmp_path / "nowhere") == (None, None)
+
+
+def test_the_seed_and_budget_come_from_meta_json_when_it_records_them(tmp_path: Path) -> None:
+    import json
+
+    _folder(tmp_path, "kairos_gym/Kairos-v0:\n  algo: ppo\n  env_kwargs: {reward: slo}\n")
+    (tmp_path / "meta.json").write_text(json.dumps({"seed": 4, "timesteps": 1000, "exported": "final"}))
+    assert declared(tmp_path)[1] == "RL: ppo, slo reward; seed 4, 1,000 steps, exported: final"
+    for junk in ("[]", '{"seed": "x"}', "{not json"):
+        (tmp_path / "meta.json").write_text(junk)
+        assert declared(tmp_path)[1] == "RL: ppo, slo reward"
