@@ -224,7 +224,8 @@ class DomainEvalCallback(KairosEvalCallback):
         m["normalized"] = agg
         m["cases"] = {lb: {**per_case[lb], "normalized": scores[lb], **self.anchors[lb]} for lb in per_case}
         m["timesteps"] = int(self.num_timesteps)
-        m["reference"] = {self.reference: {**self.ref, "normalized": self.ref_scores}}
+        m["reference"] = {self.reference: {**self.ref, "normalized": self.ref_scores,
+                                           "cases": {lb: f["slo_attainment"] for lb, f in self.ref_cases.items()}}}
         self._keep(m, t0)
         if self.verbose:
             ns, rs = m["normalized_score"], self.ref_scores["all"]["mean"]

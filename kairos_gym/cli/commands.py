@@ -71,6 +71,8 @@ COMMANDS: tuple[Command, ...] = (
             "(configs/ppo/*.yaml)"),
     Command("distill", "train", "train", "distil the clairvoyant Oracle into a masked MLP policy: labels, "
             "training, validation (configs/ppo/distill.yaml)"),
+    Command("curves", "train", "train", "learning curves across training seeds, rliable style: the IQM of the "
+            "validation gap to Kairos per step, with stratified-bootstrap intervals over the runs"),
     Command("lofo", "train", "train", "leave one family out: a suite-v2 domain recipe retrained without each seen "
             "family, scored there against the recipe on every family and Kairos (docs/benchmark.md)"),
     Command("select", "train", "train", "choose between two distilled students on the train-side selection set "

@@ -19,10 +19,10 @@ from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``train``, ``distill``, ``lofo``, ``select``, ``compare``, ``convert``, ``reward-order`` and
-    ``perf-train``."""
-    for add in (_add_train, _add_distill, _add_lofo, _add_select, _add_compare, _add_convert, _add_reward_order,
-                _add_perf_train):
+    """Register ``train``, ``distill``, ``lofo``, ``curves``, ``select``, ``compare``, ``convert``, ``reward-order``
+    and ``perf-train``."""
+    for add in (_add_train, _add_distill, _add_lofo, _add_curves, _add_select, _add_compare, _add_convert,
+                _add_reward_order, _add_perf_train):
         add(sub)
 
 
@@ -230,6 +230,42 @@ def cmd_lofo(args: argparse.Namespace) -> int:
     write_json(args.json, res, where="lofo")
     write_text(args.out, render(res), where="lofo")
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")
+    return 0
+
+
+def _add_curves(sub: Subparsers) -> None:
+    p = add_command(sub, "curves", cmd_curves)
+    p.add_argument("runs", nargs="+", metavar="RUN", help="training run folders of one domain recipe, one per seed "
+                   "(each with eval_history.jsonl)")
+    p.add_argument("--out", default=None, metavar="PATH", help="write the markdown table here (default: stdout only)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the curves as JSON")
+    p.add_argument("--plot", default=None, metavar="PNG", help="also draw the IQM curve and each run's (needs the "
+                   "[plots] extra)")
+    p.add_argument("--tensorboard", default=None, metavar="DIR", help="also write the aggregate curves as "
+                   "TensorBoard scalars into DIR (needs the [train] extra)")
+
+
+def cmd_curves(args: argparse.Namespace) -> int:
+    """``kairos-gym curves``: the table on stdout (and the files asked for)."""
+    from kairos_gym.cli.common import write_json
+    from kairos_gym.train.curves import curves, plot, render, write_tensorboard
+
+    check_outputs("curves", {"--out": args.out, "--json": args.json, "--plot": args.plot},
+                  folders={"--tensorboard": (args.tensorboard, ())})
+    if args.plot is not None:
+        require("plots", "curves --plot")
+    if args.tensorboard is not None:
+        require("train", "curves --tensorboard")
+    res = curves(args.runs)
+    text = render(res)
+    print(text, end="")
+    if args.out is not None:
+        write_text(args.out, text, where="curves")
+    write_json(args.json, res, where="curves")
+    if args.plot is not None:
+        plot(res, args.plot)
+    if args.tensorboard is not None:
+        write_tensorboard(res, args.tensorboard)
     return 0
 
 
