@@ -191,7 +191,7 @@ def _policy_table(columns: tuple[tuple[str, str, str], ...]) -> Callable[[str], 
         lines = ["| policy | seeds | " + " | ".join(h for h, _, _ in columns) + " |",
                  "|---|---|" + "---:|" * len(columns)]
         for policy, runs in _by_policy(json.loads(text)["runs"]).items():
-            seeds = ",".join(str(r["seed"]) for r in runs)
+            seeds = _seeds([r["seed"] for r in runs])
             cells = [_ci([r[key] for r in runs], spec) for _, key, spec in columns]
             lines.append(f"| {policy} | {seeds} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
