@@ -59,7 +59,8 @@ class Figure(NamedTuple):
 
     def shown_command(self) -> str:
         """The command as the marker shows it."""
-        shown = " ".join(self.command).replace("--markdown {out}", "--markdown OUT.md")
+        shown = " ".join(self.command).replace("--markdown {out}", "--markdown OUT.md").replace("--out {out}",
+                                                                                                 "--out OUT.md")
         return "kairos-gym " + shown.replace("{out}", "OUT.json").replace("{dir}", "DIR")
 
 
@@ -228,6 +229,32 @@ def _compare_table(columns: tuple[tuple[str, str, str], ...]) -> Callable[[str],
                 lines.append(f"| `{res['scenario']}` | {policy} | {seeds} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
     return render
+
+
+def _v2_headline(text: str) -> str:
+    """A v2 board (``leaderboard --suite v2 --from-json`` of both tracks) as one row per entry in the exact track's
+    order: the unseen headline and its paired difference to Kairos on each track, and the exact track's seen
+    column (points, 95% stratified-bootstrap intervals as the board prints them)."""
+    rows: dict[str, dict[str, list[str]]] = {}
+    order: list[str] = []
+    track = ""
+    for line in text.splitlines():
+        m = re.match(r"^# Leaderboard, suite v2 \((\w+) track\)", line)
+        if m:
+            track = m.group(1)
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if track and len(cells) == 9 and cells[0].isdigit():
+            if cells[1] not in rows:
+                order.append(cells[1])
+            rows.setdefault(cells[1], {})[track] = [cells[3].strip("*"), cells[4], cells[6]]
+    out = ["| entry | exact: unseen (headline) | vs kairos | seen | realistic: unseen | vs kairos |",
+           "|---|---|---|---|---|---|"]
+    for e in order:
+        ex, re_ = rows[e].get("exact", ["", "", ""]), rows[e].get("realistic", ["", "", ""])
+        vs = [v if e != "kairos" else "" for v in (ex[1], re_[1])]
+        out.append(f"| {e} | {ex[0]} | {vs[0]} | {ex[2]} | {re_[0]} | {vs[1]} |")
+    return "\n".join(out) + "\n"
 
 
 def _markdown(text: str) -> str:
@@ -691,6 +718,14 @@ _FIGURE_LIST = (
     Figure("ppo-generalisation-mooncake", "docs/training.md",
            ("compare", "--policies", "no-deflect,always-deflect,kairos,ppo", "--seeds", "0-2", "--scenarios",
             "mooncake,mooncake:workload.arrival.rate_scale=0.225", "--markdown", "{out}"), _markdown, fast=False),
+    Figure("v2-headline", "docs/benchmark.md", ("leaderboard", "--suite", "v2", "--from-json",
+                                                "results/leaderboard-v2-exact.json", "--from-json",
+                                                "results/leaderboard-v2-realistic.json", "--out", "{out}"),
+           _v2_headline),
+    Figure("v2-headline-readme", "README.md", ("leaderboard", "--suite", "v2", "--from-json",
+                                               "results/leaderboard-v2-exact.json", "--from-json",
+                                               "results/leaderboard-v2-realistic.json", "--out", "{out}"),
+           _v2_headline),
     Figure("regime-shift-check", "docs/benchmark.md", ("check", "regime-shift"), _markdown, fast=False),
     Figure("mix-shift-check", "docs/benchmark.md", ("check", "mix-shift"), _markdown, fast=False),
     Figure("env-vs-cartpole", "docs/env.md", ("perf-env", "--vs-cartpole", "--seconds", "2", "--repeats", "3",
