@@ -80,7 +80,7 @@ def certified_bound(board: Mapping[str, Any], task: str, bases: Sequence[Any]) -
     best = max(scores, key=lambda lab: (float(scores[lab].mean()), lab))
     used = [e for b in bases if (e := _base_rule(b)) is not None and e in scores]
     if not used:
-        return {"best": best, "bases": [], "bound": None}
+        return {"best": best, "best_mean": 100 * float(scores[best].mean()), "bases": [], "bound": None}
     top = np.max([scores[e] for e in used], axis=0)
     pt, lo, hi = stratified_bootstrap(lambda a, b: aggregate_mean(a) - aggregate_mean(b), [[top], [scores[best]]],
                                       reps=REPS)
@@ -115,8 +115,8 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
     from kairos_gym.evaluation.backends import Task as BackendTask
     from kairos_gym.evaluation.stats import mean_ci
 
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_INSTANCES:
-        raise ConfigError("headroom", "--instances", k, f"a whole number from 1 to {MAX_INSTANCES}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_INSTANCES:
+        raise ConfigError("headroom", "--instances", k, f"a whole number from 0 (the bound only) to {MAX_INSTANCES}")
     on_board = [t["task"] for t in board["tasks"]]
     names = on_board if tasks is None else list(tasks)
     for n in names:
@@ -140,10 +140,13 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
     out: dict[str, Any] = {}
     for name in names:
         mine = [j for j in jobs if j[0] == name]
-        bases = mine[0][4]
+        bound = certified_bound(board, name, oracle_cache.task_bases(None, _task_map()[name].oracle_bases))
+        if not mine:  # k = 0: the bound only
+            out[name] = {**bound, "k": 0, "oracle_mean": None, "best_mean_k": None,
+                         "measured": {"mean": None, "half": None}, "oracle": [], "wall_s": []}
+            continue
         oracle = np.asarray([oracle_cache.lookup(entries, sc, seed, b)["slo_attainment"]
                              for _, _, sc, seed, b in mine], dtype=float)
-        bound = certified_bound(board, name, bases)
         best = np.asarray(board["scores"][bound["best"]][name][:k], dtype=float)
         for e in bound["bases"]:
             own = np.asarray(board["scores"][e][name][:k], dtype=float)
@@ -162,7 +165,7 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
 
 
 def _ci(d: Mapping[str, Any] | None) -> str:
-    if d is None:
+    if d is None or d.get("mean") is None:
         return "n/a"
     if "half" in d:
         return f"{d['mean']:+.2f}" + ("" if d["half"] is None else f" ± {d['half']:.2f}")
@@ -172,7 +175,8 @@ def _ci(d: Mapping[str, Any] | None) -> str:
 def verdict(row: Mapping[str, Any]) -> str:
     """``headroom`` when either measure's interval lies above 0, ``none found`` otherwise."""
     b, m = row.get("bound"), row["measured"]
-    if (b is not None and b["low"] > 0) or (m["half"] is not None and m["mean"] - m["half"] > 0):
+    if (b is not None and b["low"] > 0) or (m["half"] is not None and m["mean"] is not None
+                                            and m["mean"] - m["half"] > 0):
         return "headroom"
     return "none found"
 
@@ -192,9 +196,10 @@ def render(res: Mapping[str, Any]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for name, r in res["tasks"].items():
         wall = ", ".join(f"{w:.0f}" for w in r["wall_s"])
-        lines.append(f"| {name} | {r['best']} {r['best_mean']:.1f} | {_ci(r['bound'])} | {r['k']} | "
-                     f"{r['oracle_mean']:.1f} | {r['best_mean_k']:.1f} | {_ci(r['measured'])} | {verdict(r)} | "
-                     f"{wall} |")
+        om = "n/a" if r["oracle_mean"] is None else f"{r['oracle_mean']:.1f}"
+        bk = "n/a" if r["best_mean_k"] is None else f"{r['best_mean_k']:.1f}"
+        lines.append(f"| {name} | {r['best']} {r['best_mean']:.1f} | {_ci(r['bound'])} | {r['k']} | {om} | {bk} | "
+                     f"{_ci(r['measured'])} | {verdict(r)} | {wall} |")
     n = sum(verdict(r) == "headroom" for r in res["tasks"].values())
     lines += ["", f"Headroom shown on {n} of {len(res['tasks'])} tasks. Oracle wall times are this machine's "
               "(one thread, other jobs running); the scores do not depend on the machine."]

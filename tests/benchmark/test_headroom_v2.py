@@ -89,7 +89,7 @@ def _write(tmp_path: Path, board: dict) -> str:
 @pytest.mark.parametrize("change, args, field", [
     ({"track": "realistic"}, [], "exact track"),
     ({"suite": "v1"}, [], "--board"),
-    ({}, ["--instances", "0"], "--instances"),
+    ({}, ["--instances", "-1"], "--instances"),
     ({}, ["--instances", "31"], "--instances"),
     ({}, ["--tasks", "nope"], "--tasks"),
 ])
@@ -101,3 +101,14 @@ def test_bad_input_is_refused_before_any_oracle_run(tmp_path: Path, capsys, chan
     assert main(["headroom", "--board", path, "--cache", str(cache), "--out", str(tmp_path / "h.md"), *args]) == 2
     assert field in capsys.readouterr().err
     assert not cache.exists()
+
+
+def test_zero_instances_gives_the_bound_alone_with_no_oracle_run(tmp_path: Path) -> None:
+    real = json.loads((Path(__file__).resolve().parents[2] / "results" / "leaderboard-v2-exact.json").read_text())
+    cache = tmp_path / "cache.json"
+    res = hr.run_headroom(hr.check_board(real, "b"), 0, ["kv-pressure", "arxiv-summ"], cache=cache, log=lambda s: None)
+    kv, ax = res["tasks"]["kv-pressure"], res["tasks"]["arxiv-summ"]
+    assert kv["k"] == 0 and kv["oracle"] == [] and kv["bound"]["low"] > 0 and hr.verdict(kv) == "headroom"
+    assert hr.verdict(ax) == "none found"
+    assert "| kv-pressure |" in hr.render(res) and "| 0 | n/a | n/a | n/a |" in hr.render(res)
+    assert oracle_cache.load(cache) == {}
