@@ -56,6 +56,13 @@ def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS) -> str:
         vals = rb["values"][k]
         fmt = (lambda v: f"{v:.2f}") if k == "p_above_kairos" else (lambda v: f"{100 * v:.1f}")
         out.append(f"| {k} | " + ", ".join(f"{lab} {fmt(vals[lab])}" for lab in order) + " |")
+    if st["learnt_pairs"]:
+        out += ["", "## Learnt entries against each other", "",
+                "Paired differences of the unseen (headline) and seen means, *a - b* in points, 95% paired "
+                "stratified-bootstrap intervals over the instances (the same instances for both).", "",
+                "| a | b | unseen: a - b | seen: a - b |", "|---|---|---|---|"]
+        for pr in st["learnt_pairs"]:
+            out.append(f"| {pr['a']} | {pr['b']} | {_diff(pr['unseen'])} | {_diff(pr['seen'])} |")
     out += ["", "## Separation per task", "",
             "A task separates when at least one pair of entries differs by a paired 95% t-interval (over the "
             "instances) clear of 0; *spread*: the best entry's mean minus the worst's (points).", "",

@@ -118,9 +118,32 @@ def separation(res: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def learnt(res: Mapping[str, Any]) -> list[str]:
+    """The learnt entries of a run (a shipped agent with a card, or a submitted checkpoint), in entry order."""
+    return [e["label"] for e in res["entries"] if e.get("trained_on") or e.get("kind") == "checkpoint"]
+
+
+def learnt_pairs(res: Mapping[str, Any], reps: int = REPS) -> list[dict[str, Any]]:
+    """Every pair of learnt entries (a fine-tune against its student, two training seeds...): the paired difference
+    ``a - b`` of the unseen and the seen means (points), with paired stratified-bootstrap intervals."""
+    out = []
+    for a, b in combinations(learnt(res), 2):
+        row: dict[str, Any] = {"a": a, "b": b}
+        for split in ("unseen", "seen"):
+            if not _has(res, split):
+                row[split] = None
+                continue
+            pt, lo, hi = stratified_bootstrap(lambda x, y: aggregate_mean(x) - aggregate_mean(y),
+                                              [_arrays(res, a, split), _arrays(res, b, split)], reps=reps)
+            row[split] = {"mean": 100 * pt, "low": 100 * lo, "high": 100 * hi}
+        out.append(row)
+    return out
+
+
 def all_stats(res: Mapping[str, Any], reps: int = REPS) -> dict[str, Any]:
-    """:func:`columns`, :func:`robustness` and :func:`separation` of one run."""
-    return {"columns": columns(res, reps), "robustness": robustness(res), "separation": separation(res)}
+    """:func:`columns`, :func:`robustness`, :func:`separation` and :func:`learnt_pairs` of one run."""
+    return {"columns": columns(res, reps), "robustness": robustness(res), "separation": separation(res),
+            "learnt_pairs": learnt_pairs(res, reps)}
 
 
 def check_scores(res: Mapping[str, Any]) -> None:
@@ -132,5 +155,5 @@ def check_scores(res: Mapping[str, Any]) -> None:
                 raise ValueError(f"v2 scores of {e['label']} on {t['task']}: {len(v)} of {t['n_test']} finite")
 
 
-__all__: Sequence[str] = ("COMPARISON", "HEADLINE_SPLIT", "all_stats", "check_scores", "columns", "robustness",
-                          "separation")
+__all__: Sequence[str] = ("COMPARISON", "HEADLINE_SPLIT", "all_stats", "check_scores", "columns", "learnt",
+                          "learnt_pairs", "robustness", "separation")

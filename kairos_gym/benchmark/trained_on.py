@@ -52,7 +52,10 @@ def declared(folder: str | Path) -> tuple[tuple[str, ...] | None, str | None]:
     if not isinstance(section, dict):
         return None, None
     kwargs: Any = section.get("env_kwargs") or {}
-    how = f"RL: {section.get('algo', 'maskable_ppo')}, {kwargs.get('reward', 'misses')} reward" + _detail(path.parent)
+    how = f"RL: {section.get('algo', 'maskable_ppo')}, {kwargs.get('reward', 'misses')} reward"
+    if isinstance(section.get("init_from"), str):
+        how += f", fine-tuned from {Path(section['init_from']).name}"
+    how += _detail(path.parent)
     if env_id == GENERAL_ENV_ID:
         fams = kwargs.get("families")
         if fams is None:

@@ -182,16 +182,24 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_v2_json(path: str) -> dict[str, Any]:
-    """One track's v2 result from ``--json`` of an earlier run (bounded, safe JSON; checked complete)."""
-    from kairos_gym.benchmark.board_v2 import card
-    from kairos_gym.benchmark.board_v2_stats import check_scores
+def read_v2_json(path: str) -> list[dict[str, Any]]:
+    """The v2 results of every track in ``--json`` of an earlier run (one track, or ``{"tracks": {...}}`` of a
+    ``--track both`` run; bounded, safe JSON; each checked complete)."""
     from kairos_gym.json_file import read_json_file
 
-    res = read_json_file("leaderboard", "--from-json", path, MAX_V2_JSON_BYTES,
-                         "file holding the --json of a --suite v2 run")
+    data = read_json_file("leaderboard", "--from-json", path, MAX_V2_JSON_BYTES,
+                          "file holding the --json of a --suite v2 run")
+    if isinstance(data, dict) and isinstance(data.get("tracks"), dict) and data["tracks"]:
+        return [_v2_track(path, r) for r in data["tracks"].values()]
+    return [_v2_track(path, data)]
+
+
+def _v2_track(path: str, res: Any) -> dict[str, Any]:
+    from kairos_gym.benchmark.board_v2 import card
+    from kairos_gym.benchmark.board_v2_stats import check_scores
+
     if not isinstance(res, dict) or res.get("suite") != "v2" or "scores" not in res:
-        raise ConfigError("leaderboard", "--from-json", path, "the --json of one track of a --suite v2 run")
+        raise ConfigError("leaderboard", "--from-json", path, "the --json of a --suite v2 run")
     try:
         check_scores(res)
     except (ValueError, KeyError, TypeError) as e:
@@ -225,10 +233,11 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     results = {}
     if args.from_json:  # the tracks are the saved runs' own, in the order of --track both
         for path in args.from_json:
-            res = read_v2_json(path)
-            if res["track"] in results:
-                raise ConfigError(w, "--from-json", path, f"one saved run per track ({res['track']} is given twice)")
-            results[res["track"]] = res
+            for res in read_v2_json(path):
+                if res["track"] in results:
+                    raise ConfigError(w, "--from-json", path,
+                                      f"one saved run per track ({res['track']} is given twice)")
+                results[res["track"]] = res
         tracks = tuple(tr for tr in ("exact", "realistic") if tr in results)
     for track in ([] if args.from_json else tracks):
         results[track] = run_suite(args, partial(run_v2, policies, externals, suite=suite, track=track), lines=True)

@@ -162,5 +162,27 @@ def test_the_committed_v2_board_is_what_its_saved_runs_render() -> None:
     from kairos_gym.cli.benchmark import read_v2_json
 
     root = Path(__file__).resolve().parents[2] / "results"
-    runs = [read_v2_json(str(root / f"leaderboard-v2-{track}.json")) for track in ("exact", "realistic")]
+    runs = [read_v2_json(str(root / f"leaderboard-v2-{track}.json"))[0] for track in ("exact", "realistic")]
     assert (root / "leaderboard-v2.md").read_text() == "\n".join(leaderboard_v2_md(r) for r in runs)
+
+
+def test_a_both_tracks_json_reads_as_its_two_tracks_and_learnt_entries_are_paired(tmp_path) -> None:
+    import json
+    from pathlib import Path
+
+    from kairos_gym.benchmark.board_v2_stats import columns, learnt, learnt_pairs
+    from kairos_gym.cli.benchmark import read_v2_json
+
+    root = Path(__file__).resolve().parents[2] / "results"
+    both = {"tracks": {t: json.loads((root / f"leaderboard-v2-{t}.json").read_text()) for t in ("exact", "realistic")}}
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps(both))
+    runs = read_v2_json(str(path))
+    assert [r["track"] for r in runs] == ["exact", "realistic"]
+    exact = runs[0]
+    assert learnt(exact) == ["ppo", "distilled-oracle"]
+    (pair,) = learnt_pairs(exact, reps=2000)
+    cols = {c["label"]: c for c in columns(exact, reps=2000)}
+    want = cols["ppo"]["unseen"]["mean"] - cols["distilled-oracle"]["unseen"]["mean"]
+    assert pair["a"] == "ppo" and abs(pair["unseen"]["mean"] - want) < 1e-9
+    assert pair["unseen"]["low"] < pair["unseen"]["mean"] < pair["unseen"]["high"]

@@ -47,3 +47,10 @@ def test_the_seed_and_budget_come_from_meta_json_when_it_records_them(tmp_path: 
     for junk in ("[]", '{"seed": "x"}', "{not json"):
         (tmp_path / "meta.json").write_text(junk)
         assert declared(tmp_path)[1] == "RL: ppo, slo reward"
+
+
+def test_a_fine_tune_says_what_it_started_from(tmp_path: Path) -> None:
+    _folder(tmp_path, "kairos_train/KairosGeneral-v0:\n  algo: maskable_ppo\n"
+            "  init_from: agents/checkpoints/distilled-oracle\n"
+            "  env_kwargs: {suite: v2, families: [bursty], reward: misses}\n")
+    assert declared(tmp_path) == (("bursty",), "RL: maskable_ppo, misses reward, fine-tuned from distilled-oracle")
