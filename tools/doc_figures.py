@@ -257,6 +257,21 @@ def _v2_headline(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _v2_learnt_pairs(text: str) -> str:
+    """A v2 board's "Learnt entries against each other" rows of each track, one table with a track column."""
+    out = ["| track | a | b | unseen: a - b | seen: a - b |", "|---|---|---|---|---|"]
+    track, inside = "", False
+    for line in text.splitlines():
+        m = re.match(r"^# Leaderboard, suite v2 \((\w+) track\)", line)
+        if m:
+            track, inside = m.group(1), False
+        elif line.startswith("## "):
+            inside = line.startswith("## Learnt entries against each other")
+        elif inside and line.startswith("| ") and not line.startswith("| a |"):
+            out.append(f"| {track} " + line)
+    return "\n".join(out) + "\n"
+
+
 def _markdown(text: str) -> str:
     """A command's Markdown output as it prints it (surrounding blank lines dropped)."""
     return text.strip("\n") + "\n"
@@ -613,6 +628,9 @@ def _demo(text: str) -> str:
     return "```\n" + table.rstrip("\n") + "\n" + line + "\n```\n"
 
 
+_FT_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/training/v2-finetune-distilled-unseen.json",
+             "--out", "{out}")
+"""The fine-tuned student against the student and Kairos on v2's unseen tasks (docs/training.md)."""
 _FIGURE_LIST = (
     Figure("sq-sl-sweep", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _sq_sl_sweep),
     Figure("oracle-suite-decisions", "docs/policies.md", ("perf-oracle", "--suite", "--json", "{out}"),
@@ -726,6 +744,8 @@ _FIGURE_LIST = (
                                                "results/leaderboard-v2-exact.json", "--from-json",
                                                "results/leaderboard-v2-realistic.json", "--out", "{out}"),
            _v2_headline),
+    Figure("v2-finetune-distilled", "docs/training.md", _FT_BOARD, _v2_headline),
+    Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
     Figure("regime-shift-check", "docs/benchmark.md", ("check", "regime-shift"), _markdown, fast=False),
     Figure("mix-shift-check", "docs/benchmark.md", ("check", "mix-shift"), _markdown, fast=False),
     Figure("env-vs-cartpole", "docs/env.md", ("perf-env", "--vs-cartpole", "--seconds", "2", "--repeats", "3",
