@@ -628,6 +628,11 @@ def _demo(text: str) -> str:
     return "```\n" + table.rstrip("\n") + "\n" + line + "\n```\n"
 
 
+_RL_V2_BOARD = ("leaderboard", "--suite", "v2", *(a for f in ("exact", "realistic", "4M-exact", "final-exact",
+                                                                "seed1-exact", "seed1-realistic", "g999-exact")
+                                                  for a in ("--from-json", f"results/training/v2-seen-{f}.json")),
+                "--out", "{out}")
+"""The RL-from-scratch runs on suite v2 merged into one board per track (docs/training.md, "RL on suite v2")."""
 _FT_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/training/v2-finetune-distilled-unseen.json",
              "--out", "{out}")
 """The fine-tuned student against the student and Kairos on v2's unseen tasks (docs/training.md)."""
@@ -744,6 +749,7 @@ _FIGURE_LIST = (
                                                "results/leaderboard-v2-exact.json", "--from-json",
                                                "results/leaderboard-v2-realistic.json", "--out", "{out}"),
            _v2_headline),
+    Figure("v2-seen-rl", "docs/training.md", _RL_V2_BOARD, _v2_headline),
     Figure("v2-finetune-distilled", "docs/training.md", _FT_BOARD, _v2_headline),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
     Figure("regime-shift-check", "docs/benchmark.md", ("check", "regime-shift"), _markdown, fast=False),
