@@ -272,6 +272,21 @@ def _v2_learnt_pairs(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _lofo_tables(text: str) -> str:
+    """``kairos-gym lofo``'s report: its per-track tables (each under a bold track name, not a heading)."""
+    out: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            keep = True
+            out += [f"**{line[3:]}**"]
+        elif line.startswith("Training:"):
+            keep = False
+        elif keep:
+            out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
 def _markdown(text: str) -> str:
     """A command's Markdown output as it prints it (surrounding blank lines dropped)."""
     return text.strip("\n") + "\n"
@@ -750,6 +765,8 @@ _FIGURE_LIST = (
                                                "results/leaderboard-v2-realistic.json", "--out", "{out}"),
            _v2_headline),
     Figure("v2-seen-rl", "docs/training.md", _RL_V2_BOARD, _v2_headline),
+    Figure("lofo-v2", "docs/benchmark.md", ("lofo", "--config", "configs/ppo/v2-seen.yaml", "--from-json",
+                                            "results/lofo-v2.json", "--out", "{out}"), _lofo_tables),
     Figure("v2-finetune-distilled", "docs/training.md", _FT_BOARD, _v2_headline),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
     Figure("regime-shift-check", "docs/benchmark.md", ("check", "regime-shift"), _markdown, fast=False),

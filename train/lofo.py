@@ -289,13 +289,16 @@ def render(res: dict[str, Any]) -> str:
              "bootstrap intervals over the instances (20,000 resamples; *pooled*: stratified over the held-out "
              "families, each weighted equally). The intervals hold the trained agents fixed: the spread between "
              "training seeds is in the per-seed columns, not in the intervals.", ""]
-    for track, summ in res["summary"].items():
+    for track in [t for t in TRACKS if t in res["summary"]]:
+        summ = res["summary"][track]
         lines += [f"## {track} track", "",
                   "| held out | n | without F | all | kairos | without - all | without - kairos | all - kairos | "
                   "per seed (without / all) |",
                   "|---|---|---|---|---|---|---|---|---|"]
-        for fam, r in summ["families"].items():
-            per = "; ".join(f"s{s}: {v['without']:.1f} / {v['all']:.1f}" for s, v in r["per_seed"].items())
+        for fam in res["held_out"]:  # the study's order (a JSON reader may sort the keys)
+            r = summ["families"][fam]
+            per = "; ".join(f"s{s}: {r['per_seed'][str(s)]['without']:.1f} / {r['per_seed'][str(s)]['all']:.1f}"
+                            for s in seeds)
             lines.append(f"| {fam} | {r['n']} | {r['without']:.1f} | {r['all']:.1f} | {r['kairos']:.1f} | "
                          f"{_ci(r['without_vs_all'])} | {_ci(r['without_vs_kairos'])} | {_ci(r['all_vs_kairos'])} | "
                          f"{per} |")

@@ -165,3 +165,12 @@ def test_a_tiny_study_end_to_end_and_a_rerun_reuses_its_runs(cfg, tmp_path: Path
     assert [r["reused"] for r in again["runs"]] == [True, True]
     assert again["scores"] == res["scores"]
     assert "| regime-shift | 2 |" in lofo.render(again)
+
+
+def test_the_committed_study_is_what_its_json_renders() -> None:
+    from kairos_gym.json_file import read_json_file
+
+    res = lofo.check_study(read_json_file("t", "f", ROOT / "results" / "lofo-v2.json", lofo.MAX_JSON_BYTES, "study"),
+                           "results/lofo-v2.json")
+    assert (ROOT / "results" / "lofo-v2.md").read_text(encoding="utf-8") == lofo.render(res)
+    assert res["held_out"] == list(FAMS) and res["families"] == list(FAMS)
