@@ -106,9 +106,11 @@ def _oracle_jobs(names: Sequence[str], k: int, entries: Mapping[str, Any]) -> li
 
 def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None = None, *,
                  cache: str | Path, backend: Any = None, log: Callable[[str], Any] = print,
-                 command: str = "kairos-gym headroom") -> dict[str, Any]:
+                 command: str = "kairos-gym headroom", cached_only: bool = False) -> dict[str, Any]:
     """Both measures on every task of ``board`` (or ``tasks``): the Oracle on the first ``k`` test instances (runs
-    found in ``cache`` reused; new ones added to it), checked against the board's base scores. JSON-ready."""
+    found in ``cache`` reused; new ones added to it), checked against the board's base scores. ``cached_only``: run
+    nothing; a task's K is then the longest run of its first test instances the cache holds (up to ``k``; 0: the
+    bound alone). JSON-ready."""
     from kairos_gym.benchmark import oracle_cache
     from kairos_gym.benchmark.provenance import provenance
     from kairos_gym.evaluation.backends import SerialBackend
@@ -125,6 +127,14 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
     t0 = time.perf_counter()
     entries = dict(oracle_cache.load(cache))
     jobs = _oracle_jobs(names, k, entries)
+    if cached_only:  # per task, the cached prefix of its first k instances
+        kept = []
+        for name in names:
+            for j in (j for j in jobs if j[0] == name):
+                if oracle_cache.lookup(entries, j[2], j[3], j[4]) is None:
+                    break
+                kept.append(j)
+        jobs = kept
     todo = [j for j in jobs if oracle_cache.lookup(entries, j[2], j[3], j[4]) is None]
     log(f"{len(jobs)} Oracle instance(s), {len(jobs) - len(todo)} in the cache, {len(todo)} to run")
     for g in range(0, len(todo), oracle_cache.SAVE_EVERY):
@@ -147,15 +157,15 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
             continue
         oracle = np.asarray([oracle_cache.lookup(entries, sc, seed, b)["slo_attainment"]
                              for _, _, sc, seed, b in mine], dtype=float)
-        best = np.asarray(board["scores"][bound["best"]][name][:k], dtype=float)
+        best = np.asarray(board["scores"][bound["best"]][name][:len(mine)], dtype=float)
         for e in bound["bases"]:
-            own = np.asarray(board["scores"][e][name][:k], dtype=float)
+            own = np.asarray(board["scores"][e][name][:len(mine)], dtype=float)
             if np.any(own > oracle):
                 i = int(np.argmax(own > oracle))
                 raise ValueError(f"{name} instance {i}: base {e} scores {own[i]} above the Oracle's {oracle[i]}: the "
                                  "board and the Oracle do not describe the same runs")
         m, h = mean_ci((oracle - best).tolist())
-        out[name] = {**bound, "k": k, "oracle_mean": 100 * float(oracle.mean()),
+        out[name] = {**bound, "k": len(mine), "oracle_mean": 100 * float(oracle.mean()),
                      "best_mean_k": 100 * float(best.mean()),
                      "measured": {"mean": 100 * m, "half": None if math.isnan(h) else 100 * h},
                      "oracle": oracle.tolist(),

@@ -513,6 +513,8 @@ def _add_headroom(sub: Subparsers) -> None:
     p.add_argument("--cache", default="out/oracle-v2-cache.json", metavar="PATH",
                    help="the Oracle runs' cache: runs found there are reused, new ones added (default "
                         "out/oracle-v2-cache.json; the committed one: results/oracle-v2-cache.json)")
+    p.add_argument("--cached-only", action="store_true", help="run no Oracle: each task uses the cached runs of "
+                   "its first test instances, up to K (none: the certified bound alone)")
     p.add_argument("--out", default="out/headroom-v2.md", help="the markdown report (default out/headroom-v2.md)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the study as JSON")
     add_backend_flags(p)
@@ -533,7 +535,8 @@ def cmd_headroom(args: argparse.Namespace) -> int:
     check_outputs(w, {"--out": args.out, "--json": args.json, "--cache": args.cache})
     with backend_from_args(w, args) as backend:
         res = hr.run_headroom(board, k, tasks, cache=args.cache, backend=backend,
-                              log=lambda s: print(s, flush=True), command=command_line(args))
+                              log=lambda s: print(s, flush=True), command=command_line(args),
+                              cached_only=args.cached_only)
     write_json(args.json, res, where=w)
     write_text(args.out, hr.render(res), where=w)
     print(f"wrote {args.out} ({res['elapsed_s']:.0f} s)")

@@ -112,3 +112,18 @@ def test_zero_instances_gives_the_bound_alone_with_no_oracle_run(tmp_path: Path)
     assert hr.verdict(ax) == "none found"
     assert "| kv-pressure |" in hr.render(res) and "| 0 | n/a | n/a | n/a |" in hr.render(res)
     assert oracle_cache.load(cache) == {}
+
+
+def test_cached_only_uses_the_cached_prefix_and_runs_nothing(monkeypatch, tmp_path: Path) -> None:
+    task = _tiny_task()
+    monkeypatch.setattr(hr, "_task_map", lambda: {"bursty": task})
+    base = on_track(task.base(), "exact")
+    scores = {e: {"bursty": [run_policy(e, i.scenario(base), i.seed)["slo_attainment"] for i in task.test]}
+              for e in ENTRIES}
+    board = hr.check_board(_board(scores, 2), "b.json")
+    cache = tmp_path / "cache.json"
+    hr.run_headroom(board, 1, cache=cache, log=lambda s: None)  # instance 0 only
+    logs: list[str] = []
+    res = hr.run_headroom(board, 2, cache=cache, log=logs.append, cached_only=True)
+    assert res["tasks"]["bursty"]["k"] == 1 and "0 to run" in logs[0]
+    assert len(oracle_cache.load(cache)) == 1
