@@ -287,6 +287,14 @@ def _lofo_tables(text: str) -> str:
     return "\n".join(out).strip("\n") + "\n"
 
 
+def _headroom_table(text: str) -> str:
+    """``kairos-gym headroom``'s report: its table and the closing count."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| task |"))
+    return "\n".join(line for line in lines[start:] if line.strip()).replace(
+        "\nHeadroom shown", "\n\nHeadroom shown") + "\n"
+
+
 def _markdown(text: str) -> str:
     """A command's Markdown output as it prints it (surrounding blank lines dropped)."""
     return text.strip("\n") + "\n"
@@ -765,6 +773,9 @@ _FIGURE_LIST = (
                                                "results/leaderboard-v2-realistic.json", "--out", "{out}"),
            _v2_headline),
     Figure("v2-seen-rl", "docs/training.md", _RL_V2_BOARD, _v2_headline),
+    Figure("headroom-v2", "docs/benchmark.md", ("headroom", "--instances", "3", "--cached-only", "--cache",
+                                                "results/oracle-v2-cache.json", "--out", "{out}"), _headroom_table,
+           fast=False),
     Figure("lofo-v2", "docs/benchmark.md", ("lofo", "--config", "configs/ppo/v2-seen.yaml", "--from-json",
                                             "results/lofo-v2.json", "--out", "{out}"), _lofo_tables),
     Figure("v2-finetune-distilled", "docs/training.md", _FT_BOARD, _v2_headline),
