@@ -51,13 +51,18 @@ def _tiny_task():
     return dataclasses.replace(t, test=t.test[:2], overrides=over)
 
 
-def test_the_oracle_is_measured_cached_and_checked_against_the_board(monkeypatch, tmp_path: Path) -> None:
+def _tiny_board(monkeypatch) -> tuple[dict, dict]:
+    """The tiny task as suite v2's only task, and a board of the Oracle's base entries run on it."""
     task = _tiny_task()
     monkeypatch.setattr(hr, "_task_map", lambda: {"bursty": task})
     base = on_track(task.base(), "exact")
     scores = {e: {"bursty": [run_policy(e, i.scenario(base), i.seed)["slo_attainment"] for i in task.test]}
               for e in ENTRIES}
-    board = hr.check_board(_board(scores, 2), "b.json")
+    return hr.check_board(_board(scores, 2), "b.json"), scores
+
+
+def test_the_oracle_is_measured_cached_and_checked_against_the_board(monkeypatch, tmp_path: Path) -> None:
+    board, scores = _tiny_board(monkeypatch)
     cache = tmp_path / "cache.json"
     logs: list[str] = []
     res = hr.run_headroom(board, 2, cache=cache, log=logs.append)
@@ -115,12 +120,7 @@ def test_zero_instances_gives_the_bound_alone_with_no_oracle_run(tmp_path: Path)
 
 
 def test_cached_only_uses_the_cached_prefix_and_runs_nothing(monkeypatch, tmp_path: Path) -> None:
-    task = _tiny_task()
-    monkeypatch.setattr(hr, "_task_map", lambda: {"bursty": task})
-    base = on_track(task.base(), "exact")
-    scores = {e: {"bursty": [run_policy(e, i.scenario(base), i.seed)["slo_attainment"] for i in task.test]}
-              for e in ENTRIES}
-    board = hr.check_board(_board(scores, 2), "b.json")
+    board, _ = _tiny_board(monkeypatch)
     cache = tmp_path / "cache.json"
     hr.run_headroom(board, 1, cache=cache, log=lambda s: None)  # instance 0 only
     logs: list[str] = []
