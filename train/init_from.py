@@ -4,8 +4,10 @@ docs/training.md, "Fine-tuning the distilled student").
 ``init_from`` names a safe checkpoint folder (policy.json + policy.npz + normalize.json, e.g.
 agents/checkpoints/distilled-oracle). Before the first step, its actor becomes the new model's actor: every hidden
 layer's weights and biases and the logits layer are copied into the SB3 policy's ``mlp_extractor.policy_net`` and
-``action_net``, and its observation statistics become VecNormalize's running mean and variance (their count set to
-:data:`PRIOR_COUNT`, so the first rollouts move them little). The value network starts from scratch. Everything must
+``action_net``, and its observation statistics become VecNormalize's mean and variance, held there: their count is
+set to :data:`STATISTICS_COUNT`, so the training's own observations do not move them (otherwise the inputs the copied
+actor sees would drift, and even a frozen actor would act differently from the checkpoint). The value network starts
+from scratch. Everything must
 match, or one ConfigError names what differs: the input layout (``inputs``: the checkpoint's and the training env's),
 the observation and action sizes, the hidden sizes and activation (``policy_kwargs``), and the normalisation
 (``normalize: {norm_obs: true}`` with the checkpoint's ``clip_obs`` and ``epsilon``).
@@ -25,8 +27,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from kairos_gym.errors import ConfigError
 
-PRIOR_COUNT = 1e5
-"""VecNormalize's ``obs_rms.count`` after loading the checkpoint's statistics (observations they stand for)."""
+STATISTICS_COUNT = 1e15
+"""VecNormalize's ``obs_rms.count`` after loading the checkpoint's statistics: a run of 10^9 steps moves the mean
+and variance by a relative 10^-6 at most, so the actor keeps reading its inputs as the checkpoint did."""
 
 
 def check_init_from(where: str, value: Any) -> str | None:
@@ -82,7 +85,7 @@ def load_actor_into(model: Any, venv: Any, folder: str | Path, inputs: str) -> d
                               f"the checkpoint's clip_obs {norm.clip_obs}, epsilon {norm.epsilon}")
         venv.obs_rms.mean = np.array(norm.mean, dtype=np.float64)
         venv.obs_rms.var = np.array(norm.var, dtype=np.float64)
-        venv.obs_rms.count = PRIOR_COUNT
+        venv.obs_rms.count = STATISTICS_COUNT
     elif isinstance(venv, VecNormalize) and venv.norm_obs:
         raise ConfigError(where, "normalize", "norm_obs: true", "norm_obs: false (the checkpoint reads raw inputs)")
     return {"init_from": str(folder), "hidden": want, "activation": actor.activation, "inputs": actor.inputs,
@@ -121,4 +124,4 @@ class FreezeActor(BaseCallback):
             self._set(False)
 
 
-__all__ = ["PRIOR_COUNT", "FreezeActor", "check_init_from", "load_actor_into"]
+__all__ = ["STATISTICS_COUNT", "FreezeActor", "check_init_from", "load_actor_into"]

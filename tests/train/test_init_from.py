@@ -84,7 +84,7 @@ def _model(cfg):
 
 def test_the_copied_actor_is_the_checkpoint_s_bit_for_bit() -> None:
     from kairos_gym.agents.sb3_checkpoint import actor_from_sb3
-    from kairos_gym.train.init_from import PRIOR_COUNT, load_actor_into
+    from kairos_gym.train.init_from import STATISTICS_COUNT, load_actor_into
 
     model, venv, inputs = _model(_small())
     out = load_actor_into(model, venv, STUDENT, inputs)
@@ -94,7 +94,7 @@ def test_the_copied_actor_is_the_checkpoint_s_bit_for_bit() -> None:
         assert np.array_equal(w1, w2) and np.array_equal(b1, b2)
     assert np.array_equal(got.normalizer.mean, want.normalizer.mean)
     assert np.array_equal(got.normalizer.var, want.normalizer.var)
-    assert venv.obs_rms.count == PRIOR_COUNT and got.inputs == "observation+kairos"
+    assert venv.obs_rms.count == STATISTICS_COUNT and got.inputs == "observation+kairos"
 
 
 @pytest.mark.parametrize("over, field", [
@@ -153,6 +153,9 @@ def test_a_frozen_actor_does_not_move_while_the_critic_learns_then_both_train(tm
     student = load_policy(STUDENT)
     for (w1, b1), (w2, b2) in zip([*frozen.hidden, frozen.head], [*student.hidden, student.head], strict=True):
         assert np.array_equal(w1, w2) and np.array_equal(b1, b2)
+    # the inputs are read as the student reads them: its statistics held
+    np.testing.assert_allclose(frozen.normalizer.mean, student.normalizer.mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(frozen.normalizer.var, student.normalizer.var, rtol=1e-9, atol=1e-12)
     from kairos_gym.train.init_from import FreezeActor, load_actor_into
 
     model, venv, inputs = _model(_small())
