@@ -102,7 +102,7 @@ def _num(x: Any, spec: str) -> str:
     return format(x, spec) if isinstance(x, (int, float)) and not isinstance(x, bool) else "–"
 
 
-def _interval(v: Any, spec: str = ".3f") -> str:
+def interval(v: Any, spec: str = ".3f") -> str:
     """``[point, lo, hi]`` as ``point [lo, hi]``."""
     if isinstance(v, list) and len(v) == 3:
         return f"{_num(v[0], spec)} [{_num(v[1], spec)}, {_num(v[2], spec)}]"
@@ -185,8 +185,8 @@ def leaderboard_table(board: dict[str, Any]) -> list[str]:
     lines = ["| track | entry | IQM | P(> kairos) |", "|---|---|---|---|"]
     for track, entries in (board.get("aggregates") or {}).items():
         for name, agg in entries.items():
-            lines.append(f"| {track} | {name} | {_interval(agg.get('iqm'))} | "
-                         f"{_interval(agg.get('poi_vs_comparison'))} |")
+            lines.append(f"| {track} | {name} | {interval(agg.get('iqm'))} | "
+                         f"{interval(agg.get('poi_vs_comparison'))} |")
     return lines
 
 
@@ -246,5 +246,5 @@ def render_card(card: dict[str, Any]) -> str:
 
 
 __all__ = ["FILES", "MAX_HISTORY_BYTES", "MAX_HISTORY_LINES", "MAX_META_BYTES", "MAX_POLICY_BYTES", "WHERE",
-           "evaluation_table", "evaluations", "leaderboard_table", "read_card", "render_card", "selection_table",
-           "validation_table"]
+           "evaluation_table", "evaluations", "interval", "leaderboard_table", "read_card", "render_card",
+           "selection_table", "validation_table"]
