@@ -295,6 +295,58 @@ def _headroom_table(text: str) -> str:
         "\nHeadroom shown", "\n\nHeadroom shown") + "\n"
 
 
+def _card_run(text: str) -> str:
+    """``card --json`` of a training run's export: its steps, wall time and export, then the evaluations its
+    meta.json records (the agent's, then the reference's on the same cases; kairos_gym/benchmark/card.py)."""
+    from kairos_gym.benchmark.card import evaluation_table
+
+    meta = json.loads(text)["meta"]
+    by_command = meta.get("train_seconds_by_command") or []
+    split = (f" ({' + '.join(f'{t:,.1f}' for t in by_command)}: {len(by_command)} commands)"
+             if len(by_command) > 1 else "")
+    at = meta["exported_eval"]["timesteps"]
+    lines = ["| steps | training, wall (s) | of it evaluations (s) | exported |", "|---|---|---|---|",
+             f"| {meta['timesteps']:,} | {meta['train_seconds']:,.1f}{split} | {meta['eval_seconds']:,.1f} | "
+             f"{meta['exported']} validation, at {at:,} steps |", "", *evaluation_table(meta)]
+    return "\n".join(lines) + "\n"
+
+
+def _card_validation(text: str) -> str:
+    """``card --json`` of a distilled student: the kept epoch of each seed on the validation cases."""
+    from kairos_gym.benchmark.card import validation_table
+
+    return "\n".join(validation_table(json.loads(text)["meta"])) + "\n"
+
+
+def _card_selection(text: str) -> str:
+    """``card --json`` of a distilled student: the decision of ``kairos-gym select`` its meta.json records."""
+    from kairos_gym.benchmark.card import selection_table
+
+    return "\n".join(selection_table(json.loads(text)["meta"]["selection"])) + "\n"
+
+
+_DISTILL_ENTRIES = (("distill-kairos-label-seed0", "B seed 0 (shipped since)"), ("distill-kairos-label-seed1",
+                    "B seed 1"), ("distill-kairos-label-seed2", "B seed 2"),
+                    ("ppo-general", "incumbent: `distill.yaml` seed 0, shipped then"), ("kairos", "kairos"),
+                    ("kairos-exact", "kairos-exact"), ("best-static", "best-static"), ("oracle", "oracle"),
+                    ("no-deflect", "no-deflect"))
+"""The entries of the distilled student's test-split leaderboard (meta.json's names -> the doc's), in the doc's
+order."""
+
+
+def _card_leaderboard(text: str) -> str:
+    """``card --json`` of the distilled student: the test-split aggregates its meta.json records, one row per track
+    and entry (IQM of the normalised score and P(> kairos), 95% stratified-bootstrap intervals)."""
+    from kairos_gym.benchmark.card import interval
+
+    aggregates = json.loads(text)["meta"]["leaderboard"]["aggregates"]
+    lines = ["| track | policy | IQM | P(> kairos) |", "|---|---|---|---|"]
+    for track in ("realistic", "exact"):
+        lines += [f"| {track} | {label} | {interval(aggregates[track][name]['iqm'])} | "
+                  f"{interval(aggregates[track][name]['poi_vs_comparison'])} |" for name, label in _DISTILL_ENTRIES]
+    return "\n".join(lines) + "\n"
+
+
 def _markdown(text: str) -> str:
     """A command's Markdown output as it prints it (surrounding blank lines dropped)."""
     return text.strip("\n") + "\n"
@@ -780,6 +832,16 @@ _FIGURE_LIST = (
                                             "results/lofo-v2.json", "--out", "{out}"), _lofo_tables),
     Figure("v2-finetune-distilled", "docs/training.md", _FT_BOARD, _v2_headline),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
+    Figure("card-ppo-kairos-v0", "docs/training.md", ("card", "agents/checkpoints/ppo-kairos-v0", "--json", "{out}"),
+           _card_run),
+    Figure("card-distilled-oracle-validation", "docs/training.md", ("card", "agents/checkpoints/distilled-oracle",
+                                                                     "--json", "{out}"), _card_validation),
+    Figure("card-distilled-oracle-test", "docs/training.md", ("card", "agents/checkpoints/distilled-oracle",
+                                                               "--json", "{out}"), _card_leaderboard),
+    Figure("card-distilled-oracle-selection", "docs/training.md", ("card", "agents/checkpoints/distilled-oracle",
+                                                                    "--json", "{out}"), _card_selection),
+    Figure("card-ppo-v2-seen", "docs/training.md", ("card", "agents/checkpoints/ppo-v2-seen", "--json", "{out}"),
+           _card_run),
     Figure("regime-shift-check", "docs/benchmark.md", ("check", "regime-shift"), _markdown, fast=False),
     Figure("mix-shift-check", "docs/benchmark.md", ("check", "mix-shift"), _markdown, fast=False),
     Figure("env-vs-cartpole", "docs/env.md", ("perf-env", "--vs-cartpole", "--seconds", "2", "--repeats", "3",

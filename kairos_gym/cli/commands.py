@@ -81,6 +81,9 @@ COMMANDS: tuple[Command, ...] = (
             "several scenarios and loads (the generalisation table)"),
     Command("reward-order", "train", "train", "do an env reward's episode returns order the shipped policies as "
             "their SLO attainment does? (discordant pairs per reward kind, same seeds)"),
+    Command("card", "train", "train", "a checkpoint folder's card, read from its files (nothing runs): what it "
+            "trained on and how, seed, steps, export, and the evaluations, selection and leaderboard aggregates its "
+            "meta.json records; --json writes the parsed files"),
     Command("convert", "train", "train", "convert a Stable-Baselines3 checkpoint (model zip + vecnormalize.pkl) "
             "to the safe format (policy.json, policy.npz, normalize.json)"),
     Command("perf", "performance", "performance", "throughput of the simulator, the pricing and the env on this "

@@ -1,7 +1,8 @@
 """The "train" commands: ``train`` (PPO from a training config, docs/training.md), ``distill`` (the Oracle into a
 masked MLP), ``select`` (two distilled students on the train-side selection set), ``compare`` (checkpoints and
-policy files against the baselines on several scenarios and loads), ``convert`` (an SB3 checkpoint to the safe
-format), ``reward-order`` and ``perf-train`` (training throughput, listed with the performance commands)."""
+policy files against the baselines on several scenarios and loads), ``card`` (a checkpoint folder's record, read
+from its files), ``convert`` (an SB3 checkpoint to the safe format), ``reward-order`` and ``perf-train`` (training
+throughput, listed with the performance commands)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from kairos_gym.flags import check_outputs, parse_int, parse_seeds
 
 
 def add_commands(sub: Subparsers) -> None:
-    """Register ``train``, ``distill``, ``lofo``, ``curves``, ``select``, ``compare``, ``convert``, ``reward-order``
-    and ``perf-train``."""
-    for add in (_add_train, _add_distill, _add_lofo, _add_curves, _add_select, _add_compare, _add_convert,
+    """Register ``train``, ``distill``, ``lofo``, ``curves``, ``select``, ``compare``, ``card``, ``convert``,
+    ``reward-order`` and ``perf-train``."""
+    for add in (_add_train, _add_distill, _add_lofo, _add_curves, _add_select, _add_compare, _add_card, _add_convert,
                 _add_reward_order, _add_perf_train):
         add(sub)
 
@@ -335,6 +336,29 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_text(args.markdown, md + "\n", where="compare", flag="--markdown")
     if args.json:
         write_text(args.json, json.dumps(results, indent=2, default=str) + "\n", where="compare", flag="--json")
+    return 0
+
+
+def _add_card(sub: Subparsers) -> None:
+    from kairos_gym.cli.common import JSON_HELP
+
+    p = add_command(sub, "card", cmd_card)
+    p.add_argument("dir", metavar="DIR", help="a safe checkpoint folder (policy.json; meta.json, config.yaml and "
+                   "history.jsonl where the trainer wrote them), e.g. agents/checkpoints/ppo-kairos-v0")
+    p.add_argument("--json", default=None, metavar="OUT", help=JSON_HELP + ": the parsed meta.json, config.yaml, "
+                   "history.jsonl and policy.json, and what the config says it trained on")
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    """``kairos-gym card DIR``: the card on stdout (``--json``: the parsed files too)."""
+    from kairos_gym.benchmark.card import WHERE, read_card, render_card
+    from kairos_gym.cli.common import write_json
+
+    check_outputs(WHERE, {"--json": args.json}, stdout_ok=("--json",))
+    card = read_card(args.dir)
+    if args.json != "-":
+        print(render_card(card), end="")
+    write_json(args.json, card, where=WHERE)
     return 0
 
 
