@@ -709,7 +709,7 @@ _RL_V2_BOARD = ("leaderboard", "--suite", "v2", *(a for f in ("exact", "realisti
                 "--out", "{out}")
 """The RL-from-scratch runs on suite v2 merged into one board per track (docs/training.md, "RL on suite v2")."""
 _FT_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/training/v2-finetune-distilled-unseen.json",
-             "--out", "{out}")
+             "--from-json", "results/training/v2-finetune-distilled-drift-unseen.json", "--out", "{out}")
 """The fine-tuned student against the student and Kairos on v2's unseen tasks (docs/training.md)."""
 _FIGURE_LIST = (
     Figure("sq-sl-sweep", "docs/policies.md", ("measure", "--sweep", "--json", "{out}"), _sq_sl_sweep),
