@@ -187,7 +187,7 @@ def evaluate(runs: Sequence[LofoRun], held_out: Sequence[str], tracks: Sequence[
         out[track] = {}
         for fam in held_out:
             mine = [r for r in runs if r.held_out in (fam, None)]
-            ext = [dataclasses.replace(policy_from_checkpoint(str(r.export), "lofo", "--config"), label=r.label)
+            ext = [dataclasses.replace(policy_from_checkpoint(str(r.export), "lofo", "--runs"), label=r.label)
                    for r in mine]
             res = run_v2(["kairos"], ext, suite=(tasks[fam],), track=track, backend=backend, progress=progress,
                          command="kairos-gym lofo")

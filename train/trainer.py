@@ -104,6 +104,7 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
     out.mkdir(parents=True, exist_ok=True)
     gamma = float(cfg.hyperparams.get("gamma", 0.99))
     algo_cls = _algo_class(cfg.algo)
+    init: dict[str, Any] | None = None  # what init_from loaded (a fresh run of a config with init_from)
     if zip_path is not None:
         set_random_seed(cfg.seed + 1)
         model0 = algo_cls.load(zip_path, device=cfg.device)
@@ -129,7 +130,7 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
             from kairos_gym.train.envs import env_inputs
             from kairos_gym.train.init_from import load_actor_into
 
-            load_actor_into(model, venv, cfg.init_from, env_inputs(venv))
+            init = load_actor_into(model, venv, cfg.init_from, env_inputs(venv))
     model.set_logger(configure(str(out / "tb"), ["tensorboard", "csv"]))
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.to_yaml_dict(), sort_keys=False), encoding="utf-8")
 
@@ -184,6 +185,7 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
         "eval_seconds": round((evaluator.eval_seconds if evaluator else 0.0)
                               + float(prev_meta.get("eval_seconds", 0.0)), 1),
         "resumed_from": None if resume is None else str(resume),
+        "init_from": init,
         "eval_seeds": cfg.eval.seeds,
         "last_eval": evaluator.last if evaluator else None,
         "best_eval": evaluator.best_metrics if evaluator else None,

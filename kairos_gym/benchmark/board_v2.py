@@ -37,6 +37,7 @@ from kairos_gym.benchmark.scoring import run_scores
 from kairos_gym.benchmark.suite import Task, check_suite, on_track
 from kairos_gym.benchmark.suite_v2 import NAME
 from kairos_gym.benchmark.trained_on import declared
+from kairos_gym.errors import ConfigError
 from kairos_gym.evaluation.backends import Backend, SerialBackend
 from kairos_gym.evaluation.evaluate import check_policies
 from kairos_gym.progress import RunProgress, or_silent
@@ -150,3 +151,26 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
         "best_rule": best,
         "elapsed_s": round(time.perf_counter() - t0, 1),
     }
+
+
+def merge_runs(a: dict[str, Any], b: dict[str, Any], path: str) -> dict[str, Any]:
+    """Two saved v2 runs of one track as one: the same tasks and test instances, ``b``'s entries added after
+    ``a``'s; an entry in both must have the same scores on every instance (the runs are deterministic: e.g.
+    kairos in each of two submissions). ConfigError naming ``--from-json`` otherwise."""
+    key = [(t["task"], t["n_test"], t["test"]) for t in a["tasks"]]
+    if key != [(t["task"], t["n_test"], t["test"]) for t in b["tasks"]]:
+        raise ConfigError("leaderboard", "--from-json", path, f"a {a['track']}-track run on the same tasks and "
+                          "test instances as the first one (to merge their entries)")
+    out = {**a, "entries": list(a["entries"]), "scores": dict(a["scores"]),
+           "best_rule": {**a.get("best_rule", {}), **b.get("best_rule", {})},
+           "command": a["command"] + " + " + b["command"], "elapsed_s": a["elapsed_s"] + b["elapsed_s"]}
+    for e in b["entries"]:
+        lab = e["label"]
+        if lab in out["scores"]:
+            if out["scores"][lab] != b["scores"][lab]:
+                raise ConfigError("leaderboard", "--from-json", path, f"runs whose common entry {lab} has the same "
+                                  "scores (the runs differ: other code or instances)")
+            continue
+        out["entries"].append(e)
+        out["scores"][lab] = b["scores"][lab]
+    return out

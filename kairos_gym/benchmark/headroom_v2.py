@@ -88,7 +88,7 @@ def certified_bound(board: Mapping[str, Any], task: str, bases: Sequence[Any]) -
             "bound": {"mean": 100 * pt, "low": 100 * lo, "high": 100 * hi}}
 
 
-def _oracle_jobs(names: Sequence[str], k: int, entries: Mapping[str, Any]) -> list[tuple[str, int, Any, int, list]]:
+def _oracle_jobs(names: Sequence[str], k: int) -> list[tuple[str, int, Any, int, list]]:
     from kairos_gym.benchmark import oracle_cache
     from kairos_gym.benchmark.suite import on_track
 
@@ -126,23 +126,28 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
             raise ConfigError("headroom", "--tasks", n, "tasks of the board: " + ", ".join(on_board))
     t0 = time.perf_counter()
     entries = dict(oracle_cache.load(cache))
-    jobs = _oracle_jobs(names, k, entries)
-    if cached_only:  # per task, the cached prefix of its first k instances
-        kept = []
-        for name in names:
-            for j in (j for j in jobs if j[0] == name):
-                if oracle_cache.lookup(entries, j[2], j[3], j[4]) is None:
-                    break
-                kept.append(j)
-        jobs = kept
-    todo = [j for j in jobs if oracle_cache.lookup(entries, j[2], j[3], j[4]) is None]
+    jobs = _oracle_jobs(names, k)
+    # each lookup re-runs the entry's check policies: once per job
+    scores: list[float | None] = [None if (hit := oracle_cache.lookup(entries, sc, seed, b)) is None
+                                  else hit["slo_attainment"] for _, _, sc, seed, b in jobs]
+    if cached_only:  # per task, the cached prefix of its first k instances: up to its first instance not cached
+        first_missing: dict[str, int] = {}
+        for (name, i, *_), x in zip(jobs, scores, strict=True):
+            if x is None:
+                first_missing.setdefault(name, i)
+        keep = [j[1] < first_missing.get(j[0], k) for j in jobs]
+        jobs = [j for j, kp in zip(jobs, keep, strict=True) if kp]
+        scores = [x for x, kp in zip(scores, keep, strict=True) if kp]
+    todo = [i for i, x in enumerate(scores) if x is None]
     log(f"{len(jobs)} Oracle instance(s), {len(jobs) - len(todo)} in the cache, {len(todo)} to run")
     for g in range(0, len(todo), oracle_cache.SAVE_EVERY):
         group = todo[g:g + oracle_cache.SAVE_EVERY]
         done = (backend or SerialBackend()).map(
-            [BackendTask(oracle_cache._oracle_job, (sc, seed, bases), f"{name} #{i}", policy="oracle")
-             for name, i, sc, seed, bases in group])
-        for (name, i, sc, seed, bases), e in zip(group, done, strict=True):
+            [BackendTask(oracle_cache.oracle_job, (jobs[j][2], jobs[j][3], jobs[j][4]), f"{jobs[j][0]} #{jobs[j][1]}",
+                         policy="oracle") for j in group])
+        for j, e in zip(group, done, strict=True):
+            name, i, sc, seed, bases = jobs[j]
+            scores[j] = e["summary"]["slo_attainment"]
             entries[oracle_cache.fingerprint(sc, seed, bases)] = {"task": name, "instance": f"seed {seed}", **e}
             log(f"{name} test instance {i} (seed {seed}): Oracle {e['summary']['slo_attainment']:.4f}, "
                 f"{e['wall_s']:.0f} s")
@@ -150,13 +155,13 @@ def run_headroom(board: Mapping[str, Any], k: int, tasks: Sequence[str] | None =
     out: dict[str, Any] = {}
     for name in names:
         mine = [j for j in jobs if j[0] == name]
+        mine_scores = [x for j, x in zip(jobs, scores, strict=True) if j[0] == name]
         bound = certified_bound(board, name, oracle_cache.task_bases(None, _task_map()[name].oracle_bases))
         if not mine:  # k = 0: the bound only
             out[name] = {**bound, "k": 0, "oracle_mean": None, "best_mean_k": None,
                          "measured": {"mean": None, "half": None}, "oracle": [], "wall_s": []}
             continue
-        oracle = np.asarray([oracle_cache.lookup(entries, sc, seed, b)["slo_attainment"]
-                             for _, _, sc, seed, b in mine], dtype=float)
+        oracle = np.asarray(mine_scores, dtype=float)
         best = np.asarray(board["scores"][bound["best"]][name][:len(mine)], dtype=float)
         for e in bound["bases"]:
             own = np.asarray(board["scores"][e][name][:len(mine)], dtype=float)

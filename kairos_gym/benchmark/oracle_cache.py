@@ -157,7 +157,7 @@ def task_bases(best_static: Mapping[str, Any] | None, extra: Sequence[Any] = ())
     return bases
 
 
-def _oracle_job(arg: tuple[ScenarioConfig, int, Bases], tick: Callable[[], Any] | None) -> dict[str, Any]:
+def oracle_job(arg: tuple[ScenarioConfig, int, Bases], tick: Callable[[], Any] | None) -> dict[str, Any]:
     """One backend task: :func:`run_oracle` of (scenario, seed, bases)."""
     sc, seed, bases = arg
     return run_oracle(sc, seed, bases, progress=tick)
@@ -209,7 +209,7 @@ def regenerate(tasks: str | None = None, max_requests: int | None = None, out: P
                 jobs.append((t.name, inst.label, sc, inst.seed, bases, fingerprint(sc, inst.seed, bases), n))
     for i in range(0, len(jobs), SAVE_EVERY):
         group = jobs[i:i + SAVE_EVERY]
-        done = backend.map([BackendTask(_oracle_job, (sc, seed, bases), f"{name} {label}", policy="oracle")
+        done = backend.map([BackendTask(oracle_job, (sc, seed, bases), f"{name} {label}", policy="oracle")
                             for name, label, sc, seed, bases, _key, _n in group])
         for (name, label, _sc, _seed, bases, key, n), e in zip(group, done, strict=True):
             entries[key] = {"task": name, "instance": label, **e}

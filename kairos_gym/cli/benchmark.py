@@ -194,29 +194,6 @@ def read_v2_json(path: str) -> list[dict[str, Any]]:
     return [_v2_track(path, data)]
 
 
-def merge_v2(a: dict[str, Any], b: dict[str, Any], path: str) -> dict[str, Any]:
-    """Two saved v2 runs of one track as one: the same tasks and test instances, ``b``'s entries added after
-    ``a``'s; an entry in both must have the same scores on every instance (the runs are deterministic: e.g.
-    kairos in each of two submissions). ConfigError naming ``--from-json`` otherwise."""
-    key = [(t["task"], t["n_test"], t["test"]) for t in a["tasks"]]
-    if key != [(t["task"], t["n_test"], t["test"]) for t in b["tasks"]]:
-        raise ConfigError("leaderboard", "--from-json", path, f"a {a['track']}-track run on the same tasks and "
-                          "test instances as the first one (to merge their entries)")
-    out = {**a, "entries": list(a["entries"]), "scores": dict(a["scores"]),
-           "best_rule": {**a.get("best_rule", {}), **b.get("best_rule", {})},
-           "command": a["command"] + " + " + b["command"], "elapsed_s": a["elapsed_s"] + b["elapsed_s"]}
-    for e in b["entries"]:
-        lab = e["label"]
-        if lab in out["scores"]:
-            if out["scores"][lab] != b["scores"][lab]:
-                raise ConfigError("leaderboard", "--from-json", path, f"runs whose common entry {lab} has the same "
-                                  "scores (the runs differ: other code or instances)")
-            continue
-        out["entries"].append(e)
-        out["scores"][lab] = b["scores"][lab]
-    return out
-
-
 def _v2_track(path: str, res: Any) -> dict[str, Any]:
     from kairos_gym.benchmark.board_v2 import card
     from kairos_gym.benchmark.board_v2_stats import check_scores
@@ -235,7 +212,7 @@ def _v2_track(path: str, res: Any) -> dict[str, Any]:
 def leaderboard_v2(args: argparse.Namespace) -> int:
     """``kairos-gym leaderboard --suite v2``: one report section per track (kairos_gym/benchmark/board_v2.py)."""
     from kairos_gym.agents.registry import POLICIES
-    from kairos_gym.benchmark.board_v2 import BEST_RULE, DEFAULT_POLICIES_V2, check_v2_entries, run_v2
+    from kairos_gym.benchmark.board_v2 import BEST_RULE, DEFAULT_POLICIES_V2, check_v2_entries, merge_runs, run_v2
     from kairos_gym.benchmark.board_v2_report import leaderboard_v2_md, submission_summary_v2
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES
     from kairos_gym.benchmark.suite import parse_tracks, select_tasks
@@ -258,7 +235,7 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
         for path in args.from_json:
             for res in read_v2_json(path):
                 results[res["track"]] = (res if res["track"] not in results
-                                         else merge_v2(results[res["track"]], res, path))
+                                         else merge_runs(results[res["track"]], res, path))
         tracks = tuple(tr for tr in ("exact", "realistic") if tr in results)
     for track in ([] if args.from_json else tracks):
         results[track] = run_suite(args, partial(run_v2, policies, externals, suite=suite, track=track), lines=True)

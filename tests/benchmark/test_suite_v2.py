@@ -195,13 +195,14 @@ def test_saved_runs_of_one_track_merge_their_entries_and_refuse_what_does_not_ma
 
     import pytest
 
-    from kairos_gym.cli.benchmark import merge_v2, read_v2_json
+    from kairos_gym.benchmark.board_v2 import merge_runs
+    from kairos_gym.cli.benchmark import read_v2_json
     from kairos_gym.errors import ConfigError
 
     root = Path(__file__).resolve().parents[2] / "results"
     a = read_v2_json(str(root / "training" / "v2-seen-exact.json"))[0]
     b = read_v2_json(str(root / "training" / "v2-seen-seed1-exact.json"))[0]
-    m = merge_v2(a, b, "b.json")
+    m = merge_runs(a, b, "b.json")
     labels = [e["label"] for e in m["entries"]]
     assert labels == [*[e["label"] for e in a["entries"]], "checkpoint:runs/ppo/v2-seen/export-seed1"]
     assert m["scores"]["kairos"] == a["scores"]["kairos"] == b["scores"]["kairos"]  # runs at two commits agree
@@ -209,11 +210,11 @@ def test_saved_runs_of_one_track_merge_their_entries_and_refuse_what_does_not_ma
     first = bad["tasks"][0]["task"]
     bad["scores"]["kairos"][first][0] += 0.001
     with pytest.raises(ConfigError, match="same scores"):
-        merge_v2(a, bad, "bad.json")
+        merge_runs(a, bad, "bad.json")
     other = copy.deepcopy(b)
     other["tasks"] = other["tasks"][1:]
     with pytest.raises(ConfigError, match="same tasks"):
-        merge_v2(a, other, "other.json")
+        merge_runs(a, other, "other.json")
     path = tmp_path / "a.json"
     path.write_text(json.dumps(a))
     assert read_v2_json(str(path))[0]["entries"] == a["entries"]

@@ -149,6 +149,8 @@ def test_a_frozen_actor_does_not_move_while_the_critic_learns_then_both_train(tm
                               eval=dataclasses.replace(_small().eval, freq=0), checkpoint_freq=0)
     meta = train(cfg, tmp_path / "frozen", progress=False)
     assert meta["timesteps"] >= 128
+    assert meta["init_from"] == {"init_from": cfg.init_from, "hidden": [128, 128], "activation": "Tanh",
+                                 "inputs": "observation+kairos", "obs_statistics": True}
     frozen = load_policy(tmp_path / "frozen" / "final")
     student = load_policy(STUDENT)
     for (w1, b1), (w2, b2) in zip([*frozen.hidden, frozen.head], [*student.hidden, student.head], strict=True):
