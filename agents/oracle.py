@@ -134,12 +134,15 @@ class Oracle(BasePolicy):
     name = "oracle"
 
     def __init__(self, scenario: Any = "bursty", seed: int | None = 0, bases: Any = DEFAULT_BASES,
-                 fixed_chunks: bool = True, threads: int = 1, exhaustive: bool = False) -> None:
+                 fixed_chunks: bool = True, threads: int = 1, exhaustive: bool = False,
+                 reference: bool = False) -> None:
         """``threads``: the rollouts of one decision run on this many threads (1 to ``MAX_ROLLOUT_THREADS``, 64);
         the decisions and scores are the same for any number. ``exhaustive``: every rollout runs to the end, so
         :meth:`last_scores` holds every candidate's value under every base (the distillation labels need them);
         by default the bounded search stops the rollouts that cannot be chosen (the same decisions, see the
-        module docstring). Both are execution settings, not part of :meth:`describe`."""
+        module docstring). ``reference`` (with ``exhaustive``): the Oracle as it ran before its exact
+        constant-factor savings (src/core/rollout.hpp), the cost baseline of ``kairos-gym perf-oracle --search
+        reference``: the same run, slower. All three are execution settings, not part of :meth:`describe`."""
         super().__init__(seed)
         from kairos_gym.agents.registry import make_policy
 
@@ -161,6 +164,12 @@ class Oracle(BasePolicy):
         if not isinstance(exhaustive, bool):
             raise ConfigError("policy oracle", "exhaustive", exhaustive, "true or false")
         self.exhaustive = exhaustive
+        if not isinstance(reference, bool):
+            raise ConfigError("policy oracle", "reference", reference, "true or false")
+        if reference and not exhaustive:
+            raise ConfigError("policy oracle", "reference", reference, "false, or true with exhaustive=True (the "
+                              "reference search is exhaustive)")
+        self.reference = reference
         self.bases = base_policies(sc, bases)
         self.specs: list[dict[str, Any]] = []
         for n, p in self.bases:  # a rule given twice under two spellings (sl-ls, [sl-ls, {length_threshold: 2048}])
@@ -182,7 +191,8 @@ class Oracle(BasePolicy):
         self.sim = sim
         slo = self.scenario.slo
         self._oracle = _native_core().RolloutOracle(core, self.specs, float(slo.ttft_s), float(slo.tbt_s),
-                                                    self.fixed_chunks, self.threads, self.exhaustive)
+                                                    self.fixed_chunks, self.threads, self.exhaustive,
+                                                    self.reference)
 
     @property
     def stats(self) -> dict[str, int]:

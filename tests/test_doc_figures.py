@@ -164,9 +164,10 @@ def test_the_soak_accounting_shows_where_every_arrival_went():
 
 def test_the_oracle_suite_counts_and_walls_are_separate_blocks():
     row = {"task": "t", "instances": 1, "exhaustive_rollout_decisions": 5817690.0, "bounded_rollout_decisions": 499.0,
-           "cost_ratio": 11658.7, "exhaustive_wall_s": 14.58, "bounded_wall_s": 0.18, "wall_ratio": 78.5}
+           "cost_ratio": 11658.7, "exhaustive_wall_s": 14.58, "bounded_wall_s": 0.18, "wall_ratio": 78.5,
+           "reference_wall_s": 30.2, "reference_wall_ratio": 167.8}
     text = json.dumps({"tasks": [row], "total": row})
     decisions = figures.FIGURES["oracle-suite-decisions"].render(text)
     assert "| t | 5.82 M -> 499 | 11,659x |" in decisions and "wall" not in decisions
-    assert "| t | 14.6 -> 0.2 | 78.5x |" in figures.FIGURES["oracle-suite-wall"].render(text)
+    assert "| t | 30.2 -> 14.6 -> 0.2 | 168x | 78.5x |" in figures.FIGURES["oracle-suite-wall"].render(text)
     assert figures.FIGURES["oracle-suite-wall"].timing and not figures.FIGURES["oracle-suite-decisions"].timing

@@ -1,5 +1,5 @@
 """The rollout Oracle's cost on the benchmark suite (``kairos-gym perf-oracle --suite`` and ``--empty``; the
-single-instance and growth measurements are kairos_gym/perf/oracle_speed.py): both searches on the suite's
+single-instance and growth measurements are kairos_gym/perf/oracle_speed.py): its searches on the suite's
 instances, and how often an arrival finds the cluster empty. Measurements for docs/policies.md, not tests."""
 
 from __future__ import annotations
@@ -9,31 +9,46 @@ from typing import Any
 
 from kairos_gym.agents.oracle_run import SEARCHES, run_with_cost
 
+SUITE_SEARCHES = ("exhaustive", "bounded")
+"""The searches ``perf-oracle --suite`` compares by default (``--search reference,exhaustive,bounded`` adds the
+Oracle before its exact constant-factor savings)."""
+
 
 def measure_suite(instances: int = 1, tasks: Sequence[Any] | None = None,
-                  progress: Callable[[str], Any] | None = None) -> dict[str, Any]:
-    """Both searches (one thread) on the first ``instances`` test instances of each task: per task the summed
-    rollout decisions and wall times of each search and their ratios, and the totals. RuntimeError if the two
-    searches give different results on an instance."""
+                  progress: Callable[[str], Any] | None = None,
+                  searches: Sequence[str] = SUITE_SEARCHES) -> dict[str, Any]:
+    """The searches (one thread; ``searches`` includes exhaustive and bounded, and may add ``reference``, the
+    Oracle before its exact constant-factor savings) on the first ``instances`` test instances of each task: per
+    task the summed rollout decisions and wall times of each search and their ratios (``cost_ratio``,
+    ``wall_ratio``: exhaustive over bounded; ``reference_wall_ratio``: reference over bounded), and the totals.
+    RuntimeError if two searches give different results on an instance."""
     from kairos_gym.benchmark.oracle_cache import task_bases
     from kairos_gym.benchmark.suite import SUITE
 
+    searches = tuple(searches)
+    if "exhaustive" not in searches or "bounded" not in searches or len(set(searches)) != len(searches) \
+            or any(s not in SEARCHES for s in searches):
+        raise ValueError(f"measure_suite: searches {searches!r}: distinct names of {SEARCHES}, with exhaustive "
+                         "and bounded")
+    keys = [f"{s}_{k}" for s in searches for k in ("rollout_decisions", "wall_s")]
     out: list[dict[str, Any]] = []
     for task in (SUITE if tasks is None else tasks):
         base = task.base()
         bases = task_bases(None, task.oracle_bases)
-        agg = {"task": task.name, "instances": 0, "requests": 0, "slo_attainment": [],
-               **{f"{s}_{k}": 0.0 for s in SEARCHES for k in ("rollout_decisions", "wall_s")}}
+        agg: dict[str, Any] = {"task": task.name, "instances": 0, "requests": 0, "slo_attainment": [],
+                               **{k: 0.0 for k in keys}}
         for inst in task.test[:instances]:
             sc = inst.scenario(base)
             res = {}
-            for search in SEARCHES:
-                result, row = run_with_cost(sc, inst.seed, 1, search == "exhaustive", bases)
+            for search in searches:
+                result, row = run_with_cost(sc, inst.seed, 1, search, bases)
                 res[search] = result
                 agg[f"{search}_rollout_decisions"] += row["rollout_decisions"]
                 agg[f"{search}_wall_s"] += row["wall_s"]
-            if res["exhaustive"] != res["bounded"]:
-                raise RuntimeError(f"perf-oracle --suite: the two searches differ on {task.name}, {inst.label}")
+            for search in searches:
+                if res[search] != res["bounded"]:
+                    raise RuntimeError(f"perf-oracle --suite: the {search} and bounded searches differ on "
+                                       f"{task.name}, {inst.label}")
             agg["instances"] += 1
             agg["requests"] += int(res["bounded"]["n_requests"])
             agg["slo_attainment"].append(res["bounded"]["slo_attainment"])
@@ -41,14 +56,13 @@ def measure_suite(instances: int = 1, tasks: Sequence[Any] | None = None,
                 progress(f"{task.name} {inst.label}: {agg['exhaustive_rollout_decisions']:,.0f} -> "
                          f"{agg['bounded_rollout_decisions']:,.0f} rollout decisions")
         out.append(agg)
-    for a in out:
+    tot = {k: sum(a[k] for a in out) for k in (*keys, "instances", "requests")}
+    for a in (*out, tot):
         a["cost_ratio"] = a["exhaustive_rollout_decisions"] / max(a["bounded_rollout_decisions"], 1.0)
         a["wall_ratio"] = a["exhaustive_wall_s"] / max(a["bounded_wall_s"], 1e-9)
-    tot = {k: sum(a[k] for a in out) for k in ("exhaustive_rollout_decisions", "bounded_rollout_decisions",
-                                               "exhaustive_wall_s", "bounded_wall_s", "instances", "requests")}
-    tot["cost_ratio"] = tot["exhaustive_rollout_decisions"] / max(tot["bounded_rollout_decisions"], 1.0)
-    tot["wall_ratio"] = tot["exhaustive_wall_s"] / max(tot["bounded_wall_s"], 1e-9)
-    return {"tasks": out, "total": tot}
+        if "reference" in searches:
+            a["reference_wall_ratio"] = a["reference_wall_s"] / max(a["bounded_wall_s"], 1e-9)
+    return {"tasks": out, "total": tot, "searches": list(searches)}
 
 
 def empty_arrivals(policy: str = "kairos-exact", instances: int = 1, tasks: Sequence[Any] | None = None

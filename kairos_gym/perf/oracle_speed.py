@@ -29,7 +29,7 @@ MAX_REQUESTS = 100_000
 
 
 def measure(scenario: str, requests: int, seed: int, threads: Sequence[int],
-            searches: Sequence[str] = SEARCHES) -> list[dict[str, Any]]:
+            searches: Sequence[str] = ("exhaustive", "bounded")) -> list[dict[str, Any]]:
     """One Oracle run per (search, thread count), the first as the reference of the ratios (``speedup``: wall
     time; ``cost_ratio``: rollout decisions). RuntimeError if two runs give different results."""
     from kairos_gym.scenario import load_scenario
@@ -39,7 +39,7 @@ def measure(scenario: str, requests: int, seed: int, threads: Sequence[int],
     first: dict[str, Any] | None = None
     for search in searches:
         for t in threads:
-            result, row = run_with_cost(sc, seed, t, search == "exhaustive")
+            result, row = run_with_cost(sc, seed, t, search)
             if first is None:
                 first = result
             elif result != first:
@@ -83,7 +83,7 @@ def measure_growth(scenario: str, sizes: Sequence[int], seed: int, threads: int 
         scs.append(sc)
     rows = []
     for n, sc in zip(sizes, scs, strict=True):
-        _, row = run_with_cost(sc, seed, threads, False)
+        _, row = run_with_cost(sc, seed, threads, "bounded")
         row["requests"] = int(n)
         rows.append(row)
         if progress is not None:

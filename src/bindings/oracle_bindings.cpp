@@ -83,17 +83,20 @@ void bind_oracle(nb::module_& m) {
     nb::class_<RolloutOracle>(m, "RolloutOracle", "The clairvoyant rollout Oracle (src/core/rollout.hpp).")
         .def("__init__",
              [](RolloutOracle* self, const Simulator& like, const nb::list& bases, double ttft, double tbt,
-                bool fixed_chunks, int64_t threads, bool exhaustive) {
+                bool fixed_chunks, int64_t threads, bool exhaustive, bool reference) {
                  std::vector<BaseSpec> specs;
                  for (nb::handle h : bases) specs.push_back(spec_from(nb::cast<nb::dict>(h)));
-                 new (self) RolloutOracle(like, std::move(specs), ttft, tbt, fixed_chunks, threads, exhaustive);
+                 new (self) RolloutOracle(like, std::move(specs), ttft, tbt, fixed_chunks, threads, exhaustive,
+                                          reference);
              },
              nb::arg("like"), nb::arg("bases"), nb::arg("ttft_slo_s"), nb::arg("tbt_slo_s"), nb::arg("fixed_chunks"),
-             nb::arg("threads") = 1, nb::arg("exhaustive") = false,
+             nb::arg("threads") = 1, nb::arg("exhaustive") = false, nb::arg("reference") = false,
              "like: a _core.Simulator of the scenario (config and pricer copied into each scratch simulator); "
              "bases: base-policy spec dicts in tie-break order; SLOs in seconds (the simulator's); fixed_chunks: "
              "also try every menu size; threads: the rollouts of one decision run on this many threads (the same "
-             "result for any); exhaustive: every rollout to the end (else the bounded search: the same decisions).")
+             "result for any); exhaustive: every rollout to the end (else the bounded search: the same decisions); "
+             "reference (with exhaustive): the Oracle before its exact constant-factor savings, a cost baseline "
+             "(rollout.hpp).")
         .def("decide",
              [](RolloutOracle& o, const Simulator& s) {
                  Action a;
@@ -148,7 +151,8 @@ void bind_oracle(nb::module_& m) {
              }, "Per candidate and base (row-major) of the last searched decision: (n_ok, n_partial).")
         .def_prop_ro("n_bases", &RolloutOracle::n_bases)
         .def_prop_ro("n_threads", &RolloutOracle::n_threads)
-        .def_prop_ro("exhaustive", &RolloutOracle::exhaustive);
+        .def_prop_ro("exhaustive", &RolloutOracle::exhaustive)
+        .def_prop_ro("reference", &RolloutOracle::reference);
     m.attr("MAX_ROLLOUT_THREADS") = MAX_ROLLOUT_THREADS;
     m.def("candidate_actions",
           [](const Simulator& s, bool fixed_chunks) {

@@ -4,6 +4,7 @@
 // kairos_gym/sim/simulator.py; times in seconds, sizes in tokens.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -200,6 +201,11 @@ void bind_snapshot(nb::module_& m, nb::class_<Simulator>& cls) {
                             "is shared, everything else copied. Restore it with Simulator.restore (reusable).")
         .def_prop_ro("n_decisions", [](const SimSnapshot& s) { return s.c.n_decisions; })
         .def_prop_ro("now", [](const SimSnapshot& s) { return s.now; });
+    cls.def("set_rollout_mode", &Simulator::set_rollout_mode, nb::arg("on"),
+            "The rollout Oracle's scratch-simulator setting (simulator.hpp): exact-track menus carry only what the "
+            "native base policies read and the utilization proxy is not tracked. Same physics and records; for "
+            "tests and the Oracle, not for a run a Python policy decides.")
+        .def_prop_ro("rollout_mode", &Simulator::rollout_mode);
     cls.def("snapshot", &Simulator::snapshot, "A copy of the mutable state (a _core.SimSnapshot).")
         .def("restore", &Simulator::restore, nb::arg("state"),
              "Return to a state from snapshot() (the snapshot stays reusable); per-request arrays are new: re-read "
@@ -240,6 +246,9 @@ void bind_debug(nb::class_<Simulator>& cls) {
         .def("debug_leave", &Simulator::debug_leave, nb::arg("node"), nb::arg("rid"))
         .def("debug_record", &Simulator::debug_record, nb::arg("node"), nb::arg("worst"))
         .def("debug_worst_gap", &Simulator::debug_worst_gap, nb::arg("node"), nb::arg("rid"))
+        .def("debug_blocks", &Simulator::debug_blocks, nb::arg("node"), nb::arg("extra"),
+             "(KV-block tokens of the node's batch after `extra` more steps by a pass over the batch, the same from "
+             "the node's aggregates or -1 where it keeps none): swap policy")
         .def("debug_set_stack_prune", &Simulator::debug_set_stack_prune, nb::arg("n"))
         .def("debug_push", &Simulator::debug_push, nb::arg("t"), nb::arg("kind"), nb::arg("a"), nb::arg("b"))
         .def("debug_prefill_wait", &Simulator::debug_prefill_wait, nb::arg("node"));

@@ -67,6 +67,7 @@ public:
     const BaseSpec& spec() const { return spec_; }
     // give the pricer memos of its own (Pricer::own_memos): before this decider runs on another thread
     void own_pricer_memos() { pricer_.own_memos(); }
+    void set_pricer_value_memos(bool on) { pricer_.set_value_memos(on); }  // Pricer::set_value_memos
 
 private:
     Action kairos(const DecisionMenu& m);

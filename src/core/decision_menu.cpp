@@ -82,7 +82,50 @@ void Simulator::menu_request_terms(int64_t rid, double& own, double& xfer) {
                : 0.0;
 }
 
+// Rollout mode (Simulator::set_rollout_mode): only what the native base policies read (base_policies.cpp:
+// prefill_i, decode_i's batch size, total context and pending admissions, decode_f's TBT SLO, decode_b, the
+// request's prompt and gen); the priced rows, waits and utilizations are left as they were.
+void Simulator::build_base_menu(int64_t rid) {
+    DecisionMenu& m = menu_;
+    const double now = now_;
+    m.now = now;
+    m.rid = rid;
+    m.arrival = wl_->arrival[rid];
+    m.prompt = wl_->prompt[rid];
+    m.output = oracle_ ? wl_->output[rid] : -1;
+    m.kind = DECISION_ARRIVAL;
+    m.pull_node = -1;
+    m.gen = R_->gen[rid];
+    for (int64_t i = 0; i < m.P; ++i) {
+        const PrefillNode& node = pnodes_[static_cast<size_t>(i)];
+        m.prefill_i[2 * i] = node.queued_tokens;
+        m.prefill_i[2 * i + 1] = static_cast<int64_t>(node.queue.size());
+    }
+    const int64_t need = kv_need(rid);
+    for (int64_t di = 0; di < m.D; ++di) {
+        const DecodeNode& d = dnodes_[static_cast<size_t>(di)];
+        const int64_t B = d.batch_size;
+        int64_t sctx = d.sum_ctx;  // as build_exact_menu: mid-stretch progress included
+        if (d.mode != MODE_IDLE) {
+            const double elapsed = now - d.start;
+            const int64_t j = d.mode == MODE_STRETCH ? steps_within(d.t0, d.dt, elapsed) : 0;
+            sctx = d.sum_ctx + B * std::min(j, d.n);
+        }
+        int64_t* di_row = &m.decode_i[static_cast<size_t>(5 * di)];
+        di_row[0] = B;
+        di_row[1] = sctx;
+        di_row[2] = static_cast<int64_t>(d.pending.size()) + d.incoming;
+        m.decode_f[static_cast<size_t>(4 * di + 2)] = cfg_.tbt_s;
+        m.decode_b[static_cast<size_t>(2 * di)] = d.has_defl ? 1 : 0;
+        m.decode_b[static_cast<size_t>(2 * di + 1)] = node_refuses(di, need) == REFUSE_NONE ? 1 : 0;
+    }
+}
+
 void Simulator::build_exact_menu(int64_t rid) {
+    if (rollout_mode_) {
+        build_base_menu(rid);
+        return;
+    }
     DecisionMenu& m = menu_;
     const double now = now_;
     const int64_t prompt = pre_len(rid);  // the tokens its prefill builds (the prompt but for a re-entry)

@@ -29,6 +29,33 @@ void DecodeNode::heap_remove(int64_t e, int64_t rid) {
     std::make_heap(heap.begin(), heap.end(), std::greater<Entry>());
 }
 
+namespace {
+// floor(a / b) and a - b floor(a / b) for b >= 1 (a may be negative: a member's ctx_base is ctx - steps)
+inline void floor_divmod(int64_t a, int64_t b, int64_t& q, int64_t& s) {
+    q = a / b;
+    s = a - q * b;
+    if (s < 0) {
+        --q;
+        s += b;
+    }
+}
+}  // namespace
+
+int64_t DecodeNode::blocks_at(int64_t extra) const {
+    const int64_t b = kv_block, y = steps + extra;  // y >= 0
+    const int64_t K = y / b, J = y % b;
+    int64_t over = 0;
+    if (J > 0)
+        for (int64_t t = b - J; t < b; ++t) over += blk_res[static_cast<size_t>(t)];
+    return blk_q + batch_size * K + over;
+}
+
+void DecodeNode::reset_blocks(int64_t block) {
+    kv_block = block;
+    blk_q = 0;
+    blk_res.assign(static_cast<size_t>(block > 0 ? block : 0), 0);
+}
+
 void DecodeNode::join(Requests& R, int64_t rid, int64_t ctx, int64_t rem, double gap) {
     // append to the batch list
     R.batch_prev[rid] = batch_tail;
@@ -37,6 +64,12 @@ void DecodeNode::join(Requests& R, int64_t rid, int64_t ctx, int64_t rem, double
     batch_tail = rid;
     ++batch_size;
     R.ctx_base[rid] = ctx - steps;
+    if (kv_block > 0) {
+        int64_t q, r;
+        floor_divmod(R.ctx_base[rid] + kv_block - 1, kv_block, q, r);
+        blk_q += q;
+        blk_res[static_cast<size_t>(r)] += 1;
+    }
     int64_t e = steps + rem;
     R.end_step[rid] = e;
     heap_push(e, rid);
@@ -52,6 +85,12 @@ void DecodeNode::leave(Requests& R, int64_t rid) {
     R.batch_prev[rid] = R.batch_next[rid] = -1;
     --batch_size;
     sum_ctx -= R.ctx_base[rid] + steps;
+    if (kv_block > 0) {
+        int64_t q, r;
+        floor_divmod(R.ctx_base[rid] + kv_block - 1, kv_block, q, r);
+        blk_q -= q;
+        blk_res[static_cast<size_t>(r)] -= 1;
+    }
 }
 
 double DecodeNode::worst_gap(const Requests& R, int64_t rid) const {
@@ -86,6 +125,15 @@ int64_t DecodeNode::blocks_tokens(const Requests& R, int64_t block, int64_t extr
     int64_t blocks = 0;
     for (int64_t r = batch_head; r >= 0; r = R.batch_next[r]) blocks += round_up_blocks(R.ctx_base[r] + steps + extra, block) / block;
     return blocks * block;
+}
+
+int64_t DecodeNode::blocks_growth(const Requests& R, int64_t block, int64_t extra) const {
+    int64_t grown = 0;
+    for (int64_t r = batch_head; r >= 0; r = R.batch_next[r]) {
+        const int64_t c = R.ctx_base[r] + steps;
+        grown += round_up_blocks(c + extra, block) / block - round_up_blocks(c, block) / block;
+    }
+    return grown * block;
 }
 
 }  // namespace kairos

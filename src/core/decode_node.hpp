@@ -57,6 +57,12 @@ struct DecodeNode {
     int64_t down = 0;
     double slow = 1.0;
     int64_t stack_prune = STACK_PRUNE;  // see STACK_PRUNE (tests lower it: Simulator::debug_set_stack_prune)
+    // KV blocks of the batch (swap policy; blocks_at): with a member's e = ctx_base + kv_block - 1 = kv_block q + s
+    // (floor division, 0 <= s < kv_block), blk_q sums q and blk_res[s] counts the members of each s. Kept by join
+    // and leave when kv_block > 0 (the simulator sets it for blocks up to kMaxResidueBlock; 0: not kept).
+    int64_t kv_block = 0;
+    int64_t blk_q = 0;
+    std::vector<int64_t> blk_res;
 
     // rid joins with ctx cached tokens, rem tokens to decode and a worst gap of `gap` s so far
     void join(Requests& R, int64_t rid, int64_t ctx, int64_t rem, double gap);
@@ -72,6 +78,14 @@ struct DecodeNode {
     void heap_remove(int64_t e, int64_t rid);
     // sum of ceil((ctx + extra) / block) over the batch, times block (swap policy)
     int64_t blocks_tokens(const Requests& R, int64_t block, int64_t extra) const;
+    // blocks_tokens(R, block, extra) - blocks_tokens(R, block, 0), in one pass over the batch
+    int64_t blocks_growth(const Requests& R, int64_t block, int64_t extra) const;
+    // blocks_tokens(R, kv_block, extra) / kv_block from the aggregates, in O(kv_block) (kv_block > 0, extra >= 0):
+    // sum over members of ceil((ctx + extra) / b) = floor((e + steps + extra) / b) = q + K + [s >= b - J] for
+    // steps + extra = b K + J (0 <= J < b), so blk_q + batch_size K + #{s >= b - J}
+    int64_t blocks_at(int64_t extra) const;
+    // the aggregates of the current members afresh (after the batch was cleared or rebuilt)
+    void reset_blocks(int64_t block);
 };
 
 }  // namespace kairos

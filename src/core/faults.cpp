@@ -246,6 +246,7 @@ void Simulator::fail_decode(DecodeNode& d) {
     d.batch_head = d.batch_tail = -1;
     d.batch_size = 0;
     d.sum_ctx = 0;
+    d.reset_blocks(d.kv_block);
     d.swapping_in = 0;
     d.incoming = 0;
     d.has_defl = false;

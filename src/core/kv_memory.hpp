@@ -14,6 +14,10 @@ inline int64_t round_up_blocks(int64_t a, int64_t b) {
     return q * b;
 }
 
+// Largest block (tokens) for which a decode node keeps its batch's KV-block aggregates (DecodeNode blocks_at: a
+// probe costs O(block), against a pass over the batch without them); vLLM's blocks are 16 to 128 tokens.
+constexpr int64_t kMaxResidueBlock = 256;
+
 struct KvPolicy {
     bool swap = false;   // memory_policy == "swap"
     int64_t block = 16;  // kv_block_tokens

@@ -144,8 +144,43 @@ double Pricer::attn_time(double pf_pairs, double kv_read) const {
     if (!(kv_read >= 0.0 && kv_read <= kMaxPairs)) {
         throw PricerInputError("attn_time", "kv_read", kv_read, false, "a finite number in [0, 2^50] (tokens)");
     }
+    return attn_pnorm(pf_pairs, kv_read);
+}
+
+// (pf_pairs apf_c)^p + (kv_read kv_m)^p)^(1/p), memoised: pf_pairs > 0 and kv_read >= 0, finite.
+double Pricer::attn_pnorm(double pf_pairs, double kv_read) const {
+    if (const double* hit = value_memos_ ? pnorm_memo_.find(pf_pairs, kv_read) : nullptr) return *hit;
     const double p = ac_.p;
-    return pmath::pow(pmath::pow(pf_pairs * ac_.apf_c, p) + pmath::pow(kv_read * ac_.kv_m, p), ac_.inv_p);
+    const double v = pmath::pow(pmath::pow(pf_pairs * ac_.apf_c, p) + pmath::pow(kv_read * ac_.kv_m, p), ac_.inv_p);
+    if (!value_memos_) return v;
+    if (pnorm_memo_.size() >= kMemoLimit) pnorm_memo_.clear();
+    pnorm_memo_.emplace(pf_pairs, kv_read, v);
+    return v;
+}
+
+// step_time_fast's running sum through the terms of T and n_seqs (fixed, element-wise, GEMMs, LM head, MoE), in
+// its order, memoised: finite T in [0, 2^24] and n_seqs in [0, 2^16] (model_time checks them).
+double Pricer::dense_time(double n_tokens, double n_seqs) const {
+    if (const double* hit = value_memos_ ? dense_memo_.find(n_tokens, n_seqs) : nullptr) return *hit;
+    const double T = n_tokens;
+    const double p = ac_.p;
+    const double ip = ac_.inv_p;
+    double t = sc_.fixed_s + T * sc_.ew_ar_tok;
+    for (const StepConstants::Gemm& gm : sc_.gemms) {
+        t += gm.count * pmath::pow(pmath::pow(T * gm.fc, p) + pmath::pow(gm.w + T * gm.am, p), ip);
+    }
+    t += pmath::pow(pmath::pow(n_seqs * sc_.lm_fc, p) + pmath::pow(sc_.lm_wm, p), ip);
+    if (sc_.moe) {
+        const double pm = sc_.moe_p;
+        const double tc = T * sc_.moe_fc;
+        const double experts = sc_.moe_e * (1.0 - pmath::pow(sc_.moe_miss, T)) + sc_.moe_shared;
+        const double tm = experts * sc_.moe_wm + T * sc_.moe_am;
+        t += pmath::pow(pmath::pow(tc, pm) + pmath::pow(tm, pm), sc_.moe_inv_p);
+    }
+    if (!value_memos_) return t;
+    if (dense_memo_.size() >= kMemoLimit) dense_memo_.clear();
+    dense_memo_.emplace(n_tokens, n_seqs, t);
+    return t;
 }
 
 Cost3 Pricer::attn_cost(double pf_pairs, double kv_read) const {
@@ -172,24 +207,12 @@ double Pricer::model_time(double n_tokens, double n_seqs, double dec_pairs, doub
     if (!(kv_read >= 0.0 && kv_read <= kMaxPairs)) {
         throw PricerInputError(where, "kv_read_tokens", kv_read, false, "a finite number in [0, 2^50] (tokens)");
     }
-    // StepLatencyModel.step_time_fast, line by line
-    const double T = n_tokens;
+    // StepLatencyModel.step_time_fast, line by line: the dense terms' running sum (memoised), then attention
     const double p = ac_.p;
     const double ip = ac_.inv_p;
-    double t = sc_.fixed_s + T * sc_.ew_ar_tok;
-    for (const StepConstants::Gemm& gm : sc_.gemms) {
-        t += gm.count * pmath::pow(pmath::pow(T * gm.fc, p) + pmath::pow(gm.w + T * gm.am, p), ip);
-    }
-    t += pmath::pow(pmath::pow(n_seqs * sc_.lm_fc, p) + pmath::pow(sc_.lm_wm, p), ip);
-    if (sc_.moe) {
-        const double pm = sc_.moe_p;
-        const double tc = T * sc_.moe_fc;
-        const double experts = sc_.moe_e * (1.0 - pmath::pow(sc_.moe_miss, T)) + sc_.moe_shared;
-        const double tm = experts * sc_.moe_wm + T * sc_.moe_am;
-        t += pmath::pow(pmath::pow(tc, pm) + pmath::pow(tm, pm), sc_.moe_inv_p);
-    }
+    double t = dense_time(n_tokens, n_seqs);
     if (pf_pairs > 0.0) {
-        t += pmath::pow(pmath::pow(pf_pairs * ac_.apf_c, p) + pmath::pow(kv_read * ac_.kv_m, p), ip);
+        t += attn_pnorm(pf_pairs, kv_read);
     }
     if (dec_pairs > 0.0) {
         t += pmath::pow(pmath::pow(dec_pairs * sc_.adec_c, p) + pmath::pow(dec_pairs * ac_.kv_m, p), ip);

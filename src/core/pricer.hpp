@@ -24,6 +24,7 @@
 
 #include "cost_tables.hpp"
 #include "flat_memo.hpp"
+#include "pair_memo.hpp"
 
 namespace kairos {
 
@@ -82,14 +83,16 @@ class Pricer {
     double base(int64_t n_tokens, int64_t n_seqs);
     // F(T, S) as (seconds, FLOPs, compute seconds).
     Cost3 base_cost(int64_t n_tokens, int64_t n_seqs);
-    // Prefill-attention seconds of aggregated chunks: pf_pairs prefill pairs, kv_read KV tokens read.
+    // Prefill-attention seconds of aggregated chunks: pf_pairs prefill pairs, kv_read KV tokens read (memoised:
+    // three portable pows a value, the largest cost of a rollout before the memo).
     double attn_time(double pf_pairs, double kv_read) const;
     // The same as (seconds, FLOPs, compute seconds); all 0 for pf_pairs <= 0.
     Cost3 attn_cost(double pf_pairs, double kv_read) const;
     // G: prefill-attention seconds of one chunk of `chunk` tokens after `prefix` cached tokens (memoised).
     double attn(int64_t chunk, int64_t prefix);
     // StepLatencyModel.step_time_fast: seconds of a step of n_tokens tokens, n_seqs sampling sequences,
-    // dec_pairs decode pairs, pf_pairs prefill pairs reading kv_read KV tokens (bounds as in Python).
+    // dec_pairs decode pairs, pf_pairs prefill pairs reading kv_read KV tokens (bounds as in Python). The terms
+    // of (n_tokens, n_seqs) alone are memoised as their partial sum, added up in Python's order.
     double model_time(double n_tokens, double n_seqs, double dec_pairs, double pf_pairs, double kv_read) const;
     // Seconds of one step: n_decode decode requests (dec_pairs decode pairs) plus one chunk (chunk may be 0).
     double step(int64_t n_decode, double dec_pairs, int64_t chunk, int64_t prefix);
@@ -125,6 +128,10 @@ class Pricer {
     // what the pricer would compute, so sharing one changes no result, only how often a value is computed:
     // VecStepper shares its envs' memos, which see the same prompt lengths N times faster. Not thread-safe.
     bool share_memos_from(const Pricer& o);
+    // Whether attn_time and model_time use their value memos (pnorm_memo_, dense_memo_; on by default). Off: every
+    // value computed afresh, as before the memos (the rollout Oracle's reference search: a cost baseline).
+    void set_value_memos(bool on) { value_memos_ = on; }
+    bool value_memos() const { return value_memos_; }
     // Memos of its own (copies of the shared ones' entries): a pricer used on another thread must not share
     // memos with any other pricer (they change on reads). Values never change, so prices stay bit for bit.
     void own_memos();
@@ -159,6 +166,14 @@ class Pricer {
     // attention and menu-term memos, shared by copies of this pricer and by share_memos_from (values never change)
     std::shared_ptr<FlatMemo> attn_memo_ = std::make_shared<FlatMemo>();  // flat_memo.hpp
     FlatMemo alone_memo_;
+    // attn_time's values by (pf_pairs, kv_read), and model_time's partial sum of the terms of (n_tokens, n_seqs):
+    // pure functions of their keys and the constants (which grow() keeps), so a stored value is the computed one.
+    // Per pricer (a copy gets its own): they change on const reads, so no two threads may share them.
+    bool value_memos_ = true;
+    mutable PairMemo pnorm_memo_;
+    mutable PairMemo dense_memo_;
+    double dense_time(double n_tokens, double n_seqs) const;
+    double attn_pnorm(double pf_pairs, double kv_read) const;
     std::shared_ptr<std::unordered_map<int64_t, std::vector<MenuTerm>>> terms_memo_ =
         std::make_shared<std::unordered_map<int64_t, std::vector<MenuTerm>>>();
 };

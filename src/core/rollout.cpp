@@ -90,17 +90,27 @@ Action canonical_action(const Simulator& sim, const Action& a) {
 }
 
 RolloutOracle::RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s,
-                             double tbt_slo_s, bool fixed_chunks, int64_t threads, bool exhaustive)
-    : fixed_chunks_(fixed_chunks), exhaustive_(exhaustive) {
+                             double tbt_slo_s, bool fixed_chunks, int64_t threads, bool exhaustive,
+                             bool reference)
+    : fixed_chunks_(fixed_chunks), exhaustive_(exhaustive), reference_(reference) {
     if (bases.empty()) throw std::invalid_argument("rollout oracle: no base policy");
+    if (reference && !exhaustive) throw std::invalid_argument("rollout oracle: the reference search is exhaustive");
     if (!(ttft_slo_s == like.config().ttft_slo_s && tbt_slo_s == like.config().tbt_s))
         throw std::invalid_argument("rollout oracle: the SLOs must be the simulator's (CoreConfig ttft_slo_s, tbt_s)");
     if (threads < 1 || threads > MAX_ROLLOUT_THREADS)
         throw std::invalid_argument("rollout oracle: threads must be 1 to " + std::to_string(MAX_ROLLOUT_THREADS));
-    for (const BaseSpec& s : bases) bases_.emplace_back(s, like.pricer());
+    for (const BaseSpec& s : bases) {
+        bases_.emplace_back(s, like.pricer());
+        if (reference) bases_.back().set_pricer_value_memos(false);
+    }
     for (int64_t t = 0; t < threads; ++t) {
         auto w = std::make_unique<RolloutWorker>(RolloutWorker{Simulator(like.config(), like.pricer(), false), {}});
-        for (const BaseSpec& s : bases) w->bases.emplace_back(s, like.pricer());
+        w->sim.set_rollout_mode(!reference);  // only base policies decide in a rollout (simulator.hpp)
+        w->sim.set_pricer_value_memos(!reference);
+        for (const BaseSpec& s : bases) {
+            w->bases.emplace_back(s, like.pricer());
+            if (reference) w->bases.back().set_pricer_value_memos(false);
+        }
         if (threads > 1) {  // pricer copies share their memos, which change on reads: one set per thread
             w->sim.own_pricer_memos();
             for (BaseDecider& d : w->bases) d.own_pricer_memos();
@@ -118,23 +128,29 @@ Objective RolloutOracle::rollout_on(RolloutWorker& w, const SimSnapshot& snap, c
 }
 
 bool RolloutOracle::bounded_rollout(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b,
-                                    size_t k, Incumbent& inc, std::mutex& mu, Objective& out,
+                                    size_t k, SharedIncumbent& shared, Objective& out,
                                     int64_t& decisions) const {
     w.sim.restore(snap);
     apply_action(w.sim, first);
     BaseDecider& base = w.bases[b];
+    // a copy of the shared incumbent, refreshed when another rollout improved it (its version moved): a copy
+    // older than the shared one is never better, so it stops a rollout only where the shared one would too
+    Incumbent inc;
+    uint64_t seen = ~uint64_t{0};
     for (;;) {
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            if (!inc.beatable_by(score_bound(w.sim), k)) return false;
+        const uint64_t v = shared.version.load(std::memory_order_acquire);
+        if (v != seen) {
+            std::lock_guard<std::mutex> lock(shared.mu);
+            inc = shared.inc;
+            seen = shared.version.load(std::memory_order_relaxed);
         }
+        if (!inc.beatable_by(score_bound(w.sim), k)) return false;
         if (!w.sim.next_decision()) break;
         apply_action(w.sim, base.decide(w.sim.menu()));
         ++decisions;
     }
     out = score_so_far(w.sim);
-    std::lock_guard<std::mutex> lock(mu);
-    inc.offer(out, k);
+    shared.offer(out, k);
     return true;
 }
 
@@ -192,8 +208,7 @@ Action RolloutOracle::decide(const Simulator& sim) {
     const size_t n = cands.size() * B;
     last_scores_.assign(n, Objective{});
     std::vector<uint8_t> known(n, 0);  // the slot's value is exact (reused, or its rollout ran to the end)
-    Incumbent inc;
-    std::mutex mu;
+    SharedIncumbent inc;
     for (size_t b = 0; b < B; ++b)
         if (carry_[b].n_ok >= 0) {  // follow b from here: the last decision's chosen rollout under b
             const size_t k = own[b] * B + b;
@@ -221,7 +236,7 @@ Action RolloutOracle::decide(const Simulator& sim) {
                     continue;
                 }
                 Objective v;
-                if (bounded_rollout(*workers_[t], snap, cands[k / B], k % B, k, inc, mu, v, my_steps)) {
+                if (bounded_rollout(*workers_[t], snap, cands[k / B], k % B, k, inc, v, my_steps)) {
                     last_scores_[k] = v;
                     known[k] = 1;
                 } else {

@@ -10,6 +10,7 @@
 // order (the prefill path first, then decode nodes in index order, LargestSafe before fixed chunks in increasing
 // size), then by base order. Times in seconds, sizes in tokens.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -81,8 +82,11 @@ public:
     // `exhaustive`: every rollout runs to the end (every candidate's value under every base is exact, as the
     // distillation labels need); false: the bounded search (rollout.cpp), whose decisions are the same.
     // `ttft_slo_s` and `tbt_slo_s` must be `like`'s (CoreConfig ttft_slo_s, tbt_s: the run counters' score).
+    // `reference`: the Oracle as it ran before its exact constant-factor savings, a cost baseline that gives the
+    // same run: exhaustive, its scratch simulators not in rollout mode, its pricers without value memos
+    // (Pricer::set_value_memos). Needs `exhaustive`.
     RolloutOracle(const Simulator& like, std::vector<BaseSpec> bases, double ttft_slo_s, double tbt_slo_s,
-                  bool fixed_chunks, int64_t threads = 1, bool exhaustive = false);
+                  bool fixed_chunks, int64_t threads = 1, bool exhaustive = false, bool reference = false);
     RolloutOracle(const RolloutOracle&) = delete;  // owns its workers' simulators
     RolloutOracle& operator=(const RolloutOracle&) = delete;
     // The action for `sim`'s pending decision (sim is not changed). Fills last_scores() per candidate x base.
@@ -100,6 +104,7 @@ public:
     size_t n_bases() const { return bases_.size(); }
     int64_t n_threads() const { return static_cast<int64_t>(workers_.size()); }
     bool exhaustive() const { return exhaustive_; }
+    bool reference() const { return reference_; }
 
 private:
     // The best (candidate, base) slot found so far in one decision: its value and index (tie-break: lower index).
@@ -118,11 +123,26 @@ private:
             }
         }
     };
+    // The incumbent the threads of one decision share: `version` moves (under `mu`) each time it improves, so a
+    // rollout rereads it (under the lock) only after a change, not at every decision.
+    struct SharedIncumbent {
+        Incumbent inc;
+        std::mutex mu;
+        std::atomic<uint64_t> version{0};
+        void offer(const Objective& v, size_t k) {
+            std::lock_guard<std::mutex> lock(mu);
+            const Incumbent before = inc;
+            inc.offer(v, k);
+            if (inc.slot != before.slot || inc.value.n_ok != before.value.n_ok ||
+                inc.value.n_partial != before.value.n_partial)
+                version.fetch_add(1, std::memory_order_release);
+        }
+    };
     Objective rollout_on(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b,
                          int64_t& decisions) const;
     // rollout_on with the bound: stops (returns false) once slot k can no longer beat the shared incumbent
     bool bounded_rollout(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b, size_t k,
-                         Incumbent& inc, std::mutex& mu, Objective& out, int64_t& decisions) const;
+                         SharedIncumbent& shared, Objective& out, int64_t& decisions) const;
     // are the carried values (carry_) those of sim's state: is it the state the last decision's action led to?
     bool carry_holds(const Simulator& sim) const;
     // the state carry_holds checks at the next decision: `chosen` is about to be applied to sim's pending decision
@@ -131,6 +151,7 @@ private:
     std::vector<std::unique_ptr<RolloutWorker>> workers_;
     bool fixed_chunks_;
     bool exhaustive_;
+    bool reference_;
     OracleStats stats_;
     // Reuse: the value of "follow base b from the state the last decision's action leads to" per base (n_ok -1:
     // unknown), which is the last decision's (chosen candidate, b) rollout, known when it ran to the end. Valid

@@ -71,6 +71,9 @@ void Simulator::reset(WorkloadPtr wl) {
         dnodes_[static_cast<size_t>(i)].idx = i;
         dnodes_[static_cast<size_t>(i)].kv_capacity = cfg_.kv_capacity;
         dnodes_[static_cast<size_t>(i)].stack_prune = stack_prune_;
+        // the batch's KV-block aggregates (swap policy, blocks up to kMaxResidueBlock: steps_that_fit, emit_tokens)
+        dnodes_[static_cast<size_t>(i)].reset_blocks(cfg_.kv.swap && cfg_.kv.block <= kMaxResidueBlock ? cfg_.kv.block
+                                                                                                      : 0);
     }
     links_.assign(static_cast<size_t>(cfg_.n_prefill), FairShareLink(cfg_.transfer_bandwidth));
     awaiting_memory_.clear();
@@ -191,7 +194,11 @@ void Simulator::restore(const SimSnapshot& s) {
     menu_.pull_node = m.pull_node;
     wl_ring_ = s.wl->ring() ? std::make_shared<Workload>(*s.wl) : nullptr;  // the snapshot's ring stays reusable
     wl_ = wl_ring_ ? WorkloadPtr(wl_ring_) : s.wl;
-    R_ = std::make_shared<Requests>(*s.R);  // fresh arrays: views taken before stay valid
+    if (rollout_mode_ && R_ && R_.use_count() == 1 && R_->slots() == s.R->slots()) {
+        *R_ = *s.R;  // a scratch simulator's arrays (nobody holds views): copied in place, no allocation
+    } else {
+        R_ = std::make_shared<Requests>(*s.R);  // fresh arrays: views taken before stay valid
+    }
     n_ = s.n;
     events_ = s.events;
     pnodes_ = s.pnodes;
@@ -259,6 +266,13 @@ void Simulator::debug_leave(int64_t d, int64_t rid) {
 void Simulator::debug_record(int64_t d, double worst) {
     check_index(d, dnodes_.size(), "debug_record: decode node index");
     dnodes_[static_cast<size_t>(d)].record(*R_, worst);
+}
+
+std::pair<int64_t, int64_t> Simulator::debug_blocks(int64_t d, int64_t extra) const {
+    check_index(d, dnodes_.size(), "debug_blocks: decode node index");
+    if (extra < 0) throw std::out_of_range("debug_blocks: extra steps < 0");
+    const DecodeNode& node = dnodes_[static_cast<size_t>(d)];
+    return {node.blocks_tokens(*R_, cfg_.kv.block, extra), node.kv_block > 0 ? node.blocks_at(extra) * node.kv_block : -1};
 }
 
 double Simulator::debug_worst_gap(int64_t d, int64_t rid) const {
@@ -793,7 +807,8 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
     // durations grow along a stretch, so its last step is its longest
     d.record(R, last);
     if (cfg_.kv.swap)
-        d.kv_reserved += d.blocks_tokens(R, cfg_.kv.block, n) - d.blocks_tokens(R, cfg_.kv.block, 0);
+        d.kv_reserved += d.kv_block > 0 ? (d.blocks_at(n) - d.blocks_at(0)) * d.kv_block
+                                         : d.blocks_growth(R, cfg_.kv.block, n);
     d.steps += n;
     d.sum_ctx += B * n;
     if (!d.heap.empty() && d.heap.front().first <= d.steps) {  // the stretch ran to its first finish
@@ -844,6 +859,7 @@ void Simulator::finish(int64_t rid, double t) {
 
 template <class Node>
 void Simulator::util_update(Node& node, double dur, double util) {
+    if (rollout_mode_) return;  // nothing in a rollout reads the utilization proxy (set_rollout_mode)
     double now = now_;
     double gap = now - node.util_t;
     double ewma = node.util_ewma * pmath::exp(-(gap > 0.0 ? gap : 0.0) / UTIL_WINDOW_S);  // idle time counts as 0

@@ -169,8 +169,15 @@ public:
     size_t n_rows() const { return rows_.size(); }
     bool stream_rows = false;
     const Pricer& pricer() const { return pricer_; }
+    // Rollout mode, for the rollout Oracle's scratch simulators (rollout.cpp), whose decisions only the native
+    // base policies take: an exact-track menu carries only what they read (build_base_menu) and the utilization
+    // proxy is not tracked. The physics, the requests' records and the score are those of a normal run (tested:
+    // tests/core/test_rollout_mode.py); the menu's other fields and the nodes' utilization are not.
+    void set_rollout_mode(bool on) { rollout_mode_ = on; }
+    bool rollout_mode() const { return rollout_mode_; }
     // give the pricer memos of its own (Pricer::own_memos): before this simulator runs on another thread
     void own_pricer_memos() { pricer_.own_memos(); }
+    void set_pricer_value_memos(bool on) { pricer_.set_value_memos(on); }  // Pricer::set_value_memos
     // Pricer::share_memos_from (VecStepper: N simulators of one scenario share their pricing memos)
     bool share_pricer_memos(const Simulator& o) { return pricer_.share_memos_from(o.pricer_); }
     int64_t pending_rid() const { return pending_rid_; }
@@ -215,6 +222,9 @@ public:
     void debug_leave(int64_t d, int64_t rid);
     void debug_record(int64_t d, double worst);
     double debug_worst_gap(int64_t d, int64_t rid) const;
+    // (blocks_tokens by a pass over the batch, the same from the node's aggregates or -1 where it keeps none) for
+    // `extra` more steps of decode node d (swap policy's KV blocks, tokens)
+    std::pair<int64_t, int64_t> debug_blocks(int64_t d, int64_t extra) const;
     void debug_set_stack_prune(int64_t n);
     void debug_push(double t, int8_t kind, int64_t a, int64_t b) { push(t, kind, a, b); }
     double debug_prefill_wait(int64_t p);
@@ -228,6 +238,7 @@ private:
     void push(double t, int8_t kind, int64_t a, int64_t b) { events_.push(t, kind, static_cast<int32_t>(a), b); }
     void build_menu(int64_t rid);  // decision_menu.cpp
     void build_exact_menu(int64_t rid);
+    void build_base_menu(int64_t rid);  // rollout mode: the fields the base policies read
     void menu_request_terms(int64_t rid, double& own, double& xfer);  // decision_menu.cpp: both tracks' menus
     double prefill_wait(const PrefillNode& node) { return prefill_wait_at(node, now_); }
     double prefill_wait_at(const PrefillNode& node, double now);  // decision_menu.cpp: the wait as of `now`
@@ -302,6 +313,7 @@ private:
     CoreConfig cfg_;
     Pricer pricer_;
     bool oracle_ = false;
+    bool rollout_mode_ = false;  // set_rollout_mode: kept by reset and restore (a setting, not state)
     WorkloadPtr wl_;
     std::shared_ptr<Workload> wl_ring_;  // chunked mode: the workload ring wl_ points to (else null)
     RequestsPtr R_;

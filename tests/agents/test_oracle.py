@@ -225,7 +225,7 @@ def test_bad_bases_are_refused(bases: Any) -> None:
 
 
 def test_registered_with_its_parameters() -> None:
-    assert policy_params("oracle") == ["bases", "fixed_chunks", "threads", "exhaustive"]
+    assert policy_params("oracle") == ["bases", "fixed_chunks", "threads", "exhaustive", "reference"]
     o = make_policy("oracle", "small", 0)
     assert isinstance(o, Oracle) and o.describe()["bases"] == list(DEFAULT_BASES)
     s = run_policy("oracle", SMALL, 1)

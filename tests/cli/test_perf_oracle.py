@@ -32,13 +32,21 @@ def test_measure_runs_both_searches_on_each_thread_count_with_one_result() -> No
     assert bd["cost_ratio"] == ex["rollout_decisions"] / bd["rollout_decisions"]
 
 
+def test_measure_runs_the_reference_search_too() -> None:
+    rows = speed.measure("bursty", 40, 1, [1], ("reference", "bounded"))
+    assert [r["search"] for r in rows] == ["reference", "bounded"]
+    assert rows[0]["slo_attainment"] == rows[1]["slo_attainment"] and rows[0]["pruned"] == 0
+
+
 def test_suite_growth_and_empty_measurements(tmp_path, capsys) -> None:
     tasks = select_tasks("decode-bound/relaxed")
     res = cost.measure_suite(1, [*tasks])
     (row,) = res["tasks"]
     assert row["task"] == "decode-bound/relaxed" and row["instances"] == 1 and row["requests"] == 500
     assert row["bounded_rollout_decisions"] < row["exhaustive_rollout_decisions"]  # all ties: stopped at once
-    assert res["total"]["cost_ratio"] == row["cost_ratio"]
+    assert res["total"]["cost_ratio"] == row["cost_ratio"] and "reference_wall_ratio" not in row
+    with pytest.raises(ValueError, match="searches"):
+        cost.measure_suite(1, [*tasks], searches=("reference", "bounded"))
     with pytest.raises(ConfigError, match="3000 requests"):  # bursty's workload holds 3,000
         speed.measure_growth("bursty", [30, 4000], 0)
     g = speed.measure_growth("bursty", [30, 60], 0)
@@ -53,6 +61,7 @@ def test_suite_growth_and_empty_measurements(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize("flags", [["--plot", "x.png"], ["--suite", "--growth", "10,20"], ["--suite", "--empty"],
                                    ["--search", "fast"], ["--search", "bounded,bounded"], ["--threads", "1,1"],
+                                   ["--suite", "--search", "reference,bounded"],
                                    ["--instances", "0"], ["--growth", "0,10"], ["--requests", "0"]])
 def test_bad_flags_stop_before_any_run(flags, monkeypatch, capsys) -> None:
     def boom(*a, **k):
