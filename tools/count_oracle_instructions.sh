@@ -44,4 +44,6 @@ for s in ${SEARCHES//,/ }; do
   printf '%s, %s requests, %-10s %15s instructions (%s rollout decisions, SLO attainment %s): %sx fewer than the first\n' \
     "$SCENARIO" "$N" "$s" "$(commas "$net")" "$(commas "$dec")" "$slo" "$ratio"
 done
-echo "($(cd "$HERE" && git rev-parse --short HEAD 2>/dev/null || echo "$HERE"), $(date -u +%Y-%m-%d))"
+rev=$(cd "$HERE" && git rev-parse --short HEAD 2>/dev/null || echo "$HERE")
+if (cd "$HERE" && ! git diff --quiet HEAD -- src agents kairos_gym 2>/dev/null); then rev="$rev with uncommitted changes"; fi
+echo "($rev, $(date -u +%Y-%m-%d))"
