@@ -198,7 +198,9 @@ class Oracle(BasePolicy):
     def stats(self) -> dict[str, int]:
         """This run's decisions, searched decisions (more than one candidate), rollouts started, candidates,
         rollouts the bound stopped (``n_pruned``), values reused from the previous decision (``n_reused``) and
-        decisions simulated inside rollouts (``n_rollout_decisions``: the cost, about the simulated requests)."""
+        decisions simulated inside rollouts (``n_rollout_decisions``: the cost, about the simulated requests); of
+        them, those of the stopped rollouts (``n_stopped_decisions``) and the arrivals still to come when those
+        started (``n_stopped_remaining``: what running them to the end would have cost, about)."""
         return dict(self._oracle.stats) if self._oracle is not None else {}
 
     def _reset_state(self) -> None:

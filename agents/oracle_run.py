@@ -35,6 +35,8 @@ def run_with_cost(sc: Any, seed: int, threads: int, search: str, bases: Sequence
     row = {"search": search, "threads": threads, "wall_s": wall,
            "rollouts": st["n_rollouts"], "pruned": st["n_pruned"], "reused": st["n_reused"],
            "rollout_decisions": st["n_rollout_decisions"], "searched": st["n_searched"],
+           # how far a stopped rollout ran, as a share of what was left of the instance when it started
+           "stopped_share": st["n_stopped_decisions"] / max(st["n_stopped_remaining"], 1),
            "decisions": st["n_decisions"], "slo_attainment": summary["slo_attainment"]}
     return {k: v for k, v in summary.items() if k not in TIMING_KEYS}, row
 

@@ -292,7 +292,8 @@ def cmd_perf_oracle(args: argparse.Namespace) -> int:
     rows = measure(args.scenario, requests, seed, threads, searches)
     for r in rows:
         print(f"{r['search']:>10}, {r['threads']:>2} threads: {r['wall_s']:7.2f} s wall, {r['rollouts']:,} rollouts "
-              f"({r['pruned']:,} stopped, {r['reused']:,} values reused), {r['rollout_decisions']:,} rollout "
+              f"({r['pruned']:,} stopped after {100 * r['stopped_share']:.0f}% of what was left, {r['reused']:,} "
+              f"values reused), {r['rollout_decisions']:,} rollout "
               f"decisions; ratio {r['cost_ratio']:.2f}x decisions, {r['speedup']:.2f}x wall; SLO attainment "
               f"{r['slo_attainment']:.4f}")
     write_json(args.json, {"scenario": args.scenario, "requests": requests, "seed": seed, "runs": rows}, where=w)

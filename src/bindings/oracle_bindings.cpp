@@ -136,6 +136,8 @@ void bind_oracle(nb::module_& m) {
                          d["n_pruned"] = s.n_pruned;
                          d["n_reused"] = s.n_reused;
                          d["n_rollout_decisions"] = s.n_rollout_decisions;
+                         d["n_stopped_decisions"] = s.n_stopped_decisions;
+                         d["n_stopped_remaining"] = s.n_stopped_remaining;
                          return d;
                      })
         .def("reset_stats", &RolloutOracle::reset_stats)

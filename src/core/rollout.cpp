@@ -128,11 +128,12 @@ Objective RolloutOracle::rollout_on(RolloutWorker& w, const SimSnapshot& snap, c
 }
 
 bool RolloutOracle::bounded_rollout(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b,
-                                    size_t k, SharedIncumbent& shared, Objective& out,
-                                    int64_t& decisions) const {
+                                    size_t k, SharedIncumbent& shared, Objective& out, int64_t& decisions,
+                                    int64_t& stopped_decisions, int64_t& stopped_remaining) const {
     w.sim.restore(snap);
     apply_action(w.sim, first);
     BaseDecider& base = w.bases[b];
+    const int64_t remaining = w.sim.n() - w.sim.counters().n_arrived, start = decisions;
     // a copy of the shared incumbent, refreshed when another rollout improved it (its version moved): a copy
     // older than the shared one is never better, so it stops a rollout only where the shared one would too
     Incumbent inc;
@@ -144,7 +145,11 @@ bool RolloutOracle::bounded_rollout(RolloutWorker& w, const SimSnapshot& snap, c
             inc = shared.inc;
             seen = shared.version.load(std::memory_order_relaxed);
         }
-        if (!inc.beatable_by(score_bound(w.sim), k)) return false;
+        if (!inc.beatable_by(score_bound(w.sim), k)) {
+            stopped_decisions += decisions - start;
+            stopped_remaining += remaining;
+            return false;
+        }
         if (!w.sim.next_decision()) break;
         apply_action(w.sim, base.decide(w.sim.menu()));
         ++decisions;
@@ -221,12 +226,12 @@ Action RolloutOracle::decide(const Simulator& sim) {
     // bound (not exhaustive) a rollout stops once it cannot be chosen (rollout.hpp score_bound), whatever the
     // order the threads reach the slots in
     std::atomic<size_t> next{0};
-    std::atomic<int64_t> started{0}, pruned{0}, steps{0};
+    std::atomic<int64_t> started{0}, pruned{0}, steps{0}, stopped_steps{0}, stopped_left{0};
     const size_t T = std::min(workers_.size(), n);
     std::vector<std::exception_ptr> errors(T);
     auto work = [&](size_t t) {
         try {
-            int64_t my_steps = 0;
+            int64_t my_steps = 0, my_stopped = 0, my_left = 0;
             for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) {
                 if (known[k]) continue;
                 started.fetch_add(1);
@@ -236,7 +241,7 @@ Action RolloutOracle::decide(const Simulator& sim) {
                     continue;
                 }
                 Objective v;
-                if (bounded_rollout(*workers_[t], snap, cands[k / B], k % B, k, inc, v, my_steps)) {
+                if (bounded_rollout(*workers_[t], snap, cands[k / B], k % B, k, inc, v, my_steps, my_stopped, my_left)) {
                     last_scores_[k] = v;
                     known[k] = 1;
                 } else {
@@ -244,6 +249,8 @@ Action RolloutOracle::decide(const Simulator& sim) {
                 }
             }
             steps.fetch_add(my_steps);
+            stopped_steps.fetch_add(my_stopped);
+            stopped_left.fetch_add(my_left);
         } catch (...) {
             errors[t] = std::current_exception();
             next.store(n);  // the other threads stop at their next slot
@@ -258,6 +265,8 @@ Action RolloutOracle::decide(const Simulator& sim) {
     stats_.n_rollouts += started.load();
     stats_.n_pruned += pruned.load();
     stats_.n_rollout_decisions += steps.load();
+    stats_.n_stopped_decisions += stopped_steps.load();
+    stats_.n_stopped_remaining += stopped_left.load();
     // the choice, in candidate-then-base order among the exact values: the first best slot. A stopped rollout's
     // value is <= its bound, which was worse than a value found (or equal to it, with a lower index): it is never
     // the first best, so the choice is the exhaustive search's, for any number of threads.

@@ -61,6 +61,8 @@ struct OracleStats {
     int64_t n_pruned = 0;     // rollouts stopped by the bound (they could not be chosen)
     int64_t n_reused = 0;     // (candidate, base) values known from the previous decision: no rollout
     int64_t n_rollout_decisions = 0;  // decisions simulated inside rollouts (the cost: ~ simulated requests)
+    int64_t n_stopped_decisions = 0;  // of them, those of rollouts the bound stopped
+    int64_t n_stopped_remaining = 0;  // arrivals still to come when those rollouts started (~ their full length)
 };
 
 // One thread's tools: a scratch simulator and the base deciders (each holds its own pricer and memos, so no two
@@ -142,7 +144,8 @@ private:
                          int64_t& decisions) const;
     // rollout_on with the bound: stops (returns false) once slot k can no longer beat the shared incumbent
     bool bounded_rollout(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b, size_t k,
-                         SharedIncumbent& shared, Objective& out, int64_t& decisions) const;
+                         SharedIncumbent& shared, Objective& out, int64_t& decisions, int64_t& stopped_decisions,
+                         int64_t& stopped_remaining) const;
     // are the carried values (carry_) those of sim's state: is it the state the last decision's action led to?
     bool carry_holds(const Simulator& sim) const;
     // the state carry_holds checks at the next decision: `chosen` is about to be applied to sim's pending decision

@@ -30,6 +30,9 @@ def test_measure_runs_both_searches_on_each_thread_count_with_one_result() -> No
     ex, bd = rows[0], rows[2]
     assert ex["pruned"] == ex["reused"] == 0 and bd["rollout_decisions"] <= ex["rollout_decisions"]
     assert bd["cost_ratio"] == ex["rollout_decisions"] / bd["rollout_decisions"]
+    assert ex["stopped_share"] == 0.0 and 0.0 <= bd["stopped_share"] <= 1.0
+    (late,) = speed.measure("bursty", 90, 2, [1], ("bounded",))  # stopped rollouts that ran a while
+    assert late["pruned"] > 0 and 0.2 < late["stopped_share"] < 0.5
 
 
 def test_measure_runs_the_reference_search_too() -> None:
