@@ -24,7 +24,6 @@
 
 #include "cost_tables.hpp"
 #include "flat_memo.hpp"
-#include "pair_memo.hpp"
 
 namespace kairos {
 
