@@ -828,7 +828,7 @@ _FIGURE_LIST = (
                                                "results/leaderboard-v2-realistic.json", "--out", "{out}"),
            _v2_headline),
     Figure("v2-seen-rl", "docs/training.md", _RL_V2_BOARD, _v2_headline),
-    Figure("headroom-v2", "docs/benchmark.md", ("headroom", "--instances", "3", "--cached-only", "--cache",
+    Figure("headroom-v2", "docs/benchmark.md", ("headroom", "--instances", "30", "--cached-only", "--cache",
                                                 "results/oracle-v2-cache.json", "--out", "{out}"), _headroom_table,
            fast=False),
     Figure("lofo-v2", "docs/benchmark.md", ("lofo", "--config", "configs/ppo/v2-seen.yaml", "--from-json",
