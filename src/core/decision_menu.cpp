@@ -61,19 +61,37 @@ void Simulator::build_menu(int64_t rid) {
     }
 }
 
-// The request's part of a menu (both tracks): its fields, and its own prefill alone and KV transfer (s) for the
-// TTFT of the prefill path.
-void Simulator::menu_request_terms(int64_t rid, double& own, double& xfer) {
+// The request's fields of a menu (both tracks and rollout mode).
+void Simulator::menu_request(int64_t rid) {
     DecisionMenu& m = menu_;
-    const int64_t prompt = wl_->prompt[rid];
     m.now = now_;
     m.rid = rid;
     m.arrival = wl_->arrival[rid];
-    m.prompt = prompt;
+    m.prompt = wl_->prompt[rid];
     m.output = oracle_ ? wl_->output[rid] : -1;
     m.kind = DECISION_ARRIVAL;  // raise_pull (pull.cpp) / raise_reentry (reentry.cpp) rewrite it after this
     m.pull_node = -1;
     m.gen = R_->gen[rid];
+}
+
+// Decode node d's progress now, mid-stretch included: the sum of its batch's contexts (tokens) and the seconds to
+// its next step boundary (0 when idle).
+int64_t Simulator::batch_context_now(const DecodeNode& d, double& wait_boundary) const {
+    if (d.mode == MODE_IDLE) {
+        wait_boundary = 0.0;
+        return d.sum_ctx;
+    }
+    const double elapsed = now_ - d.start;
+    const double t0 = d.t0, dt = d.dt;
+    const int64_t j = d.mode == MODE_STRETCH ? steps_within(t0, dt, elapsed) : 0;
+    wait_boundary = std::max(0.0, dbl(j + 1) * t0 + dt * dbl(j + 1) * dbl(j) / 2.0 - elapsed);
+    return d.sum_ctx + d.batch_size * std::min(j, d.n);
+}
+
+// The request's part of a menu (both tracks): its fields, and its own prefill alone and KV transfer (s) for the
+// TTFT of the prefill path.
+void Simulator::menu_request_terms(int64_t rid, double& own, double& xfer) {
+    menu_request(rid);
     // the prefill it needs: prompt + gen tokens (gen = 0 but for a re-entry after a failure: then the arrival's)
     const int64_t pre = pre_len(rid);
     own = pricer_.prefill_alone(pre, cfg_.prefill_token_budget);
@@ -87,15 +105,7 @@ void Simulator::menu_request_terms(int64_t rid, double& own, double& xfer) {
 // request's prompt and gen); the priced rows, waits and utilizations are left as they were.
 void Simulator::build_base_menu(int64_t rid) {
     DecisionMenu& m = menu_;
-    const double now = now_;
-    m.now = now;
-    m.rid = rid;
-    m.arrival = wl_->arrival[rid];
-    m.prompt = wl_->prompt[rid];
-    m.output = oracle_ ? wl_->output[rid] : -1;
-    m.kind = DECISION_ARRIVAL;
-    m.pull_node = -1;
-    m.gen = R_->gen[rid];
+    menu_request(rid);
     for (int64_t i = 0; i < m.P; ++i) {
         const PrefillNode& node = pnodes_[static_cast<size_t>(i)];
         m.prefill_i[2 * i] = node.queued_tokens;
@@ -104,15 +114,10 @@ void Simulator::build_base_menu(int64_t rid) {
     const int64_t need = kv_need(rid);
     for (int64_t di = 0; di < m.D; ++di) {
         const DecodeNode& d = dnodes_[static_cast<size_t>(di)];
-        const int64_t B = d.batch_size;
-        int64_t sctx = d.sum_ctx;  // as build_exact_menu: mid-stretch progress included
-        if (d.mode != MODE_IDLE) {
-            const double elapsed = now - d.start;
-            const int64_t j = d.mode == MODE_STRETCH ? steps_within(d.t0, d.dt, elapsed) : 0;
-            sctx = d.sum_ctx + B * std::min(j, d.n);
-        }
+        double wait_boundary;
+        const int64_t sctx = batch_context_now(d, wait_boundary);
         int64_t* di_row = &m.decode_i[static_cast<size_t>(5 * di)];
-        di_row[0] = B;
+        di_row[0] = d.batch_size;
         di_row[1] = sctx;
         di_row[2] = static_cast<int64_t>(d.pending.size()) + d.incoming;
         m.decode_f[static_cast<size_t>(4 * di + 2)] = cfg_.tbt_s;
@@ -153,21 +158,9 @@ void Simulator::build_exact_menu(int64_t rid) {
     std::vector<int64_t>& sizes = menu_scratch_.sizes;
     for (int64_t di = 0; di < m.D; ++di) {
         const DecodeNode& d = dnodes_[static_cast<size_t>(di)];
-        // progress of node d now, mid-stretch included: batch size, sum of contexts, seconds to the next
-        // step boundary (0 when idle)
         const int64_t B = d.batch_size;
-        int64_t sctx;
         double wait_boundary;
-        if (d.mode == MODE_IDLE) {
-            sctx = d.sum_ctx;
-            wait_boundary = 0.0;
-        } else {
-            double elapsed = now - d.start;
-            double t0 = d.t0, dt = d.dt;
-            int64_t j = d.mode == MODE_STRETCH ? steps_within(t0, dt, elapsed) : 0;
-            wait_boundary = std::max(0.0, dbl(j + 1) * t0 + dt * dbl(j + 1) * dbl(j) / 2.0 - elapsed);
-            sctx = d.sum_ctx + B * std::min(j, d.n);
-        }
+        const int64_t sctx = batch_context_now(d, wait_boundary);
         const double pairs = dbl(sctx + B);
         pricer_.menu_rows(B, pairs, terms, wait_boundary, firsts, totals);
         std::pair<bool, double> ls = pricer_.largest_safe(B, pairs, prompt, budget, cfg_.menu_desc, 0, sizes);

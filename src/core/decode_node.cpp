@@ -50,6 +50,14 @@ int64_t DecodeNode::blocks_at(int64_t extra) const {
     return blk_q + batch_size * K + over;
 }
 
+void DecodeNode::tally_blocks(int64_t ctx_base, int64_t sign) {
+    if (kv_block <= 0) return;
+    int64_t q, s;
+    floor_divmod(ctx_base + kv_block - 1, kv_block, q, s);
+    blk_q += sign * q;
+    blk_res[static_cast<size_t>(s)] += sign;
+}
+
 void DecodeNode::reset_blocks(int64_t block) {
     kv_block = block;
     blk_q = 0;
@@ -64,12 +72,7 @@ void DecodeNode::join(Requests& R, int64_t rid, int64_t ctx, int64_t rem, double
     batch_tail = rid;
     ++batch_size;
     R.ctx_base[rid] = ctx - steps;
-    if (kv_block > 0) {
-        int64_t q, r;
-        floor_divmod(R.ctx_base[rid] + kv_block - 1, kv_block, q, r);
-        blk_q += q;
-        blk_res[static_cast<size_t>(r)] += 1;
-    }
+    tally_blocks(R.ctx_base[rid], 1);
     int64_t e = steps + rem;
     R.end_step[rid] = e;
     heap_push(e, rid);
@@ -85,12 +88,7 @@ void DecodeNode::leave(Requests& R, int64_t rid) {
     R.batch_prev[rid] = R.batch_next[rid] = -1;
     --batch_size;
     sum_ctx -= R.ctx_base[rid] + steps;
-    if (kv_block > 0) {
-        int64_t q, r;
-        floor_divmod(R.ctx_base[rid] + kv_block - 1, kv_block, q, r);
-        blk_q -= q;
-        blk_res[static_cast<size_t>(r)] -= 1;
-    }
+    tally_blocks(R.ctx_base[rid], -1);
 }
 
 double DecodeNode::worst_gap(const Requests& R, int64_t rid) const {
@@ -125,15 +123,6 @@ int64_t DecodeNode::blocks_tokens(const Requests& R, int64_t block, int64_t extr
     int64_t blocks = 0;
     for (int64_t r = batch_head; r >= 0; r = R.batch_next[r]) blocks += round_up_blocks(R.ctx_base[r] + steps + extra, block) / block;
     return blocks * block;
-}
-
-int64_t DecodeNode::blocks_growth(const Requests& R, int64_t block, int64_t extra) const {
-    int64_t grown = 0;
-    for (int64_t r = batch_head; r >= 0; r = R.batch_next[r]) {
-        const int64_t c = R.ctx_base[r] + steps;
-        grown += round_up_blocks(c + extra, block) / block - round_up_blocks(c, block) / block;
-    }
-    return grown * block;
 }
 
 }  // namespace kairos

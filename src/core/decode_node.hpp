@@ -78,14 +78,14 @@ struct DecodeNode {
     void heap_remove(int64_t e, int64_t rid);
     // sum of ceil((ctx + extra) / block) over the batch, times block (swap policy)
     int64_t blocks_tokens(const Requests& R, int64_t block, int64_t extra) const;
-    // blocks_tokens(R, block, extra) - blocks_tokens(R, block, 0), in one pass over the batch
-    int64_t blocks_growth(const Requests& R, int64_t block, int64_t extra) const;
     // blocks_tokens(R, kv_block, extra) / kv_block from the aggregates, in O(kv_block) (kv_block > 0, extra >= 0):
     // sum over members of ceil((ctx + extra) / b) = floor((e + steps + extra) / b) = q + K + [s >= b - J] for
     // steps + extra = b K + J (0 <= J < b), so blk_q + batch_size K + #{s >= b - J}
     int64_t blocks_at(int64_t extra) const;
     // the aggregates of the current members afresh (after the batch was cleared or rebuilt)
     void reset_blocks(int64_t block);
+    // a member with this ctx_base joins (sign 1) or leaves (-1) the aggregates (nothing when none are kept)
+    void tally_blocks(int64_t ctx_base, int64_t sign);
 };
 
 }  // namespace kairos

@@ -79,15 +79,7 @@ void Simulator::refresh_decode_copy(size_t i) {
     DecodeCopy& c = info_.view.d[i];
     // progress now, mid-stretch included (as build_menu)
     c.B = d.batch_size;
-    if (d.mode == MODE_IDLE) {
-        c.sctx = d.sum_ctx;
-        c.wait_boundary = 0.0;
-    } else {
-        double elapsed = now - d.start;
-        int64_t j = d.mode == MODE_STRETCH ? steps_within(d.t0, d.dt, elapsed) : 0;
-        c.wait_boundary = std::max(0.0, dbl(j + 1) * d.t0 + d.dt * dbl(j + 1) * dbl(j) / 2.0 - elapsed);
-        c.sctx = d.sum_ctx + c.B * std::min(j, d.n);
-    }
+    c.sctx = batch_context_now(d, c.wait_boundary);
     c.pending = static_cast<int64_t>(d.pending.size()) + d.incoming;
     c.slots = d.batch_size + static_cast<int64_t>(d.pending.size()) + d.incoming +
               static_cast<int64_t>(d.swapped.size()) + d.swapping_in;

@@ -64,25 +64,15 @@ void Simulator::retry_memory() {
 int64_t Simulator::steps_that_fit(const DecodeNode& d, int64_t n_max) const {
     // largest n <= n_max such that n more decode steps of the batch fit in KV memory
     const int64_t b = cfg_.kv.block;
-    const Requests& R = *R_;
-    if (d.kv_block <= 0) {  // blocks over kMaxResidueBlock: a pass over the batch per probe of the binary search
-        const int64_t room = d.kv_capacity - (d.kv_reserved - d.blocks_tokens(R, b, 0));
-        int64_t lo = 0, hi = n_max;  // invariant: lo fits
-        while (lo < hi) {
-            int64_t mid = (lo + hi + 1) / 2;  // lo + hi + 1 > 0: floor
-            if (d.blocks_tokens(R, b, mid) <= room) lo = mid;
-            else hi = mid - 1;
-        }
-        return lo;
-    }
-    // The batch's blocks after x more steps, blocks_tokens(x) / b, from the node's aggregates (DecodeNode
-    // blocks_at: kept by join and leave), in O(b) a probe instead of a pass over the batch. Integers only: every
-    // probe of the binary search sees blocks_tokens' value (the swap scenarios' golden runs).
-    const int64_t room = d.kv_capacity - (d.kv_reserved - d.blocks_at(0) * b);
+    // the batch's blocks (tokens) after x more steps: from the node's aggregates (DecodeNode::blocks_at, kept by
+    // join and leave: O(b) a probe), else by a pass over the batch (blocks over kMaxResidueBlock); integers only,
+    // so both give the same value
+    auto blocks = [&](int64_t x) { return d.kv_block > 0 ? d.blocks_at(x) * b : d.blocks_tokens(*R_, b, x); };
+    const int64_t room = d.kv_capacity - (d.kv_reserved - blocks(0));
     int64_t lo = 0, hi = n_max;  // invariant: lo fits
     while (lo < hi) {
         int64_t mid = (lo + hi + 1) / 2;  // lo + hi + 1 > 0: floor
-        if (d.blocks_at(mid) * b <= room) lo = mid;
+        if (blocks(mid) <= room) lo = mid;
         else hi = mid - 1;
     }
     return lo;

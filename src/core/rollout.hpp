@@ -118,11 +118,13 @@ private:
             if (value.n_ok < 0 || bound.better_than(value)) return true;
             return !value.better_than(bound) && k < slot;  // equal: the lower index wins the tie
         }
-        void offer(const Objective& v, size_t k) {
+        bool offer(const Objective& v, size_t k) {  // true: the incumbent changed
             if (value.n_ok < 0 || v.better_than(value) || (!value.better_than(v) && k < slot)) {
                 value = v;
                 slot = k;
+                return true;
             }
+            return false;
         }
     };
     // The incumbent the threads of one decision share: `version` moves (under `mu`) each time it improves, so a
@@ -133,11 +135,7 @@ private:
         std::atomic<uint64_t> version{0};
         void offer(const Objective& v, size_t k) {
             std::lock_guard<std::mutex> lock(mu);
-            const Incumbent before = inc;
-            inc.offer(v, k);
-            if (inc.slot != before.slot || inc.value.n_ok != before.value.n_ok ||
-                inc.value.n_partial != before.value.n_partial)
-                version.fetch_add(1, std::memory_order_release);
+            if (inc.offer(v, k)) version.fetch_add(1, std::memory_order_release);
         }
     };
     Objective rollout_on(RolloutWorker& w, const SimSnapshot& snap, const Action& first, size_t b,

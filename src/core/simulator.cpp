@@ -808,7 +808,7 @@ void Simulator::emit_tokens(DecodeNode& d, int64_t n, double t0, double dt) {
     d.record(R, last);
     if (cfg_.kv.swap)
         d.kv_reserved += d.kv_block > 0 ? (d.blocks_at(n) - d.blocks_at(0)) * d.kv_block
-                                         : d.blocks_growth(R, cfg_.kv.block, n);
+                                         : d.blocks_tokens(R, cfg_.kv.block, n) - d.blocks_tokens(R, cfg_.kv.block, 0);
     d.steps += n;
     d.sum_ctx += B * n;
     if (!d.heap.empty() && d.heap.front().first <= d.steps) {  // the stretch ran to its first finish

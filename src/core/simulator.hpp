@@ -240,6 +240,8 @@ private:
     void build_exact_menu(int64_t rid);
     void build_base_menu(int64_t rid);  // rollout mode: the fields the base policies read
     void menu_request_terms(int64_t rid, double& own, double& xfer);  // decision_menu.cpp: both tracks' menus
+    void menu_request(int64_t rid);  // the request's fields of a menu
+    int64_t batch_context_now(const DecodeNode& d, double& wait_boundary) const;  // decision_menu.cpp
     double prefill_wait(const PrefillNode& node) { return prefill_wait_at(node, now_); }
     double prefill_wait_at(const PrefillNode& node, double now);  // decision_menu.cpp: the wait as of `now`
     // the information track (information.cpp): the served menu of the realistic track, the dispatcher's refresh
