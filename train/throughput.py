@@ -2,11 +2,12 @@
 (``kairos-gym perf-train``).
 
 :func:`bench_train` times ``model.learn`` of each recipe (default: :data:`RECIPES`, the domain-randomised
-``configs/ppo/general-fast.yaml`` on the native domain vector env, and the single-scenario
-``configs/ppo/kairos-v0-fast.yaml``) for ``timesteps`` environment steps, ``repeats`` times, alternating the
-recipes in one process so both see the same machine state, and reports the median steps per second of each and
-their ratio (domain / single). Everything a training step does is inside the figure: the env steps and resets (a
-new scenario per episode on the domain), the policy's forward passes, VecNormalize, the rollout buffer and the
+``configs/ppo/general-fast.yaml`` and ``configs/ppo/v2-seen.yaml`` (suite v2's seen families, warm-started
+instances) on the native domain vector env, and the single-scenario ``configs/ppo/kairos-v0-fast.yaml``) for
+``timesteps`` environment steps, ``repeats`` times, alternating the recipes in one process so all see the same
+machine state, and reports the median steps per second of each and its ratio to the last (domain / single).
+Everything a training step does is inside the figure: the env steps and resets (a new scenario per episode on
+the domain), the policy's forward passes, VecNormalize, the rollout buffer and the
 gradient steps; building the envs and the model, periodic evaluations and checkpoints are not (no callbacks run).
 A measurement, not a test: the figures vary by 10-20% with the VM's state (docs/training.md).
 """
@@ -21,7 +22,8 @@ import numpy as np
 
 from kairos_gym.errors import ConfigError
 
-RECIPES: tuple[tuple[str, str], ...] = (("domain", "general-fast.yaml"), ("single", "kairos-v0-fast.yaml"))
+RECIPES: tuple[tuple[str, str], ...] = (("domain", "general-fast.yaml"), ("domain-v2", "v2-seen.yaml"),
+                                        ("single", "kairos-v0-fast.yaml"))
 """(label, file under ``kairos_gym.configs.PPO_CONFIG_DIR``) of the recipes timed by default."""
 MAX_TIMESTEPS = 10_000_000
 """Most environment steps of one timing run."""
@@ -33,14 +35,13 @@ MAX_RECIPES = 8
 
 def _learn_rate(path: Path, timesteps: int, seed: int) -> dict[str, Any]:
     """One timing run: the recipe's envs and model built (not timed), then ``model.learn(timesteps)`` timed."""
-    import torch
     from kairos_gym.train.config import load_config
     from kairos_gym.train.envs import make_vec_env
-    from kairos_gym.train.trainer import build_model, with_overrides
+    from kairos_gym.train.trainer import build_model, prepare_torch, with_overrides
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.utils import set_random_seed
 
-    torch.set_num_threads(1)
+    prepare_torch()
     cfg = with_overrides(load_config(path), seed=seed)
     set_random_seed(cfg.seed)
     gamma = float(cfg.hyperparams.get("gamma", 0.99))

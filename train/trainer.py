@@ -61,6 +61,17 @@ def _versions() -> dict[str, str]:
             stable_baselines3.__version__, "sb3_contrib": sb3_contrib.__version__, "gymnasium": gymnasium.__version__}
 
 
+def prepare_torch() -> None:
+    """torch as training uses it: one thread (SB3's rollout and update are serial; a second thread fights the env
+    and other runs on 2 cores, measured 0.35x) and no argument validation in ``torch.distributions`` (the checks
+    only raise on malformed logits, which a network's finite outputs never are; skipping them is 10% of
+    ``model.learn`` on the v2 recipe, docs/training.md). Values, hence runs, are the same either way (tested)."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.distributions.Distribution.set_default_validate_args(False)
+
+
 def build_model(cfg: TrainConfig, venv: Any) -> Any:
     """A fresh PPO / MaskablePPO for ``venv`` from the config's hyperparameters."""
     algo = _algo_class(cfg.algo)
@@ -94,12 +105,11 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
         zip_path = resolve_model_path(resume)
         require_trust(zip_path, trust_checkpoint, "train", "--resume",
                       "--trust-checkpoint (Python: trust_checkpoint=True)")
-    import torch
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.utils import set_random_seed
     from stable_baselines3.common.vec_env import VecNormalize
 
-    torch.set_num_threads(1)
+    prepare_torch()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     gamma = float(cfg.hyperparams.get("gamma", 0.99))

@@ -95,8 +95,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("perf-env", "performance", "performance", "the env's decisions per second under a random masked "
             "policy, on one core (a JSON line per env id)"),
     Command("perf-train", "performance", "train", "end-to-end MaskablePPO steps per second of the domain-randomised "
-            "recipe (configs/ppo/general-fast.yaml) and the single-scenario one (kairos-v0-fast.yaml) in one "
-            "process, and their ratio (needs the [train] extra)"),
+            "recipes (configs/ppo/general-fast.yaml, v2-seen.yaml) and the single-scenario one (kairos-v0-fast.yaml) "
+            "in one process, and their ratios (needs the [train] extra)"),
     Command("perf-components", "performance", "performance", "operations per second of the C++ core's components "
             "(link, event queue) against their Python counterparts"),
     Command("perf-pool", "performance", "performance", "the process pool's driver cost (CPU s, wall s) on a large "

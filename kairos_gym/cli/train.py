@@ -425,12 +425,13 @@ def _add_perf_train(sub: Subparsers) -> None:
     p = add_command(sub, "perf-train", cmd_perf_train)
     p.add_argument("--timesteps", default="40960",
                    help="environment steps of one timing run per recipe (rounded up to whole rollouts: 4,096 steps "
-                   "for both recipes), 1..10000000")
+                   "for general-fast and kairos-v0-fast, 8,192 for v2-seen), 1..10000000")
     p.add_argument("--repeats", default="3", help="timing runs per recipe, alternating, 1..20 (the median is reported)")
     p.add_argument("--seed", default="0", help="the recipes' seed")
     p.add_argument("--config", action="append", metavar="PATH",
                    help="time this training config instead (repeatable, in order; a bare file name is one of "
-                   "configs/ppo/; ratios to the last). Default: general-fast.yaml, then kairos-v0-fast.yaml")
+                   "configs/ppo/; ratios to the last). Default: general-fast.yaml, v2-seen.yaml, then "
+                   "kairos-v0-fast.yaml")
     p.add_argument("--json", metavar="PATH", help=JSON_HELP)
 
 

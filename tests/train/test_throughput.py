@@ -17,11 +17,13 @@ def test_perf_train_reports_the_domain_and_the_single_scenario_recipe(capsys):
     assert main(["perf-train", "--timesteps", "1", "--repeats", "1", "--json", "-"]) == 0
     res = json.loads(capsys.readouterr().out)
     rows = {r["recipe"]: r for r in res["rows"]}
-    assert list(rows) == ["domain", "single"]
-    assert rows["domain"]["env_id"] == "kairos_train/KairosGeneral-v0" and rows["domain"]["vec_backend"] == "native"
+    assert list(rows) == ["domain", "domain-v2", "single"]
+    for name in ("domain", "domain-v2"):
+        assert rows[name]["env_id"] == "kairos_train/KairosGeneral-v0" and rows[name]["vec_backend"] == "native"
     assert rows["domain"]["config"] == "general-fast.yaml" and rows["single"]["config"] == "kairos-v0-fast.yaml"
+    assert rows["domain-v2"]["config"] == "v2-seen.yaml" and rows["domain-v2"]["steps"] == 32 * 256
     for r in rows.values():
-        assert r["steps"] == 32 * 128 and r["steps_per_s"] > 0 and r["steps_per_cpu_s"] > 0
+        assert r["steps"] in (32 * 128, 32 * 256) and r["steps_per_s"] > 0 and r["steps_per_cpu_s"] > 0
         assert len(r["steps_per_s_runs"]) == 1
     assert rows["single"]["ratio"] == 1.0 and rows["domain"]["ratio"] > 0
 

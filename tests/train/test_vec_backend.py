@@ -80,6 +80,26 @@ def test_maskable_ppo_on_the_native_backend_is_reproducible_and_matches_dummy():
     assert all(x.tobytes() == y.tobytes() for x, y in zip(a, c, strict=True))
 
 
+def test_prepare_torch_skips_distribution_checks_and_changes_no_parameter():
+    """``prepare_torch`` (what train and perf-train call) turns torch.distributions' argument checks off; a run with
+    the checks on ends with the same parameters, bit for bit (the checks only raise, they compute nothing)."""
+    import torch
+    from kairos_gym.train.trainer import prepare_torch
+
+    before = torch.distributions.Distribution._validate_args
+    try:
+        torch.distributions.Distribution.set_default_validate_args(True)
+        torch.set_num_threads(1)
+        checked, _ = _train_params("native")
+        prepare_torch()
+        assert torch.distributions.Distribution._validate_args is False
+        assert torch.get_num_threads() == 1
+        unchecked, _ = _train_params("native")
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(before)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(checked, unchecked, strict=True))
+
+
 def test_vec_backend_is_validated_in_the_config_and_on_the_command_line():
     with pytest.raises(ConfigError, match=r"vec_backend.*one of native, dummy, subproc"):
         parse_config({ID: {"vec_backend": "ray"}})
