@@ -1,13 +1,15 @@
 """The markdown of a v2 leaderboard (results/leaderboard-v2.md): the headline table with seen/unseen columns, the
-robustness check, the per-task separation and means, best-rule's choices and the provenance."""
+robustness check, the learnt entries' pairs and (``--seed-group``) recipes over seeds, the per-task separation and
+means, best-rule's choices and the provenance."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kairos_gym.benchmark.board_v2_stats import REPS, all_stats
 from kairos_gym.benchmark.provenance import verify_note
+from kairos_gym.benchmark.seed_groups import group_stats
 
 
 def _ci(c: Mapping[str, float] | None) -> str:
@@ -18,8 +20,10 @@ def _diff(c: Mapping[str, float] | None) -> str:
     return "–" if c is None else f"{c['mean']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}]"
 
 
-def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS) -> str:
-    """The whole report of one v2 run."""
+def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS,
+                      groups: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The whole report of one v2 run; ``groups``: seed groups (name -> entry labels, the same recipe trained with
+    different seeds), reported as recipes after the learnt entries' pairs (:mod:`kairos_gym.benchmark.seed_groups`)."""
     st = all_stats(res, reps)
     n_tasks = {s: sum(1 for t in res["tasks"] if t["split"] == s) for s in ("seen", "unseen")}
     sizes = sorted({(t["burn_in_requests"], t["scored_requests"]) for t in res["tasks"]})
@@ -63,6 +67,8 @@ def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS) -> str:
                 "| a | b | unseen: a - b | seen: a - b |", "|---|---|---|---|"]
         for pr in st["learnt_pairs"]:
             out.append(f"| {pr['a']} | {pr['b']} | {_diff(pr['unseen'])} | {_diff(pr['seen'])} |")
+    if groups:
+        out += _seed_groups_md(res, groups, reps)
     out += ["", "## Separation per task", "",
             "A task separates when at least one pair of entries differs by a paired 95% t-interval (over the "
             "instances) clear of 0; *spread*: the best entry's mean minus the worst's (points).", "",
@@ -87,6 +93,25 @@ def leaderboard_v2_md(res: Mapping[str, Any], reps: int = REPS) -> str:
         out.append(f"| {t['task']} | {t['split']} | {t['scenario']} | {t['slo']['ttft_s']:g} / {t['slo']['tbt_s']:g} "
                    f"| {t['test']} | {t['train']} |")
     return "\n".join(out) + "\n"
+
+
+def _seed_groups_md(res: Mapping[str, Any], groups: Mapping[str, Sequence[str]], reps: int) -> list[str]:
+    """The "Recipes over training seeds" section (--seed-group)."""
+    rows = group_stats(res, groups, reps)
+    out = ["", "## Recipes over training seeds", "",
+           "A seed group is one training recipe trained with different seeds (`--seed-group NAME=LABEL,...`): its "
+           "headline is the mean of its seeds' (the same instances), with a 95% **two-level** bootstrap interval "
+           f"({reps:,} resamples: the seeds drawn with replacement, and the instances within each task), so the "
+           "interval holds the seed-to-seed spread as well as the instances'; *vs kairos*: paired on the same "
+           "resampled instances. *per seed*: each seed's own headline.", "",
+           "| recipe | seeds | **unseen (headline)** | vs kairos | seen | per seed (unseen) |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        per = ", ".join(f"{x:.1f}" for x in r["unseen"]["per_seed"]) if r.get("unseen") else "–"
+        out.append(f"| {r['name']} | {len(r['members'])} | **{_ci(r.get('unseen'))}** | {_diff(r.get('vs_kairos'))} | "
+                   f"{_ci(r.get('seen'))} | {per} |")
+    out += ["", "Members: " + "; ".join(f"{r['name']}: {', '.join(r['members'])}" for r in rows) + "."]
+    return out
 
 
 def submission_summary_v2(results: Mapping[str, Mapping[str, Any]], out: str, reps: int = REPS) -> str:

@@ -141,6 +141,10 @@ def _add_leaderboard(sub: Subparsers) -> None:
     p.add_argument("--from-json", action="append", default=None, metavar="PATH",
                    help="suite v2: write the report from saved run results (--json of earlier runs, one per track; "
                    "repeat the flag) instead of running")
+    p.add_argument("--seed-group", action="append", default=[], metavar="NAME=LABEL,...",
+                   help="suite v2: report these entries (the same training recipe, different seeds; 2-16 entry labels "
+                   "such as checkpoint:DIR) as one recipe: the mean of their headlines with a two-level bootstrap "
+                   "interval over seeds and instances (docs/benchmark.md); repeatable, at most 8")
     p.add_argument("--suite", default="v1", metavar="v1|v2",
                    help="the suite by name (docs/benchmark.md): v1 (seven families x three SLO tiers, 500-request "
                    "instances, Oracle-normalised; default) or v2 (seen and unseen families, 30 warm-started "
@@ -166,6 +170,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     suite_named(args.suite)
     if args.suite == "v2":
         return leaderboard_v2(args)
+    if args.seed_group:
+        raise ConfigError(w, "--seed-group", args.seed_group[0], "nothing with --suite v1 (suite v2 only)")
     policies, suite = suite_selection(args, w)
     tracks = parse_tracks(args.track)
     check_outputs(w, {"--out": args.out, "--json": args.json})
@@ -215,6 +221,7 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     from kairos_gym.benchmark.board_v2 import BEST_RULE, DEFAULT_POLICIES_V2, check_v2_entries, merge_runs, run_v2
     from kairos_gym.benchmark.board_v2_report import leaderboard_v2_md, submission_summary_v2
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES
+    from kairos_gym.benchmark.seed_groups import check_groups, parse_seed_group
     from kairos_gym.benchmark.suite import parse_tracks, select_tasks
     from kairos_gym.benchmark.suite_v2 import SUITE
     from kairos_gym.flags import parse_names
@@ -222,6 +229,7 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     w = "leaderboard"
     if args.oracle_cache is not None:
         raise ConfigError(w, "--oracle-cache", args.oracle_cache, "nothing with --suite v2 (v2 runs no Oracle)")
+    groups = [parse_seed_group(w, "--seed-group", g) for g in args.seed_group]
     spec = DEFAULT_POLICIES_V2 if args.policies == DEFAULT_POLICIES else args.policies
     policies = parse_names(w, "--policies", spec, [*POLICIES, BEST_RULE])
     suite = SUITE if args.tasks is None else select_tasks(args.tasks, SUITE, where=w)
@@ -230,6 +238,8 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     check_outputs(w, {"--out": out, "--json": args.json})
     externals = external_policies(args, w)
     check_v2_entries(policies, externals)
+    if not args.from_json:  # the labels of the run to come; saved runs' labels are checked once read
+        check_groups(w, "--seed-group", groups, [*policies, *(e.label for e in externals)])
     results = {}
     if args.from_json:  # the tracks are the saved runs' own, in the order of --track both
         for path in args.from_json:
@@ -237,9 +247,12 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
                 results[res["track"]] = (res if res["track"] not in results
                                          else merge_runs(results[res["track"]], res, path))
         tracks = tuple(tr for tr in ("exact", "realistic") if tr in results)
+        for res in results.values():
+            check_groups(w, "--seed-group", groups, [e["label"] for e in res["entries"]])
     for track in ([] if args.from_json else tracks):
         results[track] = run_suite(args, partial(run_v2, policies, externals, suite=suite, track=track), lines=True)
-    md = "\n".join(leaderboard_v2_md(results[tr]) for tr in tracks)
+    named = dict(groups)
+    md = "\n".join(leaderboard_v2_md(results[tr], groups=named) for tr in tracks)
     write_text(out, md)
     if args.from_json:
         print(f"wrote {out} (from {len(results)} saved run(s))")
