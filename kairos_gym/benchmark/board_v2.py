@@ -153,6 +153,21 @@ def run_v2(policies: Sequence[str], externals: Sequence[ExternalPolicy] = (), su
     }
 
 
+def restrict_tasks(res: dict[str, Any], names: Sequence[str], path: str) -> dict[str, Any]:
+    """A saved v2 run reduced to the tasks ``names`` (``--tasks`` with ``--from-json``: e.g. the unseen tasks of a
+    whole board, to merge it with a run of those tasks alone); its entries' scores on the other tasks and best-rule's
+    choices there dropped. ConfigError naming ``--tasks`` when the run lacks one of them."""
+    have = [t["task"] for t in res["tasks"]]
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ConfigError("leaderboard", "--tasks", ",".join(missing), f"tasks of the saved run {path} ("
+                          + ", ".join(have) + ")")
+    keep = [t for t in res["tasks"] if t["task"] in names]
+    return {**res, "tasks": keep,
+            "scores": {lab: {t["task"]: s[t["task"]] for t in keep} for lab, s in res["scores"].items()},
+            "best_rule": {k: v for k, v in res.get("best_rule", {}).items() if k in names}}
+
+
 def merge_runs(a: dict[str, Any], b: dict[str, Any], path: str) -> dict[str, Any]:
     """Two saved v2 runs of one track as one: the same tasks and test instances, ``b``'s entries added after
     ``a``'s; an entry in both must have the same scores on every instance (the runs are deterministic: e.g.

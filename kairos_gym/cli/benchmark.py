@@ -140,7 +140,8 @@ def _add_leaderboard(sub: Subparsers) -> None:
     p.add_argument("--oracle-cache", default=None, metavar="PATH", help=CACHE_HELP + " (suite v1 only)")
     p.add_argument("--from-json", action="append", default=None, metavar="PATH",
                    help="suite v2: write the report from saved run results (--json of earlier runs, one per track; "
-                   "repeat the flag) instead of running")
+                   "repeat the flag) instead of running; with --tasks, each saved run restricted to those tasks (so "
+                   "a whole board merges with a run of some of its tasks)")
     p.add_argument("--seed-group", action="append", default=[], metavar="NAME=LABEL,...",
                    help="suite v2: report these entries (the same training recipe, different seeds; 2-16 entry labels "
                    "such as checkpoint:DIR) as one recipe: the mean of their headlines with a two-level bootstrap "
@@ -218,7 +219,14 @@ def _v2_track(path: str, res: Any) -> dict[str, Any]:
 def leaderboard_v2(args: argparse.Namespace) -> int:
     """``kairos-gym leaderboard --suite v2``: one report section per track (kairos_gym/benchmark/board_v2.py)."""
     from kairos_gym.agents.registry import POLICIES
-    from kairos_gym.benchmark.board_v2 import BEST_RULE, DEFAULT_POLICIES_V2, check_v2_entries, merge_runs, run_v2
+    from kairos_gym.benchmark.board_v2 import (
+        BEST_RULE,
+        DEFAULT_POLICIES_V2,
+        check_v2_entries,
+        merge_runs,
+        restrict_tasks,
+        run_v2,
+    )
     from kairos_gym.benchmark.board_v2_report import leaderboard_v2_md, submission_summary_v2
     from kairos_gym.benchmark.entries import DEFAULT_POLICIES
     from kairos_gym.benchmark.seed_groups import check_groups, parse_seed_group
@@ -244,6 +252,8 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     if args.from_json:  # the tracks are the saved runs' own, in the order of --track both
         for path in args.from_json:
             for res in read_v2_json(path):
+                if args.tasks is not None:  # the saved runs' tasks restricted to these (suite order)
+                    res = restrict_tasks(res, [t.name for t in suite], path)
                 results[res["track"]] = (res if res["track"] not in results
                                          else merge_runs(results[res["track"]], res, path))
         tracks = tuple(tr for tr in ("exact", "realistic") if tr in results)

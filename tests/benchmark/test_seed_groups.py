@@ -81,3 +81,24 @@ def test_the_leaderboard_reports_a_seed_group_from_saved_runs(tmp_path: Path) ->
     assert r.returncode == 2 and "--seed-group" in r.stderr and "checkpoint:nowhere" in r.stderr
     r = subprocess.run([*base[:-4], "--seed-group", "x=a,b"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "--seed-group" in r.stderr
+
+
+def test_saved_runs_restricted_to_some_tasks_merge_with_a_run_of_those_tasks(tmp_path: Path) -> None:
+    """``--tasks`` with ``--from-json``: the whole committed board reduced to its unseen tasks merges with a run of
+    those tasks alone (here: the fine-tune evaluation), Kairos's scores agreeing; a task a run lacks is refused."""
+    out = tmp_path / "board.md"
+    base = [sys.executable, "-m", "kairos_gym.cli", "leaderboard", "--suite", "v2", "--out", str(out),
+            "--from-json", str(ROOT / "results/leaderboard-v2-exact.json"),
+            "--from-json", str(ROOT / "results/training/v2-finetune-distilled-unseen.json")]
+    r = subprocess.run([*base, "--tasks", "servegen-sharegpt,arxiv-summ,mooncake-synthetic"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    assert "| best-rule |" in md and "checkpoint:/work/study/ft-b/seed0/export" in md
+    assert "| bursty |" not in md and "| servegen-sharegpt |" in md  # the per-task tables hold the three tasks
+    r = subprocess.run(base, capture_output=True, text=True, cwd=ROOT)  # all tasks against three: not mergeable
+    assert r.returncode == 2 and "same tasks" in r.stderr
+    r = subprocess.run([*base[:-2], "--tasks", "servegen-sharegpt,bursty"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([*base, "--tasks", "servegen-sharegpt,bursty"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "--tasks" in r.stderr and "bursty" in r.stderr
