@@ -9,7 +9,7 @@ from typing import Any
 
 from kairos_gym.benchmark.board_v2_stats import REPS, all_stats
 from kairos_gym.benchmark.provenance import verify_note
-from kairos_gym.benchmark.seed_groups import group_stats
+from kairos_gym.benchmark.seed_groups import COMPARISONS, group_stats
 
 
 def _ci(c: Mapping[str, float] | None) -> str:
@@ -102,13 +102,14 @@ def _seed_groups_md(res: Mapping[str, Any], groups: Mapping[str, Sequence[str]],
            "A seed group is one training recipe trained with different seeds (`--seed-group NAME=LABEL,...`): its "
            "headline is the mean of its seeds' (the same instances), with a 95% **two-level** bootstrap interval "
            f"({reps:,} resamples: the seeds drawn with replacement, and the instances within each task), so the "
-           "interval holds the seed-to-seed spread as well as the instances'; *vs kairos*: paired on the same "
-           "resampled instances. *per seed*: each seed's own headline.", "",
-           "| recipe | seeds | **unseen (headline)** | vs kairos | seen | per seed (unseen) |",
-           "|---|---|---|---|---|---|"]
+           "interval holds the seed-to-seed spread as well as the instances'; *vs kairos*, *vs best-rule*: paired on "
+           "the same resampled instances (– where the board lacks the entry). *per seed*: each seed's own headline.",
+           "", "| recipe | seeds | **unseen (headline)** | vs kairos | vs best-rule | seen | per seed (unseen) |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
         per = ", ".join(f"{x:.1f}" for x in r["unseen"]["per_seed"]) if r.get("unseen") else "–"
-        out.append(f"| {r['name']} | {len(r['members'])} | **{_ci(r.get('unseen'))}** | {_diff(r.get('vs_kairos'))} | "
+        vs = " | ".join(_diff(r.get(f"vs_{c}")) for c in COMPARISONS)
+        out.append(f"| {r['name']} | {len(r['members'])} | **{_ci(r.get('unseen'))}** | {vs} | "
                    f"{_ci(r.get('seen'))} | {per} |")
     out += ["", "Members: " + "; ".join(f"{r['name']}: {', '.join(r['members'])}" for r in rows) + "."]
     return out

@@ -10,7 +10,8 @@ different seeds (``NAME=LABEL,LABEL,...``), and its row reports the recipe, not 
 - its interval: a **two-level bootstrap** (95% percentile): each resample draws the seeds with replacement, and
   within each task the instances with replacement, so the interval carries the seed-to-seed spread as well as the
   instances' (a single entry's interval carries only the latter);
-- *vs kairos*: the recipe's headline minus Kairos's on the same resampled instances (paired), same bootstrap;
+- *vs kairos* and *vs best-rule* (when the board has it: the predictive tuned-rule baseline a learnt entry must
+  beat): the recipe's headline minus the entry's on the same resampled instances (paired), same bootstrap;
 - each seed's own headline, so the spread is visible.
 
 With few seeds the seed level of the bootstrap is coarse (5 seeds: 126 distinct resamples); the interval is a
@@ -96,11 +97,15 @@ def _two_level(mats: Sequence[np.ndarray], ref: Sequence[np.ndarray] | None, rep
     return 100 * total / len(mats)
 
 
+COMPARISONS = ("kairos", "best-rule")
+"""The entries a recipe is compared with (``vs_<entry>``), those the board has."""
+
+
 def group_stats(res: Mapping[str, Any], groups: Mapping[str, Sequence[str]], reps: int = 20_000,
-                comparison: str = "kairos", split: str = "unseen") -> list[dict[str, Any]]:
-    """Per group: its seeds' headlines, the recipe's headline with its two-level bootstrap interval, and (when the
-    board has ``comparison``) the paired difference to it; the same for the seen tasks when the board has them.
-    Points (x 100). Deterministic: the bootstrap draws from :data:`BOOTSTRAP_SEED`."""
+                comparisons: Sequence[str] = COMPARISONS, split: str = "unseen") -> list[dict[str, Any]]:
+    """Per group: its seeds' headlines, the recipe's headline with its two-level bootstrap interval, and for each of
+    ``comparisons`` the board has, the paired difference to it (``vs_<entry>``); the same for the seen tasks when
+    the board has them. Points (x 100). Deterministic: the bootstrap draws from :data:`BOOTSTRAP_SEED`."""
     if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 1_000_000:
         raise ConfigError("seed groups", "reps", reps, "a whole number 1..1000000")
     out = []
@@ -116,7 +121,9 @@ def group_stats(res: Mapping[str, Any], groups: Mapping[str, Sequence[str]], rep
             lo, hi = percentile_interval(_two_level(mats, None, reps, gen), CONFIDENCE)
             row[sp] = {"mean": float(per_seed.mean()), "low": float(lo), "high": float(hi),
                        "per_seed": [float(x) for x in per_seed]}
-            if sp == split and comparison in res["scores"]:
+            for comparison in (comparisons if sp == split else ()):
+                if comparison not in res["scores"]:
+                    continue
                 ref = [np.asarray(res["scores"][comparison][t["task"]], dtype=float)
                        for t in res["tasks"] if t["split"] == sp]
                 point = float(per_seed.mean() - 100 * np.mean([r.mean() for r in ref]))
@@ -127,4 +134,4 @@ def group_stats(res: Mapping[str, Any], groups: Mapping[str, Sequence[str]], rep
     return out
 
 
-__all__ = ["MAX_GROUPS", "MAX_SEEDS", "MIN_SEEDS", "check_groups", "group_stats", "parse_seed_group"]
+__all__ = ["COMPARISONS", "MAX_GROUPS", "MAX_SEEDS", "MIN_SEEDS", "check_groups", "group_stats", "parse_seed_group"]

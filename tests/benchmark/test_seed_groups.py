@@ -53,6 +53,7 @@ def test_the_recipe_is_the_mean_of_its_seeds_and_its_interval_holds_their_spread
     assert 60.0 - 1e-9 <= row["unseen"]["low"] < 70.0 < row["unseen"]["high"] <= 80.0 + 1e-9  # the seeds' spread
     assert row["seen"]["mean"] == pytest.approx(70.0)
     want = 70.0 - 100 * np.mean([k[0].mean(), k[1].mean()])
+    assert "vs_best-rule" not in row  # not on this board
     assert row["vs_kairos"]["mean"] == pytest.approx(want)
     assert row["vs_kairos"]["low"] < want < row["vs_kairos"]["high"]
     # two copies of kairos: the recipe is kairos, paired (zero up to the sums' rounding)
@@ -76,6 +77,8 @@ def test_the_leaderboard_reports_a_seed_group_from_saved_runs(tmp_path: Path) ->
     assert "## Recipes over training seeds" in md
     line = next(s for s in md.splitlines() if s.startswith("| v2-seen | 2 |"))
     assert line.endswith("| 84.2, 68.5 |")  # each seed's own headline (docs/training.md's table)
+    cells = [c.strip() for c in line.split("|")]
+    assert cells[4].startswith("-") and cells[5].startswith("-")  # below kairos and below best-rule
     r = subprocess.run([*base, "--seed-group", f"v2-seen={SEED0},checkpoint:nowhere"], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 2 and "--seed-group" in r.stderr and "checkpoint:nowhere" in r.stderr
