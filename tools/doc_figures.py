@@ -272,6 +272,24 @@ def _v2_learnt_pairs(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _v2_seed_groups(text: str) -> str:
+    """A v2 board's "Recipes over training seeds" rows of each track (``--seed-group``), one table with a track
+    column."""
+    out = ["| track | recipe | seeds | unseen (headline) | vs kairos | vs best-rule | per seed (unseen) |",
+           "|---|---|---|---|---|---|---|"]
+    track, inside = "", False
+    for line in text.splitlines():
+        m = re.match(r"^# Leaderboard, suite v2 \((\w+) track\)", line)
+        if m:
+            track, inside = m.group(1), False
+        elif line.startswith("## "):
+            inside = line.startswith("## Recipes over training seeds")
+        elif inside and line.startswith("| ") and not line.startswith("| recipe |"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            out.append(f"| {track} | " + " | ".join(c.strip("*") for c in cells[:5] + cells[6:]) + " |")
+    return "\n".join(out) + "\n"
+
+
 def _lofo_tables(text: str) -> str:
     """``kairos-gym lofo``'s report: its per-track tables (each under a bold track name, not a heading)."""
     out: list[str] = []
@@ -714,6 +732,15 @@ _RL_V2_BOARD = ("leaderboard", "--suite", "v2", *(a for f in ("exact", "realisti
 _FT_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/training/v2-finetune-distilled-unseen.json",
              "--from-json", "results/training/v2-finetune-distilled-drift-unseen.json", "--out", "{out}")
 """The fine-tuned student against the student and Kairos on v2's unseen tasks (docs/training.md)."""
+_SEEDS_2M = tuple(f"results/training/v2-seen-2M/seed{s}" for s in range(5))
+"""Five seeds of configs/ppo/v2-seen.yaml at 2 M steps: their validation histories (docs/training.md)."""
+_SEEDS_2M_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/leaderboard-v2-exact.json", "--from-json",
+                   "results/leaderboard-v2-realistic.json", "--from-json",
+                   "results/training/v2-seen-2M-seeds-unseen.json", "--tasks",
+                   "servegen-sharegpt,arxiv-summ,mooncake-synthetic", "--seed-group",
+                   "ppo-v2-seen-2M=" + ",".join(f"checkpoint:runs/ppo/v2-seen-2M/seed{s}" for s in range(5)),
+                   "--out", "{out}")
+"""Those five seeds on v2's unseen tasks beside the whole board's entries there, and as one recipe."""
 _ORACLE_SUITE = ("perf-oracle", "--suite", "--search", "reference,exhaustive,bounded", "--json", "{out}")
 """The Oracle's three searches on the suite's first test instances (docs/policies.md, "oracle")."""
 _ORACLE_GROWTH = ("perf-oracle", "--scenario", "examples/bursty-8000.yaml", "--growth",
@@ -834,6 +861,9 @@ _FIGURE_LIST = (
     Figure("lofo-v2", "docs/benchmark.md", ("lofo", "--config", "configs/ppo/v2-seen.yaml", "--from-json",
                                             "results/lofo-v2.json", "--out", "{out}"), _lofo_tables),
     Figure("v2-finetune-distilled", "docs/training.md", _FT_BOARD, _v2_headline),
+    Figure("v2-seen-2M-seeds", "docs/training.md", _SEEDS_2M_BOARD, _v2_headline),
+    Figure("v2-seen-2M-recipe", "docs/training.md", _SEEDS_2M_BOARD, _v2_seed_groups),
+    Figure("v2-seen-2M-curves", "docs/training.md", ("curves", *_SEEDS_2M, "--out", "{out}"), _markdown),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
     Figure("card-ppo-kairos-v0", "docs/training.md", ("card", "agents/checkpoints/ppo-kairos-v0", "--json", "{out}"),
            _card_run),
