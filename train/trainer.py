@@ -63,9 +63,9 @@ def _versions() -> dict[str, str]:
 
 def prepare_torch() -> None:
     """torch as training uses it: one thread (SB3's rollout and update are serial; a second thread fights the env
-    and other runs on 2 cores, measured 0.35x) and no argument validation in ``torch.distributions`` (the checks
-    only raise on malformed logits, which a network's finite outputs never are; skipping them is 10% of
-    ``model.learn`` on the v2 recipe, docs/training.md). Values, hence runs, are the same either way (tested)."""
+    and other runs on 2 cores) and no argument validation in ``torch.distributions`` (the checks only raise on
+    malformed logits, which a network's finite outputs never are, and run on every distribution of the rollout and
+    the update: docs/training.md). Values, hence runs, are the same either way (tested)."""
     import torch
 
     torch.set_num_threads(1)
