@@ -736,11 +736,13 @@ _SEEDS_2M = tuple(f"results/training/v2-seen-2M/seed{s}" for s in range(5))
 """Five seeds of configs/ppo/v2-seen.yaml at 2 M steps: their validation histories (docs/training.md)."""
 _SEEDS_2M_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/leaderboard-v2-exact.json", "--from-json",
                    "results/leaderboard-v2-realistic.json", "--from-json",
-                   "results/training/v2-seen-2M-seeds-unseen.json", "--tasks",
+                   "results/training/v2-seen-2M-seeds-unseen.json", "--from-json",
+                   "results/training/v2-seen-kairos-input-unseen.json", "--tasks",
                    "servegen-sharegpt,arxiv-summ,mooncake-synthetic", "--seed-group",
                    "ppo-v2-seen-2M=" + ",".join(f"checkpoint:runs/ppo/v2-seen-2M/seed{s}" for s in range(5)),
                    "--out", "{out}")
-"""Those five seeds on v2's unseen tasks beside the whole board's entries there, and as one recipe."""
+"""Those five seeds and the Kairos-input run on v2's unseen tasks beside the whole board's entries there, and the
+five as one recipe."""
 _ORACLE_SUITE = ("perf-oracle", "--suite", "--search", "reference,exhaustive,bounded", "--json", "{out}")
 """The Oracle's three searches on the suite's first test instances (docs/policies.md, "oracle")."""
 _ORACLE_GROWTH = ("perf-oracle", "--scenario", "examples/bursty-8000.yaml", "--growth",
@@ -864,6 +866,8 @@ _FIGURE_LIST = (
     Figure("v2-seen-2M-seeds", "docs/training.md", _SEEDS_2M_BOARD, _v2_headline),
     Figure("v2-seen-2M-recipe", "docs/training.md", _SEEDS_2M_BOARD, _v2_seed_groups),
     Figure("v2-seen-2M-curves", "docs/training.md", ("curves", *_SEEDS_2M, "--out", "{out}"), _markdown),
+    Figure("v2-seen-kairos-input-curve", "docs/training.md",
+           ("curves", "results/training/v2-seen-kairos-input/seed0", "--out", "{out}"), _markdown),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
     Figure("card-ppo-kairos-v0", "docs/training.md", ("card", "agents/checkpoints/ppo-kairos-v0", "--json", "{out}"),
            _card_run),
