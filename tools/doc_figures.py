@@ -257,36 +257,38 @@ def _v2_headline(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _v2_learnt_pairs(text: str) -> str:
-    """A v2 board's "Learnt entries against each other" rows of each track, one table with a track column."""
-    out = ["| track | a | b | unseen: a - b | seen: a - b |", "|---|---|---|---|---|"]
+def _v2_section_rows(text: str, heading: str, header: str) -> list[tuple[str, str]]:
+    """(track, table row) of the section ``## <heading>`` of each track of a v2 board, its header row (starting with
+    ``header``) left out."""
+    rows: list[tuple[str, str]] = []
     track, inside = "", False
     for line in text.splitlines():
         m = re.match(r"^# Leaderboard, suite v2 \((\w+) track\)", line)
         if m:
             track, inside = m.group(1), False
         elif line.startswith("## "):
-            inside = line.startswith("## Learnt entries against each other")
-        elif inside and line.startswith("| ") and not line.startswith("| a |"):
-            out.append(f"| {track} " + line)
+            inside = line.startswith(f"## {heading}")
+        elif inside and line.startswith("| ") and not line.startswith(header):
+            rows.append((track, line))
+    return rows
+
+
+def _v2_learnt_pairs(text: str) -> str:
+    """A v2 board's "Learnt entries against each other" rows of each track, one table with a track column."""
+    out = ["| track | a | b | unseen: a - b | seen: a - b |", "|---|---|---|---|---|"]
+    pairs = _v2_section_rows(text, "Learnt entries against each other", "| a |")
+    out += [f"| {track} " + line for track, line in pairs]
     return "\n".join(out) + "\n"
 
 
 def _v2_seed_groups(text: str) -> str:
     """A v2 board's "Recipes over training seeds" rows of each track (``--seed-group``), one table with a track
-    column."""
+    column (the seen column left out: the recipes are scored on the unseen tasks)."""
     out = ["| track | recipe | seeds | unseen (headline) | vs kairos | vs best-rule | per seed (unseen) |",
            "|---|---|---|---|---|---|---|"]
-    track, inside = "", False
-    for line in text.splitlines():
-        m = re.match(r"^# Leaderboard, suite v2 \((\w+) track\)", line)
-        if m:
-            track, inside = m.group(1), False
-        elif line.startswith("## "):
-            inside = line.startswith("## Recipes over training seeds")
-        elif inside and line.startswith("| ") and not line.startswith("| recipe |"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            out.append(f"| {track} | " + " | ".join(c.strip("*") for c in cells[:5] + cells[6:]) + " |")
+    for track, line in _v2_section_rows(text, "Recipes over training seeds", "| recipe |"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        out.append(f"| {track} | " + " | ".join(c.strip("*") for c in cells[:5] + cells[6:]) + " |")
     return "\n".join(out) + "\n"
 
 
