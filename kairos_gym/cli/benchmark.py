@@ -247,7 +247,7 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
     externals = external_policies(args, w)
     check_v2_entries(policies, externals)
     if not args.from_json:  # the labels of the run to come; saved runs' labels are checked once read
-        check_groups(w, "--seed-group", groups, [*policies, *(e.label for e in externals)])
+        named = check_groups(w, "--seed-group", groups, [*policies, *(e.label for e in externals)])
     results = {}
     if args.from_json:  # the tracks are the saved runs' own, in the order of --track both
         for path in args.from_json:
@@ -258,10 +258,9 @@ def leaderboard_v2(args: argparse.Namespace) -> int:
                                          else merge_runs(results[res["track"]], res, path))
         tracks = tuple(tr for tr in ("exact", "realistic") if tr in results)
         for res in results.values():
-            check_groups(w, "--seed-group", groups, [e["label"] for e in res["entries"]])
+            named = check_groups(w, "--seed-group", groups, [e["label"] for e in res["entries"]])
     for track in ([] if args.from_json else tracks):
         results[track] = run_suite(args, partial(run_v2, policies, externals, suite=suite, track=track), lines=True)
-    named = dict(groups)
     md = "\n".join(leaderboard_v2_md(results[tr], groups=named) for tr in tracks)
     write_text(out, md)
     if args.from_json:
