@@ -55,7 +55,9 @@ WEIGHTS_NPZ = "policy.npz"
 NORMALIZE_JSON = "normalize.json"
 SAFE_FILES = (POLICY_JSON, WEIGHTS_NPZ, NORMALIZE_JSON)
 
-ALGOS = ("maskable_ppo", "ppo")
+ALGOS = ("maskable_ppo", "ppo", "maskable_dqn")
+"""How a checkpoint's network was trained (``policy.json`` ``algo``): MaskablePPO's or PPO's actor (logits), or
+MaskableDQN's Q-network (Q-values); the greedy action is the (masked) argmax of the outputs either way."""
 ACTIVATIONS = ("Tanh", "ReLU", "ELU", "LeakyReLU", "SiLU", "GELU", "Sigmoid")
 """``torch.nn`` activations the format (and a training config's ``activation_fn``) accepts, default arguments."""
 MAX_OBSERVATION_SIZE = 65_536

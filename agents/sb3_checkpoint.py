@@ -84,11 +84,12 @@ def parse_normalize(where: str, value: Any, kwargs: Any = None) -> dict[str, Any
 
 # ---------------------------------------------------------------------------- SB3 model -> safe format
 def actor_from_sb3(model: Any, normalizer: Any = None, inputs: str = "observation") -> GreedyActor:
-    """A :class:`GreedyActor` with a copy of an SB3 PPO / MaskablePPO model's actor weights and
-    ``normalizer``'s observation statistics (a VecNormalize, an :class:`ObsNormalizer` or None; a
-    VecNormalize without ``norm_obs`` normalises nothing); ``inputs``: the input layout the model was trained on
-    (the training env's, :func:`kairos_gym.train.envs.env_inputs`). Needs an ``MlpPolicy`` on a flat ``Box``
-    observation with a ``Discrete`` action space (what the safe format stores)."""
+    """A :class:`GreedyActor` with a copy of an SB3 PPO / MaskablePPO model's actor weights (a
+    :class:`~kairos_gym.train.maskable_dqn.MaskableDQN`'s Q-network: its greedy policy is the masked argmax of the
+    Q-values, as the actor's of its logits) and ``normalizer``'s observation statistics (a VecNormalize, an
+    :class:`ObsNormalizer` or None; a VecNormalize without ``norm_obs`` normalises nothing); ``inputs``: the input
+    layout the model was trained on (the training env's, :func:`kairos_gym.train.envs.env_inputs`). Needs an
+    ``MlpPolicy`` on a flat ``Box`` observation with a ``Discrete`` action space (what the safe format stores)."""
     import torch.nn as nn
 
     where = "checkpoint"
@@ -97,30 +98,44 @@ def actor_from_sb3(model: Any, normalizer: Any = None, inputs: str = "observatio
         raise ConfigError(where, "observation_space", obs_space, "a flat Box (obs_mode flat) for the safe format")
     if type(act_space).__name__ != "Discrete":
         raise ConfigError(where, "action_space", act_space, "Discrete for the safe format")
-    if type(pol.pi_features_extractor).__name__ != "FlattenExtractor":
-        raise ConfigError(where, "features_extractor", type(pol.pi_features_extractor).__name__,
+    kind = type(model).__name__
+    if kind == "MaskableDQN":
+        extractor, mods = pol.q_net.features_extractor, list(pol.q_net.q_net)
+        body, head, body_name = mods[:-1], mods[-1] if mods else None, "q_net.q_net"
+    else:
+        extractor, body, head = pol.pi_features_extractor, list(pol.mlp_extractor.policy_net), pol.action_net
+        body_name = "mlp_extractor.policy_net"
+    if type(extractor).__name__ != "FlattenExtractor":
+        raise ConfigError(where, "features_extractor", type(extractor).__name__,
                           "FlattenExtractor (MlpPolicy) for the safe format")
+    hidden, activation = _hidden_layers(body, body_name)
+    if type(head) is not nn.Linear or head.bias is None:
+        raise ConfigError(where, "action_net" if body_name.startswith("mlp") else "q_net output", head,
+                          "a Linear layer with bias")
+    algo = {"MaskablePPO": "maskable_ppo", "MaskableDQN": "maskable_dqn"}.get(kind, "ppo")
+    return GreedyActor(hidden, (_np(head.weight), _np(head.bias)), activation or "Tanh",
+                       maskable=algo != "ppo", normalizer=obs_normalizer_of(normalizer), algo=algo, inputs=inputs)
+
+
+def _hidden_layers(mods: list[Any], name: str) -> tuple[list[tuple[np.ndarray, np.ndarray]], str | None]:
+    """``(weight, bias)`` of each Linear of ``mods`` (Linear, activation, Linear, activation, ...) and the one
+    activation's name; one :class:`ConfigError` for any other layout."""
+    import torch.nn as nn
+
     hidden: list[tuple[np.ndarray, np.ndarray]] = []
     activation: str | None = None
-    mods = list(pol.mlp_extractor.policy_net)
     for i in range(0, len(mods), 2):
         lin, act = mods[i], mods[i + 1] if i + 1 < len(mods) else None
-        name = type(act).__name__
-        if type(lin) is not nn.Linear or lin.bias is None or name not in ACTIVATIONS or (activation or name) != name:
-            raise ConfigError(where, "mlp_extractor.policy_net", pol.mlp_extractor.policy_net,
-                              "Linear layers with bias, each followed by the same activation: "
-                              + ", ".join(ACTIVATIONS))
+        act_name = type(act).__name__
+        if type(lin) is not nn.Linear or lin.bias is None or act_name not in ACTIVATIONS \
+                or (activation or act_name) != act_name:
+            raise ConfigError("checkpoint", name, nn.Sequential(*mods), "Linear layers with bias, each followed by "
+                              "the same activation: " + ", ".join(ACTIVATIONS))
         if not _default_activation(act):
-            raise ConfigError(where, "activation_fn", act, "an activation with its default arguments")
-        activation = name
+            raise ConfigError("checkpoint", "activation_fn", act, "an activation with its default arguments")
+        activation = act_name
         hidden.append((_np(lin.weight), _np(lin.bias)))
-    head = pol.action_net
-    if type(head) is not nn.Linear or head.bias is None:
-        raise ConfigError(where, "action_net", head, "a Linear layer with bias")
-    algo = "maskable_ppo" if type(model).__name__ == "MaskablePPO" else "ppo"
-    return GreedyActor(hidden, (_np(head.weight), _np(head.bias)), activation or "Tanh",
-                       maskable=algo == "maskable_ppo", normalizer=obs_normalizer_of(normalizer), algo=algo,
-                       inputs=inputs)
+    return hidden, activation
 
 
 def _np(t: Any) -> np.ndarray:

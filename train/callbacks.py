@@ -266,9 +266,9 @@ class CheckpointEvery(PeriodicCallback):
 class ProgressBar(BaseCallback):
     """A tqdm bar over the timesteps the run will reach (starts at the resumed count); shows the last evaluation.
 
-    SB3 trains whole rollouts of ``n_steps * n_envs`` timesteps, so a run asked for ``total`` timesteps
-    ends at the next multiple of the rollout above the starting count: the bar's total is that count
-    (:func:`rollout_end`), and it never runs past it."""
+    SB3 trains whole rollouts of ``n_steps * n_envs`` timesteps (MaskableDQN: ``train_freq * n_envs``), so a run
+    asked for ``total`` timesteps ends at the next multiple of the rollout above the starting count: the bar's total
+    is that count (:func:`rollout_end`), and it never runs past it."""
 
     def __init__(self, total: int, evaluator: KairosEvalCallback | None = None, file: Any = None) -> None:
         super().__init__(0)
@@ -283,7 +283,9 @@ class ProgressBar(BaseCallback):
 
         out = self.file if self.file is not None else sys.stderr
         tty = hasattr(out, "isatty") and out.isatty()
-        rollout = int(getattr(self.model, "n_steps", 1)) * self.training_env.num_envs
+        freq = getattr(self.model, "train_freq", None)  # off-policy (MaskableDQN): train_freq vector steps per round
+        per_env = int(freq.frequency) if freq is not None else int(getattr(self.model, "n_steps", 1))
+        rollout = per_env * self.training_env.num_envs
         end = rollout_end(self.num_timesteps, self.total, rollout)
         self.bar = tqdm(total=end, initial=self.num_timesteps, unit="step", file=out,
                         dynamic_ncols=True, desc="train", mininterval=0.2 if tty else 30.0)

@@ -42,13 +42,17 @@ from kairos_gym.errors import ConfigError
 from kairos_gym.literal import parse_literal
 from kairos_gym.yaml_io import load_yaml_file
 
-ALGOS = ("maskable_ppo", "ppo")
+ALGOS = ("maskable_ppo", "ppo", "maskable_dqn")
+"""Training algorithms: sb3-contrib's MaskablePPO, SB3's PPO (the ablation without masks) and
+:class:`~kairos_gym.train.maskable_dqn.MaskableDQN` (SB3's DQN with action masks: the value-based family)."""
+PPO_ALGOS = ("maskable_ppo", "ppo")
 RUN_KEYS = ("algo", "n_envs", "vec_backend", "n_timesteps", "policy", "normalize", "normalize_kwargs", "env_kwargs",
             "policy_kwargs")
-KAIROS_KEYS = ("seed", "eval", "checkpoint_freq", "device", "init_from", "freeze_actor_steps")
+KAIROS_KEYS = ("seed", "eval", "checkpoint_freq", "device", "init_from", "freeze_actor_steps", "anchor_kl")
 EVAL_KEYS = ("freq", "seeds", "env_id", "env_kwargs", "reference")
 NOT_HYPER = ("self", "policy", "env", "tensorboard_log", "verbose", "seed", "device", "_init_setup_model",
-             "policy_kwargs", "stats_window_size")
+             "policy_kwargs", "stats_window_size", "replay_buffer_class", "replay_buffer_kwargs",
+             "optimize_memory_usage")
 DEFAULT_EVAL = {"freq": 50_000, "seeds": [100, 101, 102], "env_id": None, "env_kwargs": {}, "reference": "kairos"}
 MAX_N_ENVS = 64
 """Most envs in one run's vector env (they all run in one process)."""
@@ -56,6 +60,9 @@ MAX_TIMESTEPS = 10**9
 """Most ``n_timesteps`` of one run (about 20 hours at the fast recipe's ~14k steps/s on 2 cores)."""
 MAX_N_STEPS = 1 << 20
 """Most ``n_steps`` per env and rollout (the rollout buffer holds n_steps x n_envs observations)."""
+MAX_BUFFER_SIZE = 4_000_000
+"""Most transitions of a MaskableDQN replay buffer (it holds two float32 observations and a mask per transition:
+about 2 GB at the domain env's 57 features and 13 actions)."""
 
 _INT, _FLOAT, _BOOL = "int", "float", "bool"
 HYPER_RANGES: dict[str, tuple[str, float | None, bool, float | None, bool]] = {
@@ -73,9 +80,19 @@ HYPER_RANGES: dict[str, tuple[str, float | None, bool, float | None, bool]] = {
     "max_grad_norm": (_FLOAT, 0.0, False, 1e6, True),
     "target_kl": (_FLOAT, 0.0, False, 1e3, True),
     "normalize_advantage": (_BOOL, None, True, None, True),
+    # MaskableDQN (SB3's DQN arguments)
+    "buffer_size": (_INT, 1, True, MAX_BUFFER_SIZE, True),
+    "learning_starts": (_INT, 0, True, MAX_TIMESTEPS, True),
+    "tau": (_FLOAT, 0.0, False, 1.0, True),
+    "train_freq": (_INT, 1, True, MAX_N_STEPS, True),
+    "gradient_steps": (_INT, 1, True, 1000, True),
+    "target_update_interval": (_INT, 1, True, MAX_TIMESTEPS, True),
+    "exploration_fraction": (_FLOAT, 0.0, True, 1.0, True),
+    "exploration_initial_eps": (_FLOAT, 0.0, True, 1.0, True),
+    "exploration_final_eps": (_FLOAT, 0.0, True, 1.0, True),
 }
-"""Documented ranges of the PPO / MaskablePPO hyperparameters a config may set, checked before SB3 sees them (a
-schedule ``lin_x`` is checked at its start x). ``clip_range_vf`` and ``target_kl`` may also be null."""
+"""Documented ranges of the PPO / MaskablePPO / MaskableDQN hyperparameters a config may set, checked before SB3 sees
+them (a schedule ``lin_x`` is checked at its start x). ``clip_range_vf`` and ``target_kl`` may also be null."""
 
 
 @dataclass
@@ -109,6 +126,7 @@ class TrainConfig:
     device: str = "cpu"
     init_from: str | None = None  # a safe checkpoint whose actor starts the run (train/init_from.py)
     freeze_actor_steps: int = 0  # timesteps during which only the value network trains (train/init_from.py)
+    anchor_kl: float = 0.0  # weight of the KL to the init_from actor after each rollout (train/anchor_kl.py)
     source: str = "(dict)"
     raw: dict[str, Any] = field(default_factory=dict)  # the env id's section as written (for the run's copy)
 
@@ -129,6 +147,8 @@ class TrainConfig:
             body["init_from"] = self.init_from
         if self.freeze_actor_steps:
             body["freeze_actor_steps"] = self.freeze_actor_steps
+        if self.anchor_kl:
+            body["anchor_kl"] = self.anchor_kl
         return {self.env_id: body}
 
     def raw_hyperparams(self) -> dict[str, Any]:
@@ -137,6 +157,10 @@ class TrainConfig:
 
 
 def _algo_class(algo: str) -> Any:
+    if algo == "maskable_dqn":
+        from kairos_gym.train.maskable_dqn import MaskableDQN
+
+        return MaskableDQN
     if algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO
 
@@ -148,6 +172,12 @@ def _algo_class(algo: str) -> Any:
 
 def hyperparam_names(algo: str) -> list[str]:
     """Constructor arguments of the algorithm that a config may set directly."""
+    if algo == "maskable_dqn":  # MaskableDQN takes DQN's arguments (**kwargs) except the ones it fixes
+        from kairos_gym.train.maskable_dqn import FIXED
+        from stable_baselines3 import DQN
+
+        params = inspect.signature(DQN.__init__).parameters
+        return [p for p in params if p not in NOT_HYPER and p not in FIXED]
     params = inspect.signature(_algo_class(algo).__init__).parameters
     return [p for p in params if p not in NOT_HYPER]
 
@@ -201,9 +231,10 @@ def _activations() -> dict[str, Any]:
     return {n: getattr(nn, n) for n in ACTIVATIONS}
 
 
-def _policy_kwargs(where: str, value: Any) -> dict[str, Any]:
+def _policy_kwargs(where: str, value: Any, algo: str = "maskable_ppo") -> dict[str, Any]:
     """A mapping, or the string form ``"dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.ReLU)"``
-    (parsed by :func:`parse_literal`, never evaluated)."""
+    (parsed by :func:`parse_literal`, never evaluated). MaskableDQN's Q-network takes ``net_arch`` as one list
+    and no ``ortho_init`` / ``share_features_extractor``."""
     from kairos_gym.agents.checkpoint import ACTIVATIONS
 
     if value is None:
@@ -227,6 +258,14 @@ def _policy_kwargs(where: str, value: Any) -> dict[str, Any]:
         raise ConfigError(where, "policy_kwargs.activation_fn", act, "one of " + ", ".join(ACTIVATIONS))
     if "net_arch" in out:
         _check_net_arch(where, out["net_arch"])
+    if algo == "maskable_dqn":
+        if "net_arch" in out and not isinstance(out["net_arch"], list):
+            raise ConfigError(where, "policy_kwargs.net_arch", out["net_arch"],
+                              "a list of layer widths (maskable_dqn: one Q-network, no pi / vf)")
+        for k in ("ortho_init", "share_features_extractor"):
+            if k in out:
+                raise ConfigError(where, f"policy_kwargs.{k}", out[k], "absent (a PPO key; maskable_dqn has no "
+                                  "actor-critic)")
     for k in ("ortho_init", "share_features_extractor"):
         if k in out and not isinstance(out[k], bool):
             raise ConfigError(where, f"policy_kwargs.{k}", out[k], "true or false")
@@ -284,8 +323,18 @@ def _timesteps(where: str, value: Any) -> int:
     return n
 
 
-def check_batch(where: str, hyper: Mapping[str, Any], n_envs: int) -> None:
-    """``batch_size`` at most one rollout (``n_steps x n_envs`` transitions; SB3 would train on short batches)."""
+def check_batch(where: str, hyper: Mapping[str, Any], n_envs: int, algo: str = "maskable_ppo") -> None:
+    """PPO: ``batch_size`` at most one rollout (``n_steps x n_envs`` transitions; SB3 would train on short
+    batches). MaskableDQN: ``batch_size`` at most ``learning_starts`` (when set above 0) and ``buffer_size``, which
+    holds at least one transition per env."""
+    if algo == "maskable_dqn":
+        buffer = int(hyper.get("buffer_size", 1_000_000))
+        batch = int(hyper.get("batch_size", 32))
+        if batch > buffer:
+            raise ConfigError(where, "batch_size", batch, f"a whole number from 1 to buffer_size = {buffer}")
+        if buffer < n_envs:
+            raise ConfigError(where, "buffer_size", buffer, f"a whole number >= n_envs = {n_envs}")
+        return
     n_steps = int(hyper.get("n_steps", 2048))
     batch = int(hyper.get("batch_size", 64))
     if batch > n_steps * n_envs:
@@ -339,7 +388,7 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
     n_envs = _pos_int(where, "n_envs", body.get("n_envs", 2))
     if n_envs > MAX_N_ENVS:
         raise ConfigError(where, "n_envs", n_envs, f"a whole number from 1 to {MAX_N_ENVS}")
-    check_batch(where, hyper, n_envs)
+    check_batch(where, hyper, n_envs, algo)
     ev = {**DEFAULT_EVAL, **(body.get("eval") or {})}
     for k in ev:
         if k not in EVAL_KEYS:
@@ -382,7 +431,7 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         policy=policy,
         normalize=parse_normalize(where, body.get("normalize", True), body.get("normalize_kwargs")),
         env_kwargs=dict(env_kwargs),
-        policy_kwargs=_policy_kwargs(where, body.get("policy_kwargs")),
+        policy_kwargs=_policy_kwargs(where, body.get("policy_kwargs"), algo),
         hyperparams=hyper,
         seed=_pos_int(where, "seed", body.get("seed", 0), zero=True),
         eval=EvalConfig(freq=_pos_int(where, "eval.freq", ev["freq"], zero=True), seeds=list(seeds),
@@ -391,20 +440,42 @@ def parse_config(data: Mapping[str, Any], env_id: str | None = None, source: str
         device=str(body.get("device", "cpu")),
         init_from=_init_from(where, body),
         freeze_actor_steps=_pos_int(where, "freeze_actor_steps", body.get("freeze_actor_steps", 0), zero=True),
+        anchor_kl=_anchor_kl(where, body),
         source=source,
         raw=dict(body),
     )
 
 
 def _init_from(where: str, body: Mapping[str, Any]) -> str | None:
-    """``init_from`` checked (train/init_from.py); ``freeze_actor_steps`` needs it."""
+    """``init_from`` checked (train/init_from.py; PPO algorithms only); ``freeze_actor_steps`` needs it."""
     from kairos_gym.train.init_from import check_init_from
 
     value = check_init_from(where, body.get("init_from"))
+    algo = body.get("algo", "maskable_ppo")
+    if value is not None and algo not in PPO_ALGOS:
+        raise ConfigError(where, "init_from", value, "absent with algo " + str(algo) + " (it loads an actor into a "
+                          "PPO / MaskablePPO policy)")
     if value is None and body.get("freeze_actor_steps"):
         raise ConfigError(where, "freeze_actor_steps", body["freeze_actor_steps"],
                           "0 or absent without init_from (a fresh actor has nothing to keep)")
     return value
+
+
+MAX_ANCHOR_KL = 1e3
+"""Largest ``anchor_kl`` weight."""
+
+
+def _anchor_kl(where: str, body: Mapping[str, Any]) -> float:
+    """``anchor_kl`` checked (train/anchor_kl.py): a number from 0 to :data:`MAX_ANCHOR_KL`; above 0 it needs
+    ``init_from`` (the actor it anchors to) and maskable_ppo (the masks it restricts both distributions to)."""
+    value = body.get("anchor_kl", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_ANCHOR_KL:
+        raise ConfigError(where, "anchor_kl", value, f"a number from 0 to {MAX_ANCHOR_KL:g}")
+    if value and (body.get("init_from") is None or body.get("algo", "maskable_ppo") != "maskable_ppo"):
+        raise ConfigError(where, "anchor_kl", value, "0 or absent without init_from and algo maskable_ppo (it anchors "
+                          "the policy to the init_from actor, within the rollout's action masks)")
+    return float(value)
 
 
 def load_config(path: str | Path, env_id: str | None = None) -> TrainConfig:

@@ -1,4 +1,4 @@
-"""PPO training of a kairos-gym env: MaskablePPO (default) or PPO, VecNormalize, checkpoints, resume,
+"""RL training of a kairos-gym env: MaskablePPO (default), PPO or MaskableDQN, VecNormalize, checkpoints, resume,
 periodic held-out evaluation with ``kairos/`` TensorBoard scalars. See docs/training.md.
 
 A run folder holds::
@@ -73,7 +73,7 @@ def prepare_torch() -> None:
 
 
 def build_model(cfg: TrainConfig, venv: Any) -> Any:
-    """A fresh PPO / MaskablePPO for ``venv`` from the config's hyperparameters."""
+    """A fresh PPO / MaskablePPO / MaskableDQN for ``venv`` from the config's hyperparameters."""
     algo = _algo_class(cfg.algo)
     return algo(cfg.policy, venv, seed=cfg.seed, device=cfg.device, policy_kwargs=cfg.policy_kwargs or None,
                 verbose=0, **cfg.hyperparams)
@@ -101,6 +101,9 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
     ``export`` copies the best model (else the final one) in the safe format, the config and meta.json
     into a folder (the shipped-agent layout). Returns the run's meta dict."""
     zip_path = None
+    if resume is not None and cfg.algo == "maskable_dqn":
+        raise ConfigError("train", "--resume", str(resume), "a PPO / MaskablePPO run (a MaskableDQN checkpoint does "
+                          "not keep its replay buffer, so resuming would not continue the same training)")
     if resume is not None:  # refused before any work: unpickling a file can run code stored in it
         zip_path = resolve_model_path(resume)
         require_trust(zip_path, trust_checkpoint, "train", "--resume",
@@ -168,6 +171,10 @@ def train_into(cfg: TrainConfig, out: str | Path, *, resume: str | Path | None =
         from kairos_gym.train.init_from import FreezeActor
 
         callbacks.append(FreezeActor(cfg.freeze_actor_steps))
+    if cfg.anchor_kl:
+        from kairos_gym.train.anchor_kl import AnchorKL
+
+        callbacks.append(AnchorKL(str(cfg.init_from), cfg.anchor_kl, int(cfg.hyperparams.get("batch_size", 64))))
     ckpt = CheckpointEvery(out / "checkpoints", cfg.checkpoint_freq)
     callbacks.append(ckpt)
     if progress:
@@ -244,10 +251,13 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
                    vec_backend: str | None = None) -> TrainConfig:
     """The config with command-line overrides applied (``algo`` re-validates the hyperparameters)."""
     if algo is not None and algo != cfg.algo:
-        from kairos_gym.train.config import hyperparam_names
+        from kairos_gym.train.config import ALGOS, PPO_ALGOS, hyperparam_names
 
-        if algo not in ("maskable_ppo", "ppo"):
-            raise ConfigError("train", "--algo", algo, "maskable_ppo or ppo")
+        if algo not in ALGOS:
+            raise ConfigError("train", "--algo", algo, "one of " + ", ".join(ALGOS))
+        if (algo in PPO_ALGOS) != (cfg.algo in PPO_ALGOS):
+            raise ConfigError("train", "--algo", algo, f"an algorithm of the config's family ({cfg.algo}: "
+                              + ("maskable_ppo or ppo" if cfg.algo in PPO_ALGOS else "maskable_dqn") + ")")
         names = hyperparam_names(algo)
         bad = [k for k in cfg.hyperparams if k not in names]
         if bad:
@@ -264,7 +274,7 @@ def with_overrides(cfg: TrainConfig, *, algo: str | None = None, timesteps: int 
     if n_envs is not None:
         if isinstance(n_envs, bool) or not isinstance(n_envs, int) or not 1 <= n_envs <= MAX_N_ENVS:
             raise ConfigError("train", "--n-envs", n_envs, f"a whole number from 1 to {MAX_N_ENVS}")
-        check_batch("train --n-envs", cfg.hyperparams, n_envs)
+        check_batch("train --n-envs", cfg.hyperparams, n_envs, cfg.algo)
         cfg = replace(cfg, n_envs=n_envs)
     if eval_freq is not None:
         cfg = replace(cfg, eval=replace(cfg.eval, freq=eval_freq))

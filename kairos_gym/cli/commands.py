@@ -67,8 +67,8 @@ COMMANDS: tuple[Command, ...] = (
             "the simulator's"),
     Command("check", "benchmark", "checks", "the benchmark's design checks: fault-switch, mix-shift, regime-shift, "
             "normalised-sizing (markdown tables)"),
-    Command("train", "train", "train", "train a PPO / MaskablePPO agent from a training config "
-            "(configs/ppo/*.yaml)"),
+    Command("train", "train", "train", "train a MaskablePPO / PPO / MaskableDQN agent from a training config "
+            "(configs/ppo/*.yaml, configs/dqn/*.yaml)"),
     Command("distill", "train", "train", "distil the clairvoyant Oracle into a masked MLP policy: labels, "
             "training, validation (configs/ppo/distill.yaml)"),
     Command("curves", "train", "train", "learning curves across training seeds, rliable style: the IQM of the "

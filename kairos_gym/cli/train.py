@@ -31,14 +31,16 @@ def _add_train(sub: Subparsers) -> None:
     p = add_command(sub, "train", cmd_train)
     p.add_argument("--config", required=True, help="training config YAML, e.g. configs/ppo/kairos-v0.yaml")
     p.add_argument("--env-id", help="the config section to use (default: its only env id)")
-    p.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="override the config's algo (ppo: the ablation)")
+    p.add_argument("--algo", choices=("maskable_ppo", "ppo", "maskable_dqn"),
+                   help="override the config's algo within its family (ppo: the ablation without masks)")
     p.add_argument("--timesteps", type=int, help="override n_timesteps (total, also when resuming)")
     p.add_argument("--seed", type=int, help="override the config's seed")
     p.add_argument("--n-envs", type=int, help="override n_envs (1-64)")
     p.add_argument("--vec-backend", choices=("native", "dummy", "subproc"),
                    help="override vec_backend (native: one native call steps all envs)")
     p.add_argument("--eval-freq", type=int, help="override eval.freq (timesteps; 0: no periodic evaluation)")
-    p.add_argument("--out", help="run folder (default runs/ppo/<config name>/seed<seed>)")
+    p.add_argument("--out", help="run folder (default runs/ppo/<config name>/seed<seed>; runs/dqn/... for "
+                   "maskable_dqn)")
     p.add_argument("--resume", metavar="PATH", help="continue from SB3's training state: a checkpoint zip, a folder "
                    "with model.zip or a run folder (needs --trust-checkpoint)")
     p.add_argument("--trust-checkpoint", action="store_true", help="let --resume unpickle the checkpoint (SB3 model "
@@ -85,7 +87,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     scale = _scale_out(args, cfg)
     if scale is not None:
         return scale
-    out = Path(args.out) if args.out else Path("runs") / "ppo" / Path(args.config).stem / f"seed{cfg.seed}"
+    family = "dqn" if cfg.algo == "maskable_dqn" else "ppo"
+    out = Path(args.out) if args.out else Path("runs") / family / Path(args.config).stem / f"seed{cfg.seed}"
     check_outputs("train", folders={"--out": (out, ()), "--export": (args.export, ())})
     command = command_line(args)
     meta = train(cfg, out, resume=args.resume, trust_checkpoint=args.trust_checkpoint, progress=not args.no_progress,

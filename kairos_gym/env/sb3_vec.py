@@ -5,9 +5,10 @@ SB3's conventions, as ``DummyVecEnv`` + ``Monitor`` give them: ``reset()`` retur
 (seeds from :meth:`seed`, env i gets s + i, used at the next reset); ``step_wait`` returns float32 rewards,
 one ``dones`` flag per env and a list of N info dicts, empty except where an episode ended:
 ``terminal_observation`` (the last observation; the returned one is the next episode's first),
-``TimeLimit.truncated`` (truncated and not terminated), a Monitor-style ``episode`` ``{"r", "l", "t"}``
-(return rounded to 6 decimals, length in decisions, wall seconds since the VecEnv was built, as SB3's
-``Monitor`` writes them) and, with ``summaries=True``,
+``TimeLimit.truncated`` (truncated and not terminated), ``terminal_action_mask`` (the int8 mask of the last
+observation: what a value-based learner bootstraps from at a truncation), a Monitor-style ``episode``
+``{"r", "l", "t"}`` (return rounded to 6 decimals, length in decisions, wall seconds since the VecEnv was built, as
+SB3's ``Monitor`` writes them) and, with ``summaries=True``,
 ``summary``. ``env_method("action_masks")`` returns the N int8 mask rows, which is what sb3-contrib's
 ``get_action_masks`` stacks for MaskablePPO. Needs the [train] extra (Stable-Baselines3).
 """
@@ -75,10 +76,12 @@ class KairosVecEnv(VecEnv):
         for i in np.flatnonzero(dones).tolist():
             info = out[i]
             info["terminal_observation"] = infos["final_obs"][i]
+            final = infos["final_info"]  # Gymnasium's vector layout: a dict of arrays
             info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            if "action_mask" in final:
+                info["terminal_action_mask"] = np.array(final["action_mask"][i], dtype=np.int8)
             info["episode"] = {"r": round(float(self._ep_return[i]), 6), "l": int(self._ep_len[i]),
                                "t": round(time.time() - self._t0, 6)}
-            final = infos["final_info"]  # Gymnasium's vector layout: the summary is a dict of arrays
             if self.vec.summaries and final["_summary"][i]:
                 info["summary"] = unbatch_info(final["summary"], i)
             self._ep_return[i] = 0.0

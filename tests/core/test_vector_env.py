@@ -147,12 +147,13 @@ def test_sb3_vec_env_same_step_matches_single_envs_and_reports_episodes():
         obs, rewards, dones, infos = venv.step(acts)
         assert rewards.dtype == np.float32 and len(infos) == n
         for i, env in enumerate(singles):
-            o, r, te, tr, _ = env.step(int(acts[i]))
+            o, r, te, tr, step_info = env.step(int(acts[i]))
             ret[i] += r
             assert rewards[i] == np.float32(r) and bool(dones[i]) == (te or tr)
             if te or tr:
                 episodes += 1
                 assert infos[i]["terminal_observation"].tobytes() == o.tobytes()
+                assert infos[i]["terminal_action_mask"].tobytes() == step_info["action_mask"].tobytes()
                 assert infos[i]["TimeLimit.truncated"] == (tr and not te)
                 assert infos[i]["episode"]["l"] == 7 and infos[i]["episode"]["r"] == round(ret[i], 6)  # as Monitor
                 ret[i] = 0.0

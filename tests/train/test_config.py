@@ -13,7 +13,7 @@ from kairos_gym.train.envs import TRAIN_SEED_MIN, HeldOutSeeds, eval_env_kwargs,
 from kairos_gym.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = sorted((ROOT / "configs" / "ppo").glob("*.yaml"))
+CONFIGS = sorted([*(ROOT / "configs" / "ppo").glob("*.yaml"), *(ROOT / "configs" / "dqn").glob("*.yaml")])
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])

@@ -168,3 +168,64 @@ def test_a_frozen_actor_does_not_move_while_the_critic_learns_then_both_train(tm
     assert any(not torch.equal(x, y) for x, y in zip(c0, c1, strict=True))
     assert any(not torch.equal(x, y) for x, y in zip(a0, a1, strict=True))  # unfrozen after 64 steps
     assert all(p.requires_grad for p in model.policy.parameters())
+
+
+def test_the_masked_kl_ignores_invalid_actions_and_is_zero_only_at_the_target() -> None:
+    import torch
+    from kairos_gym.train.anchor_kl import masked_kl
+
+    t = torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 5.0]])
+    masks = torch.tensor([[True, True, False], [True, True, False]])
+    assert float(masked_kl(t, t, masks)) == 0.0
+    other = t.clone()
+    other[:, 2] = -40.0  # differs only on masked actions
+    assert float(masked_kl(t, other, masks)) == 0.0
+    other[0, 0] = 3.0
+    assert float(masked_kl(t, other, masks)) > 0.0
+
+
+def test_the_anchor_is_the_checkpoint_s_actor() -> None:
+    import torch
+    from kairos_gym.train.anchor_kl import actor_module
+
+    net, student = actor_module(STUDENT), load_policy(STUDENT)
+    x = np.random.default_rng(0).normal(size=(64, student.observation_size)).astype(np.float32)
+    got = net(torch.as_tensor(student.normalizer(x))).numpy()  # the anchor reads normalised inputs
+    want = np.stack([student.logits(row) for row in x])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert not any(p.requires_grad for p in net.parameters())
+
+
+def test_the_anchor_pulls_the_policy_back_to_the_start() -> None:
+    """After a rollout, the anchor phase lowers the KL between the (perturbed) policy and the starting actor, and
+    is skipped while the actor is frozen."""
+    import torch
+    from kairos_gym.train.anchor_kl import AnchorKL
+    from kairos_gym.train.init_from import FreezeActor, load_actor_into
+
+    model, venv, inputs = _model(_small())
+    load_actor_into(model, venv, STUDENT, inputs)
+    with torch.no_grad():
+        model.policy.action_net.bias.add_(torch.linspace(-2.0, 2.0, model.action_space.n))
+    anchor = AnchorKL(STUDENT, 5.0, 64)
+    model.learn(total_timesteps=64, callback=[FreezeActor(10**6), anchor])  # frozen: the phase does not run
+    assert anchor.last_kl is None
+    for group in model.policy.optimizer.param_groups:  # a visible pull in a few steps
+        group["lr"] = 1e-3
+    anchor = AnchorKL(STUDENT, 1.0, 16)
+    anchor.init_callback(model)
+    anchor.on_training_start({}, {})
+    kls = []
+    for _ in range(8):  # each phase: one pass over the last rollout (64 decisions, 4 minibatches)
+        anchor.on_rollout_end()
+        kls.append(anchor.last_kl)
+    assert kls[0] > 0.01 and kls[-1] < kls[0] / 4, kls
+
+
+@pytest.mark.parametrize("over, field", [({"anchor_kl": -1.0}, "anchor_kl"), ({"anchor_kl": "x"}, "anchor_kl"),
+                                         ({"anchor_kl": 0.5, "init_from": None, "freeze_actor_steps": 0},
+                                          "anchor_kl")])
+def test_bad_anchor_values_are_refused(over: dict, field: str) -> None:
+    with pytest.raises(ConfigError, match=field):
+        _small(**over)
+    assert _small(anchor_kl=0.5).to_yaml_dict()["kairos_train/KairosGeneral-v0"]["anchor_kl"] == 0.5
