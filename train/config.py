@@ -325,9 +325,15 @@ def _timesteps(where: str, value: Any) -> int:
 
 def check_batch(where: str, hyper: Mapping[str, Any], n_envs: int, algo: str = "maskable_ppo") -> None:
     """PPO: ``batch_size`` at most one rollout (``n_steps x n_envs`` transitions; SB3 would train on short
-    batches). MaskableDQN: ``batch_size`` at most ``learning_starts`` (when set above 0) and ``buffer_size``, which
-    holds at least one transition per env."""
+    batches). MaskableDQN: ``n_steps`` (its returns' length) at most ``MAX_RETURN_STEPS``, ``batch_size`` at most
+    ``buffer_size``, which holds at least one transition per env."""
     if algo == "maskable_dqn":
+        from kairos_gym.train.maskable_dqn import MAX_RETURN_STEPS
+
+        steps = int(hyper.get("n_steps", 1))
+        if steps > MAX_RETURN_STEPS:
+            raise ConfigError(where, "n_steps", steps, f"a whole number from 1 to {MAX_RETURN_STEPS} (maskable_dqn: "
+                              "transitions summed into one return)")
         buffer = int(hyper.get("buffer_size", 1_000_000))
         batch = int(hyper.get("batch_size", 32))
         if batch > buffer:

@@ -15,7 +15,14 @@ decisions (chunk sizes a node cannot take, deflection with no decode node able t
 The rest is SB3's DQN unchanged: Huber loss, gradient clipping, a hard (``tau = 1``) or Polyak target update every
 ``target_update_interval`` transitions, a linear epsilon schedule, VecNormalize statistics applied at sampling
 time. Random draws come from numpy's global generator, which SB3 seeds from the run's ``seed``, so a run is
-reproducible. One-step returns only (SB3's ``n_steps`` replay would need the mask n transitions ahead).
+reproducible.
+
+``n_steps = n > 1`` learns from n-step returns, computed at sampling time from the stored one-step transitions of
+the same env: ``sum_{k<m} gamma^k r_{t+k} + gamma^m max_valid Q_target(s_{t+m})``, where ``m <= n`` stops at the
+first episode end (a terminal one bootstraps nothing, a truncated one from its final state) and at the newest
+stored transition, and the max is over the valid actions of ``s_{t+m}`` (the mask stored with transition
+``t + m - 1``). A misses reward arrives tens of decisions after the decision that caused it, so one-step targets
+propagate it slowly.
 
 A trained MaskableDQN is exported in the same safe MLP format as the PPO agents (``algo: maskable_dqn``): its
 greedy policy is the masked argmax of the Q-network's outputs, which is what :class:`GreedyActor` computes from
@@ -33,8 +40,10 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from kairos_gym.errors import ConfigError
 
 WHERE = "maskable_dqn"
-FIXED = ("replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage", "n_steps")
-"""DQN constructor arguments MaskableDQN sets itself (its replay buffer; one-step returns)."""
+FIXED = ("replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage")
+"""DQN constructor arguments MaskableDQN sets itself (its replay buffer)."""
+MAX_RETURN_STEPS = 256
+"""Largest ``n_steps`` (transitions summed into one return)."""
 
 
 class MaskedReplayBufferSamples(NamedTuple):
@@ -46,34 +55,67 @@ class MaskedReplayBufferSamples(NamedTuple):
     dones: Any
     rewards: Any
     next_action_masks: Any
+    discounts: Any  # gamma ** (transitions summed), [batch, 1]
 
 
 class MaskedReplayBuffer(ReplayBuffer):
     """SB3's ``ReplayBuffer`` that also keeps each transition's next-state action mask in :attr:`next_masks`
     (bool, ``[buffer_size, n_envs, actions]``), written by :meth:`MaskableDQN._store_transition` at :attr:`pos`
-    before the transition itself."""
+    before the transition itself; samples ``n_steps``-step returns (the module docstring) with ``gamma``."""
 
     def __init__(self, buffer_size: int, observation_space: Any, action_space: Any, device: Any = "auto",
-                 n_envs: int = 1, optimize_memory_usage: bool = False, handle_timeout_termination: bool = True) -> None:
+                 n_envs: int = 1, optimize_memory_usage: bool = False, handle_timeout_termination: bool = True,
+                 n_steps: int = 1, gamma: float = 0.99) -> None:
+        check_return_steps(n_steps)
+        self.n_steps, self.gamma = int(n_steps), float(gamma)
         if optimize_memory_usage:
             raise ConfigError(WHERE, "optimize_memory_usage", optimize_memory_usage, "false (not with masks)")
         super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs,
                          optimize_memory_usage=False, handle_timeout_termination=handle_timeout_termination)
         self.next_masks = np.ones((self.buffer_size, self.n_envs, int(action_space.n)), dtype=np.bool_)
 
+    def returns(self, batch_inds: np.ndarray, env_indices: np.ndarray, env: Any = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For each sampled transition ``(t, e)``: the ``m``-step return (``m <= n_steps``, the module docstring;
+        rewards normalised as VecNormalize does), the index of its last transition, whether that one ends the
+        episode without bootstrapping, and ``gamma ** m``."""
+        count = self.buffer_size if self.full else self.pos
+        oldest = self.pos if self.full else 0
+        k = np.arange(self.n_steps)
+        age = (batch_inds - oldest) % self.buffer_size  # 0: the oldest stored transition
+        idx = (batch_inds[:, None] + k[None, :]) % self.buffer_size
+        stored = (age[:, None] + k[None, :]) < count
+        ended = self.dones[idx, env_indices[:, None]] > 0
+        before = np.concatenate([np.zeros((len(idx), 1), dtype=bool), np.cumsum(ended, axis=1)[:, :-1] > 0], axis=1)
+        used = stored & ~before  # step k is summed: stored, and no episode end before it
+        m = used.sum(axis=1)
+        rewards = self._normalize_reward(self.rewards[idx, env_indices[:, None]], env)
+        ret = (np.where(used, rewards, 0.0) * self.gamma ** k[None, :]).sum(axis=1)
+        last = idx[np.arange(len(idx)), m - 1]
+        terminal = self.dones[last, env_indices] * (1 - self.timeouts[last, env_indices])
+        return ret.astype(np.float32), last, terminal.astype(np.float32), (self.gamma ** m).astype(np.float32)
+
     def _get_samples(self, batch_inds: np.ndarray, env: Any = None) -> MaskedReplayBufferSamples:  # type: ignore[override]
+        import torch as th
+
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        ret, last, terminal, discounts = self.returns(batch_inds, env_indices, env)
         data = (
             self._normalize_obs(self.observations[batch_inds, env_indices, :], env),
             self.actions[batch_inds, env_indices, :],
-            self._normalize_obs(self.next_observations[batch_inds, env_indices, :], env),
-            (self.dones[batch_inds, env_indices] * (1 - self.timeouts[batch_inds, env_indices])).reshape(-1, 1),
-            self._normalize_reward(self.rewards[batch_inds, env_indices].reshape(-1, 1), env),
+            self._normalize_obs(self.next_observations[last, env_indices, :], env),
+            terminal.reshape(-1, 1),
+            ret.reshape(-1, 1),
         )
-        import torch as th
+        masks = th.as_tensor(self.next_masks[last, env_indices, :], device=self.device)
+        return MaskedReplayBufferSamples(*tuple(map(self.to_torch, data)), masks,
+                                         self.to_torch(discounts.reshape(-1, 1)))
 
-        masks = th.as_tensor(self.next_masks[batch_inds, env_indices, :], device=self.device)
-        return MaskedReplayBufferSamples(*tuple(map(self.to_torch, data)), masks)
+
+def check_return_steps(n_steps: Any) -> None:
+    """``n_steps``: a whole number from 1 to :data:`MAX_RETURN_STEPS`."""
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or not 1 <= n_steps <= MAX_RETURN_STEPS:
+        raise ConfigError(WHERE, "n_steps", n_steps, f"a whole number from 1 to {MAX_RETURN_STEPS}")
 
 
 def masked_greedy(q_values: Any, masks: Any) -> Any:
@@ -92,10 +134,11 @@ def random_valid(masks: np.ndarray) -> np.ndarray:
     return np.argmax(masks & (ranks == pick[:, None]), axis=1)
 
 
-def masked_td_target(next_q: Any, next_masks: Any, rewards: Any, dones: Any, gamma: float) -> Any:
-    """One-step TD targets ``r + (1 - done) * gamma * max over the valid next actions of next_q`` (torch;
-    ``next_q`` and ``next_masks`` ``[batch, actions]``, ``rewards`` and ``dones`` ``[batch, 1]``). A terminal row
-    bootstraps nothing, whatever its mask (even an empty one: no ``-inf * 0``)."""
+def masked_td_target(next_q: Any, next_masks: Any, rewards: Any, dones: Any, gamma: Any) -> Any:
+    """TD targets ``r + (1 - done) * gamma * max over the valid next actions of next_q`` (torch; ``next_q`` and
+    ``next_masks`` ``[batch, actions]``, ``rewards``, ``dones`` and a tensor ``gamma`` (n-step: the discount of the
+    bootstrap, per row) ``[batch, 1]``). A terminal row bootstraps nothing, whatever its mask (even an empty one:
+    no ``-inf * 0``)."""
     import torch as th
 
     best = th.where(next_masks, next_q, th.full_like(next_q, -th.inf)).max(dim=1).values.reshape(-1, 1)
@@ -119,11 +162,15 @@ class MaskableDQN(DQN):
     """DQN acting, exploring and bootstrapping within the valid actions; see the module docstring. Takes DQN's
     arguments except :data:`FIXED`."""
 
-    def __init__(self, policy: Any, env: Any, **kwargs: Any) -> None:
+    def __init__(self, policy: Any, env: Any, n_steps: int = 1, **kwargs: Any) -> None:
         for k in FIXED:
             if k in kwargs:
-                raise ConfigError(WHERE, k, kwargs[k], "unset (MaskableDQN uses its masked replay buffer, one step)")
-        super().__init__(policy, env, replay_buffer_class=MaskedReplayBuffer, **kwargs)
+                raise ConfigError(WHERE, k, kwargs[k], "unset (MaskableDQN uses its masked replay buffer)")
+        check_return_steps(n_steps)
+        buffer_kwargs = {"n_steps": int(n_steps), "gamma": float(kwargs.get("gamma", 0.99))}
+        super().__init__(policy, env, replay_buffer_class=MaskedReplayBuffer, replay_buffer_kwargs=buffer_kwargs,
+                         **kwargs)
+        self.return_steps = int(n_steps)
 
     # ------------------------------------------------------------------ acting
     def _greedy(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -191,7 +238,7 @@ class MaskableDQN(DQN):
             data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
             with th.no_grad():
                 target = masked_td_target(self.q_net_target(data.next_observations), data.next_action_masks,
-                                          data.rewards, data.dones, self.gamma)
+                                          data.rewards, data.dones, data.discounts)
             current = th.gather(self.q_net(data.observations), dim=1, index=data.actions.long())
             loss = F.smooth_l1_loss(current, target)
             losses.append(loss.item())

@@ -48,10 +48,34 @@ def test_masked_greedy_and_td_target_ignore_invalid_actions():
     masks = th.tensor([[False, True, True], [True, False, True]])
     assert masked_greedy(q, masks).tolist() == [2, 0]
     rewards, dones = th.tensor([[1.0], [2.0]]), th.tensor([[0.0], [1.0]])
-    target = masked_td_target(q, masks, rewards, dones, 0.5)
+    target = masked_td_target(q, masks, rewards, dones, th.full((2, 1), 0.5))
     assert target.tolist() == [[2.0], [2.0]]  # 1 + 0.5 * max(1, 2); a terminal row: its reward only
     empty = th.zeros_like(masks)  # a terminal row's mask may be empty: still finite
     assert masked_td_target(q, empty, rewards, th.ones_like(dones), 0.5).tolist() == [[1.0], [2.0]]
+
+
+def test_n_step_returns_stop_at_episode_ends_and_at_the_newest_transition():
+    from gymnasium import spaces
+    from kairos_gym.train.maskable_dqn import MaskedReplayBuffer
+
+    buf = MaskedReplayBuffer(6, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), "cpu", n_envs=1, n_steps=3, gamma=0.5)
+    rewards, dones, timeouts = [1.0, 2.0, 4.0, 8.0, 16.0], [0, 0, 1, 0, 1], [0, 0, 0, 0, 1]
+    for t, (r, d, tr) in enumerate(zip(rewards, dones, timeouts, strict=True)):
+        buf.next_masks[buf.pos] = [True, t % 2 == 0]
+        buf.add(np.array([[t]]), np.array([[t + 0.5]]), np.array([0]), np.array([r]), np.array([d]),
+                [{"TimeLimit.truncated": bool(tr)}])
+    ret, last, terminal, disc = buf.returns(np.arange(5), np.zeros(5, dtype=int))
+    # t=0: 1 + 0.5*2 + 0.25*4 (the episode ends at 2, terminal); t=1: 2 + 0.5*4; t=2: 4;
+    # t=3: 8 + 0.5*16 (a truncation at 4: bootstrap from its final state); t=4: 16 (the newest)
+    assert ret.tolist() == [3.0, 4.0, 4.0, 16.0, 16.0]
+    assert last.tolist() == [2, 2, 2, 4, 4] and terminal.tolist() == [1, 1, 1, 0, 0]
+    assert disc.tolist() == [0.125, 0.25, 0.5, 0.25, 0.5]
+    data = buf._get_samples(np.array([3]))
+    assert float(data.next_observations[0, 0]) == 4.5 and data.next_action_masks.tolist() == [[True, True]]
+    buf.add(np.array([[5]]), np.array([[5.5]]), np.array([0]), np.array([32.0]), np.array([0]), [{}])
+    buf.add(np.array([[6]]), np.array([[6.5]]), np.array([0]), np.array([64.0]), np.array([0]), [{}])  # wraps
+    ret, last, _, _ = buf.returns(np.array([5, 0]), np.zeros(2, dtype=int))
+    assert ret.tolist() == [32.0 + 0.5 * 64.0, 64.0] and last.tolist() == [0, 0]  # t=5 then t=6, the newest
 
 
 def test_learns_within_the_masks_and_stores_next_masks():
@@ -76,7 +100,7 @@ def test_learns_within_the_masks_and_stores_next_masks():
 def test_same_seed_same_parameters():
     params = []
     for _ in range(2):
-        model, venv = _model(seed=5)
+        model, venv = _model(seed=5, n_steps=4)
         model.learn(300)
         params.append(th.cat([p.detach().flatten() for p in model.policy.parameters()]).numpy())
         venv.close()
@@ -111,7 +135,7 @@ def test_config_checks_and_a_run(tmp_path):
     base = {"algo": "maskable_dqn", "n_envs": 2, "vec_backend": "native", "n_timesteps": 256,
             "env_kwargs": KW, "policy_kwargs": "dict(net_arch=[8])", "learning_starts": 32, "buffer_size": 500,
             "batch_size": 16, "eval": {"freq": 0}, "checkpoint_freq": 0}
-    for key, value, field in (("n_steps", 3, "n_steps"), ("replay_buffer_class", "x", "replay_buffer_class"),
+    for key, value, field in (("n_steps", 1000, "n_steps"), ("replay_buffer_class", "x", "replay_buffer_class"),
                               ("policy_kwargs", "dict(net_arch=dict(pi=[8], vf=[8]))", "net_arch"),
                               ("policy_kwargs", "dict(ortho_init=False)", "ortho_init"),
                               ("batch_size", 600, "batch_size"), ("exploration_final_eps", 1.5, "exploration"),
