@@ -9,7 +9,8 @@ in them.
 ``predict(observation, state, episode_start, deterministic, action_masks)`` returns ``(action, state)``
 as SB3 does: the masked argmax of the actor's logits (``deterministic=True``), or a draw from their
 softmax with the policy's own generator (``deterministic=False``; a trusted SB3 model samples as SB3
-does). Observations are normalised with the checkpoint's statistics first.
+does). A ``maskable_dqn`` checkpoint holds a Q-network: its outputs are values, not logits, so it acts greedily
+only (``deterministic=False`` is refused). Observations are normalised with the checkpoint's statistics first.
 
 ``decide(ctx)`` (the simulator's policy hook) needs the environment's observation encoder and action
 decoder. Given a ``scenario``, PPOAgent builds them from ``kairos_gym.env`` exactly as
@@ -48,7 +49,7 @@ from kairos_gym.sim.hook import Decision, DecisionContext
 __all__ = ["DEFAULT_CHECKPOINT", "GENERAL_CHECKPOINT", "DistilledOracle", "GreedyActor", "PPOAgent"]
 
 ALGOS = ("auto", "maskable_ppo", "ppo")
-ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO"}
+ALGO_CLASS = {"maskable_ppo": "MaskablePPO", "ppo": "PPO", "maskable_dqn": "MaskableDQN"}
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ppo-kairos-v0" / "policy.json"
 """The shipped agent (agents/checkpoints/ppo-kairos-v0/README.md, safe format): used when no path is given."""
 GENERAL_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "distilled-oracle" / "policy.json"
@@ -197,6 +198,9 @@ class PPOAgent(BasePolicy):
                              action_masks: Any) -> tuple[Any, Any]:
         """The model's action for an environment observation."""
         if isinstance(observation, np.ndarray) and self.actor is not None and (deterministic or self.model is None):
+            if not deterministic and self.actor.algo == "maskable_dqn":
+                raise ConfigError(f"policy {self.name}", "deterministic", False, "True for a maskable_dqn checkpoint "
+                                  "(a Q-network's outputs are values, not an action distribution to sample)")
             if deterministic:
                 return np.int64(self.actor.act(observation, action_masks)), state
             return np.int64(self.actor.sample(observation, action_masks, self.rng)), state

@@ -151,3 +151,22 @@ def test_config_checks_and_a_run(tmp_path):
     assert load_policy(tmp_path / "run" / "final").algo == "maskable_dqn"
     with pytest.raises(ConfigError, match="replay buffer"):
         train(small, tmp_path / "run", resume=tmp_path / "run" / "final", trust_checkpoint=True, progress=False)
+
+
+def test_a_dqn_checkpoint_runs_as_a_policy_and_acts_greedily_only(tmp_path):
+    from kairos_gym.agents import make_policy, run_policy
+    from kairos_gym.agents.checkpoint import write_policy
+    from kairos_gym.agents.sb3_checkpoint import normalize_stats
+
+    model, venv = _model()
+    model.learn(200)
+    write_policy(tmp_path, actor_from_sb3(model, venv), normalize_stats(venv), {"timesteps": 200})
+    agent = make_policy("ppo", "small", path=str(tmp_path))
+    assert agent.describe()["algo"] == "MaskableDQN"
+    summary = run_policy(agent, "small", 0)
+    assert summary["n_completed"] + summary["n_rejected"] == summary["n_requests"] == 200
+    assert summary["n_invalid_actions"] == 0
+    obs = venv.get_original_obs()[0]
+    with pytest.raises(ConfigError, match="deterministic"):
+        agent.predict(obs, deterministic=False)
+    venv.close()
