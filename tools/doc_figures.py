@@ -732,19 +732,26 @@ _RL_V2_BOARD = ("leaderboard", "--suite", "v2", *(a for f in ("exact", "realisti
                 "--out", "{out}")
 """The RL-from-scratch runs on suite v2 merged into one board per track (docs/training.md, "RL on suite v2")."""
 _FT_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/training/v2-finetune-distilled-unseen.json",
-             "--from-json", "results/training/v2-finetune-distilled-drift-unseen.json", "--out", "{out}")
-"""The fine-tuned student against the student and Kairos on v2's unseen tasks (docs/training.md)."""
+             "--from-json", "results/training/v2-finetune-distilled-drift-unseen.json", "--from-json",
+             "results/training/v2-finetune-distilled-anchor-unseen.json", "--out", "{out}")
+"""The fine-tuned students (without and with the KL anchor) against the student and Kairos on v2's unseen tasks
+(docs/training.md)."""
 _SEEDS_2M = tuple(f"results/training/v2-seen-2M/seed{s}" for s in range(5))
 """Five seeds of configs/ppo/v2-seen.yaml at 2 M steps: their validation histories (docs/training.md)."""
+_DQN_SEEDS_2M = tuple(f"results/training/dqn-v2-seen-2M/seed{s}" for s in range(5))
+"""Five seeds of configs/dqn/v2-seen.yaml (MaskableDQN) at 2 M steps: their validation histories."""
 _SEEDS_2M_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/leaderboard-v2-exact.json", "--from-json",
                    "results/leaderboard-v2-realistic.json", "--from-json",
                    "results/training/v2-seen-2M-seeds-unseen.json", "--from-json",
-                   "results/training/v2-seen-kairos-input-unseen.json", "--tasks",
+                   "results/training/v2-seen-kairos-input-unseen.json", "--from-json",
+                   "results/training/dqn-v2-seen-2M-seeds-unseen.json", "--tasks",
                    "servegen-sharegpt,arxiv-summ,mooncake-synthetic", "--seed-group",
                    "ppo-v2-seen-2M=" + ",".join(f"checkpoint:runs/ppo/v2-seen-2M/seed{s}" for s in range(5)),
+                   "--seed-group",
+                   "dqn-v2-seen-2M=" + ",".join(f"checkpoint:runs/dqn/v2-seen-2M/seed{s}" for s in range(5)),
                    "--out", "{out}")
-"""Those five seeds and the Kairos-input run on v2's unseen tasks beside the whole board's entries there, and the
-five as one recipe."""
+"""Those five seeds, the Kairos-input run and five MaskableDQN seeds on v2's unseen tasks beside the whole board's
+entries there, and each family's five seeds as one recipe."""
 _ORACLE_SUITE = ("perf-oracle", "--suite", "--search", "reference,exhaustive,bounded", "--json", "{out}")
 """The Oracle's three searches on the suite's first test instances (docs/policies.md, "oracle")."""
 _ORACLE_GROWTH = ("perf-oracle", "--scenario", "examples/bursty-8000.yaml", "--growth",
@@ -868,6 +875,7 @@ _FIGURE_LIST = (
     Figure("v2-seen-2M-seeds", "docs/training.md", _SEEDS_2M_BOARD, _v2_headline),
     Figure("v2-seen-2M-recipe", "docs/training.md", _SEEDS_2M_BOARD, _v2_seed_groups),
     Figure("v2-seen-2M-curves", "docs/training.md", ("curves", *_SEEDS_2M, "--out", "{out}"), _markdown),
+    Figure("dqn-v2-seen-2M-curves", "docs/training.md", ("curves", *_DQN_SEEDS_2M, "--out", "{out}"), _markdown),
     Figure("v2-seen-kairos-input-curve", "docs/training.md",
            ("curves", "results/training/v2-seen-kairos-input/seed0", "--out", "{out}"), _markdown),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
