@@ -744,14 +744,21 @@ _SEEDS_2M_BOARD = ("leaderboard", "--suite", "v2", "--from-json", "results/leade
                    "results/leaderboard-v2-realistic.json", "--from-json",
                    "results/training/v2-seen-2M-seeds-unseen.json", "--from-json",
                    "results/training/v2-seen-kairos-input-unseen.json", "--from-json",
-                   "results/training/dqn-v2-seen-2M-seeds-unseen.json", "--tasks",
+                   "results/training/dqn-v2-seen-2M-seeds-unseen.json", "--from-json",
+                   "results/training/v2-seen-kairos-input-2M-seeds13-unseen.json", "--from-json",
+                   "results/training/v2-seen-kairos-input-2M-seeds24-unseen.json", "--tasks",
                    "servegen-sharegpt,arxiv-summ,mooncake-synthetic", "--seed-group",
                    "ppo-v2-seen-2M=" + ",".join(f"checkpoint:runs/ppo/v2-seen-2M/seed{s}" for s in range(5)),
                    "--seed-group",
                    "dqn-v2-seen-2M=" + ",".join(f"checkpoint:runs/dqn/v2-seen-2M/seed{s}" for s in range(5)),
+                   "--seed-group", "ppo-v2-seen-kairos-input-2M=checkpoint:runs/ppo/v2-seen-kairos-input/export,"
+                   + ",".join(f"checkpoint:runs/ppo/v2-seen-kairos-input-2M/seed{s}" for s in range(1, 5)),
                    "--out", "{out}")
-"""Those five seeds, the Kairos-input run and five MaskableDQN seeds on v2's unseen tasks beside the whole board's
-entries there, and each family's five seeds as one recipe."""
+"""Those five seeds, five of the Kairos-input recipe and five MaskableDQN seeds on v2's unseen tasks beside the
+whole board's entries there, and each recipe's five seeds as one."""
+_KAIROS_INPUT_SEEDS = ("results/training/v2-seen-kairos-input/seed0",
+                       *(f"results/training/v2-seen-kairos-input-2M/seed{s}" for s in range(1, 5)))
+"""Five seeds of configs/ppo/v2-seen-kairos-input.yaml at 2 M steps: their validation histories."""
 _ORACLE_SUITE = ("perf-oracle", "--suite", "--search", "reference,exhaustive,bounded", "--json", "{out}")
 """The Oracle's three searches on the suite's first test instances (docs/policies.md, "oracle")."""
 _ORACLE_GROWTH = ("perf-oracle", "--scenario", "examples/bursty-8000.yaml", "--growth",
@@ -876,8 +883,8 @@ _FIGURE_LIST = (
     Figure("v2-seen-2M-recipe", "docs/training.md", _SEEDS_2M_BOARD, _v2_seed_groups),
     Figure("v2-seen-2M-curves", "docs/training.md", ("curves", *_SEEDS_2M, "--out", "{out}"), _markdown),
     Figure("dqn-v2-seen-2M-curves", "docs/training.md", ("curves", *_DQN_SEEDS_2M, "--out", "{out}"), _markdown),
-    Figure("v2-seen-kairos-input-curve", "docs/training.md",
-           ("curves", "results/training/v2-seen-kairos-input/seed0", "--out", "{out}"), _markdown),
+    Figure("v2-seen-kairos-input-curve", "docs/training.md", ("curves", *_KAIROS_INPUT_SEEDS, "--out", "{out}"),
+           _markdown),
     Figure("v2-finetune-distilled-pairs", "docs/training.md", _FT_BOARD, _v2_learnt_pairs),
     Figure("card-ppo-kairos-v0", "docs/training.md", ("card", "agents/checkpoints/ppo-kairos-v0", "--json", "{out}"),
            _card_run),
