@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -110,3 +112,16 @@ def test_pyproject_declares_no_top_level_packages_besides_kairos_gym():
     # every Python package folder of the source tree is installed
     for d in ("agents", "train", "configs"):
         assert cfg["package-dir"][f"kairos_gym.{d}"] == d
+
+
+def test_every_config_folder_is_packaged():
+    """Each folder of configs/ holding YAML files installs as ``kairos_gym.configs.<folder>`` with its YAML as
+    package data (pyproject.toml lists them: setuptools does not find data-only folders by itself)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = sorted(p.name for p in (ROOT / "configs").iterdir() if p.is_dir() and any(p.glob("*.yaml")))
+    assert {"ppo", "dqn", "scenarios"} <= set(folders)
+    for name in folders:
+        assert f"kairos_gym.configs.{name}" in tool["packages"], name
+        assert tool["package-data"].get(f"kairos_gym.configs.{name}") == ["*.yaml"], name
