@@ -99,19 +99,18 @@ def actor_from_sb3(model: Any, normalizer: Any = None, inputs: str = "observatio
     if type(act_space).__name__ != "Discrete":
         raise ConfigError(where, "action_space", act_space, "Discrete for the safe format")
     kind = type(model).__name__
-    if kind == "MaskableDQN":
+    if kind == "MaskableDQN":  # one Sequential: the hidden layers, then the Q-values layer
         extractor, mods = pol.q_net.features_extractor, list(pol.q_net.q_net)
-        body, head, body_name = mods[:-1], mods[-1] if mods else None, "q_net.q_net"
+        body, head, body_name, head_name = mods[:-1], mods[-1] if mods else None, "q_net.q_net", "q_net output"
     else:
         extractor, body, head = pol.pi_features_extractor, list(pol.mlp_extractor.policy_net), pol.action_net
-        body_name = "mlp_extractor.policy_net"
+        body_name, head_name = "mlp_extractor.policy_net", "action_net"
     if type(extractor).__name__ != "FlattenExtractor":
         raise ConfigError(where, "features_extractor", type(extractor).__name__,
                           "FlattenExtractor (MlpPolicy) for the safe format")
     hidden, activation = _hidden_layers(body, body_name)
     if type(head) is not nn.Linear or head.bias is None:
-        raise ConfigError(where, "action_net" if body_name.startswith("mlp") else "q_net output", head,
-                          "a Linear layer with bias")
+        raise ConfigError(where, head_name, head, "a Linear layer with bias")
     algo = {"MaskablePPO": "maskable_ppo", "MaskableDQN": "maskable_dqn"}.get(kind, "ppo")
     return GreedyActor(hidden, (_np(head.weight), _np(head.bias)), activation or "Tanh",
                        maskable=algo != "ppo", normalizer=obs_normalizer_of(normalizer), algo=algo, inputs=inputs)
@@ -129,8 +128,8 @@ def _hidden_layers(mods: list[Any], name: str) -> tuple[list[tuple[np.ndarray, n
         act_name = type(act).__name__
         if type(lin) is not nn.Linear or lin.bias is None or act_name not in ACTIVATIONS \
                 or (activation or act_name) != act_name:
-            raise ConfigError("checkpoint", name, nn.Sequential(*mods), "Linear layers with bias, each followed by "
-                              "the same activation: " + ", ".join(ACTIVATIONS))
+            raise ConfigError("checkpoint", name, mods, "Linear layers with bias, each followed by the same "
+                              "activation: " + ", ".join(ACTIVATIONS))
         if not _default_activation(act):
             raise ConfigError("checkpoint", "activation_fn", act, "an activation with its default arguments")
         activation = act_name

@@ -166,11 +166,9 @@ class MaskableDQN(DQN):
         for k in FIXED:
             if k in kwargs:
                 raise ConfigError(WHERE, k, kwargs[k], "unset (MaskableDQN uses its masked replay buffer)")
-        check_return_steps(n_steps)
-        buffer_kwargs = {"n_steps": int(n_steps), "gamma": float(kwargs.get("gamma", 0.99))}
+        buffer_kwargs = {"n_steps": n_steps, "gamma": float(kwargs.get("gamma", 0.99))}  # checked by the buffer
         super().__init__(policy, env, replay_buffer_class=MaskedReplayBuffer, replay_buffer_kwargs=buffer_kwargs,
                          **kwargs)
-        self.return_steps = int(n_steps)
 
     # ------------------------------------------------------------------ acting
     def _greedy(self, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
